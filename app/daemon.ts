@@ -1,0 +1,164 @@
+/**
+ * The composition root: config becomes objects here and nowhere else. Each channel's
+ * module is imported only when that channel is configured.
+ */
+import { mkdirSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import type { Channel } from '../src/channel.ts';
+import { createAgent } from '../src/agent/agent.ts';
+import { ConfigError, loadConfig, locateConfig } from '../src/config/load.ts';
+import type { Config } from '../src/config/schema.ts';
+import { createLogger, type Logger } from '../src/log.ts';
+import { createOpenAIProvider } from '../src/providers/openai.ts';
+import { defaultDeliveryOptions } from '../src/runtime/delivery.ts';
+import { Runtime } from '../src/runtime/runtime.ts';
+import { defaultSupervisorOptions } from '../src/runtime/supervisor.ts';
+import { openDatabase } from '../src/store/db.ts';
+import { createClockTool } from '../src/tools/clock.ts';
+
+export interface DaemonOptions {
+  readonly mode: 'start' | 'chat';
+  readonly configFlag?: string;
+}
+
+/** What a channel factory gets besides its own config section. */
+interface ChannelDeps {
+  readonly config: Config;
+  readonly mode: 'start' | 'chat';
+  readonly log: Logger;
+  /** Ends a `chat` session once its input has ended and every reply is out. */
+  readonly finish: () => void;
+}
+
+/** One entry per channel kind; the import runs only when the channel is configured. */
+const channelFactories: Record<keyof Config['channels'], (deps: ChannelDeps) => Promise<Channel>> = {
+  terminal: async ({ config, mode, finish }) => {
+    const { createTerminalChannel } = await import('../channels/terminal/index.ts');
+    return createTerminalChannel({
+      input: process.stdin,
+      output: process.stdout,
+      user: config.channels.terminal?.user ?? safeUsername(),
+      assistantName: config.agent.name,
+      interactive: process.stdin.isTTY === true,
+      ...(mode === 'chat' ? { onEnd: finish } : {}),
+    });
+  },
+};
+
+/** Runs `start` or `chat` until it is told to stop; returns the exit code. Throws ConfigError. */
+export async function runDaemon(options: DaemonOptions): Promise<number> {
+  const startedAt = performance.now();
+  const file = locateConfig(options.configFlag === undefined ? {} : { flag: options.configFlag });
+  const { config } = loadConfig(file);
+
+  const names = channelNames(config, options.mode);
+  if (names.length === 0) {
+    throw new ConfigError(file, [{ path: 'channels', problem: 'no channel is configured, so nothing could reach the agent', example: '[channels.terminal]' }]);
+  }
+  // With the terminal in use, stdout is the conversation: logs go to stderr.
+  const log = createLogger({
+    level: logLevel(config, options.mode),
+    format: config.log.format,
+    stream: names.includes('terminal') ? process.stderr : process.stdout,
+  });
+
+  const dataDir = resolve(dirname(file), config.data_dir);
+  mkdirSync(join(dataDir, 'workspace'), { recursive: true });
+  const db = openDatabase(join(dataDir, 'switchboard.db'), { durability: config.runtime.durability });
+
+  const provider = createOpenAIProvider({
+    baseUrl: config.provider.base_url,
+    model: config.provider.model,
+    timeoutMs: config.provider.timeout_seconds * 1000,
+    ...(config.provider.api_key === undefined ? {} : { apiKey: config.provider.api_key }),
+    ...(config.provider.temperature === undefined ? {} : { temperature: config.provider.temperature }),
+    ...(config.provider.max_tokens === undefined ? {} : { maxTokens: config.provider.max_tokens }),
+  });
+  const agent = createAgent({
+    provider,
+    tools: [createClockTool()],
+    name: config.agent.name,
+    instructions: config.agent.instructions,
+    maxToolIterations: config.agent.max_tool_iterations,
+    toolTimeoutMs: config.agent.tool_timeout_seconds * 1000,
+  });
+
+  let finish = (): void => undefined;
+  const channels = await Promise.all(
+    names.map((name) => channelFactories[name]({ config, mode: options.mode, log: log.child({ channel: name }), finish: () => finish() })),
+  );
+  const maxInFlight = config.runtime.max_in_flight > 0 ? config.runtime.max_in_flight : Math.min(64, Math.max(8, channels.length * 4));
+  const runtime = new Runtime({
+    db,
+    log,
+    channels,
+    agent,
+    historyTurns: config.agent.history_turns,
+    maxInFlight,
+    maxQueued: config.runtime.max_queued,
+    turnTimeoutMs: config.agent.turn_timeout_seconds * 1000,
+    shutdownGraceMs: config.runtime.shutdown_grace_seconds * 1000,
+    supervisor: {
+      ...defaultSupervisorOptions,
+      initialBackoffMs: config.runtime.restart_initial_seconds * 1000,
+      maxBackoffMs: config.runtime.restart_max_seconds * 1000,
+      healthyAfterMs: config.runtime.restart_reset_seconds * 1000,
+    },
+    delivery: defaultDeliveryOptions,
+  });
+
+  const stopped = new Promise<number>((resolveExit) => {
+    let stopping = false;
+    const stop = (reason: string, code: number): void => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ reason }, 'stopping');
+      void runtime
+        .stop()
+        .catch((error: unknown) => log.error({ err: error }, 'error while stopping'))
+        .finally(() => {
+          db.close();
+          resolveExit(code);
+        });
+    };
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (stopping) {
+        log.warn({ signal }, 'second signal: exiting now');
+        process.exit(130);
+      }
+      stop(signal, 0);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    finish = () => void runtime.idle().then(() => stop('input ended', 0));
+  });
+
+  runtime.start();
+  void runtime.ready.then(() =>
+    log.info({ channels: names, maxInFlight, provider: provider.name, startupMs: Math.round(performance.now() - startedAt), config: file }, 'ready'),
+  );
+  return stopped;
+}
+
+function channelNames(config: Config, mode: 'start' | 'chat'): Array<keyof Config['channels']> {
+  if (mode === 'chat') return ['terminal']; // `chat` always talks through the terminal, and only there
+  return (Object.keys(channelFactories) as Array<keyof Config['channels']>).filter((name) => config.channels[name] !== undefined);
+}
+
+const levels = new Set(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']);
+
+/** `$SWITCHBOARD_LOG_LEVEL` wins, then `log.level`; `chat` defaults to warn so the conversation stays readable. */
+function logLevel(config: Config, mode: 'start' | 'chat'): NonNullable<Config['log']['level']> {
+  const fromEnv = process.env.SWITCHBOARD_LOG_LEVEL;
+  if (fromEnv !== undefined && levels.has(fromEnv)) return fromEnv as NonNullable<Config['log']['level']>;
+  return config.log.level ?? (mode === 'chat' ? 'warn' : 'info');
+}
+
+function safeUsername(): string {
+  try {
+    return userInfo().username || 'local';
+  } catch {
+    return 'local';
+  }
+}

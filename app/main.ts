@@ -1,0 +1,86 @@
+/**
+ * The CLI: `start`, `chat`, `--help`, `--version`. Usage errors exit 2, config errors 78.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ConfigError, EXIT_CONFIG } from '../src/config/load.ts';
+import { runDaemon } from './daemon.ts';
+
+const EXIT_USAGE = 2;
+
+const usage = `Usage: switchboard <command> [options]
+
+Commands:
+  start          run the daemon in the foreground until SIGINT/SIGTERM
+  chat           talk to the agent from this terminal (stdin lines are messages)
+  help           show this help
+
+Options:
+  -c, --config FILE   config file (default: $SWITCHBOARD_CONFIG, ./switchboard.toml,
+                      ~/.config/switchboard/config.toml)
+  -h, --help          show this help
+  -V, --version       print the version
+
+Examples:
+  switchboard start --config /etc/switchboard/config.toml
+  printf 'hi\\nand you?\\n' | switchboard chat
+`;
+
+const commands = new Set(['start', 'chat', 'help']);
+
+/** Runs the CLI and returns the exit code. */
+export async function main(argv: readonly string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        config: { type: 'string', short: 'c' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'V' },
+      },
+    });
+  } catch (error) {
+    return usageError(error instanceof Error ? error.message : String(error));
+  }
+  const { values, positionals } = parsed;
+  if (values.version) {
+    process.stdout.write(`switchboard ${version()}\n`);
+    return 0;
+  }
+  const [command, ...extra] = positionals;
+  if (values.help || command === undefined || command === 'help') {
+    process.stdout.write(usage);
+    return command === undefined && !values.help ? EXIT_USAGE : 0;
+  }
+  if (!commands.has(command)) return usageError(`unknown command "${command}"`);
+  if (extra.length > 0) return usageError(`unexpected argument "${extra[0]}" for "switchboard ${command}"`);
+
+  try {
+    return await runDaemon({ mode: command === 'chat' ? 'chat' : 'start', ...(values.config === undefined ? {} : { configFlag: values.config }) });
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      return EXIT_CONFIG;
+    }
+    throw error;
+  }
+}
+
+function usageError(message: string): number {
+  process.stderr.write(`switchboard: ${message}\nRun "switchboard --help" for the commands and options.\n`);
+  return EXIT_USAGE;
+}
+
+function version(): string {
+  for (const path of ['../package.json', '../../package.json']) {
+    try {
+      return (JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { version: string }).version;
+    } catch {
+      // try the next layout (source tree vs dist/)
+    }
+  }
+  return 'unknown';
+}

@@ -1,0 +1,28 @@
+// Lint: typescript-eslint's recommended rules, plus the architecture rule that the core
+// (src/) never reaches into platform adapters (channels/) or the composition root (app/).
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/', 'node_modules/', 'data/', '.bench/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', AbortSignal: 'readonly', AbortController: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', performance: 'readonly', fetch: 'readonly', Buffer: 'readonly' } },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-non-null-assertion': 'off',
+    },
+  },
+  {
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['**/channels/**', '**/app/**'], message: 'src/ never imports platform adapters or the composition root; inject them.' }] }],
+      'no-console': 'error',
+    },
+  },
+  {
+    files: ['channels/**/*.ts'],
+    rules: { 'no-console': 'error' },
+  },
+);

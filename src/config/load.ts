@@ -1,0 +1,227 @@
+/**
+ * Finds, reads and validates the config file. Every problem is reported at once, each with
+ * the key's path, what is wrong and an example of a right value.
+ *
+ * Lookup: `--config`, else `$SWITCHBOARD_CONFIG`, else `./switchboard.toml`, else
+ * `~/.config/switchboard/config.toml`. `${NAME}` in a string is read from the environment;
+ * `${file:/path}` from a file (trailing newline dropped), for Docker/systemd secrets.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { resolve } from 'node:path';
+import type { TSchema } from '@sinclair/typebox';
+import { Value, ValueErrorType } from '@sinclair/typebox/value';
+import { parse, stringify, TomlError } from 'smol-toml';
+import { ConfigSchema, schemaAt, type Config } from './schema.ts';
+
+/** Exit code for a config problem (EX_CONFIG from sysexits.h). */
+export const EXIT_CONFIG = 78;
+
+export interface ConfigProblem {
+  /** Dotted key path, e.g. "agent.history_turns" ("" for the file itself). */
+  readonly path: string;
+  readonly problem: string;
+  /** A right value, as a TOML line. */
+  readonly example?: string;
+}
+
+export class ConfigError extends Error {
+  readonly file: string | undefined;
+  readonly problems: readonly ConfigProblem[];
+
+  constructor(file: string | undefined, problems: readonly ConfigProblem[]) {
+    super(formatProblems(file, problems));
+    this.name = 'ConfigError';
+    this.file = file;
+    this.problems = problems;
+  }
+}
+
+export interface LoadedConfig {
+  readonly file: string;
+  readonly config: Config;
+}
+
+export interface LocateOptions {
+  readonly flag?: string;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly cwd?: string;
+  readonly home?: string;
+}
+
+/** The config file to use, or a ConfigError listing where we looked. */
+export function locateConfig(options: LocateOptions = {}): string {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  if (options.flag !== undefined) return resolve(cwd, options.flag);
+  if (env.SWITCHBOARD_CONFIG) return resolve(cwd, env.SWITCHBOARD_CONFIG);
+  const candidates = [resolve(cwd, 'switchboard.toml'), resolve(options.home ?? homedir(), '.config/switchboard/config.toml')];
+  const found = candidates.find((candidate) => existsSync(candidate));
+  if (found) return found;
+  throw new ConfigError(undefined, [
+    {
+      path: '',
+      problem: `no config file found (looked for --config, $SWITCHBOARD_CONFIG, ${candidates.join(', ')}). Copy switchboard.example.toml to ./switchboard.toml and edit it`,
+    },
+  ]);
+}
+
+/** Reads and validates a config file. Throws ConfigError. */
+export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new ConfigError(file, [{ path: '', problem: code === 'ENOENT' ? 'the file does not exist' : `cannot be read (${code ?? String(error)})` }]);
+  }
+  return { file, config: parseConfig(text, file, env) };
+}
+
+/** Validates config text (TOML). `file` is only used in messages. Throws ConfigError. */
+export function parseConfig(text: string, file: string | undefined, env: NodeJS.ProcessEnv = process.env): Config {
+  let raw: unknown;
+  try {
+    raw = parse(text);
+  } catch (error) {
+    const where = error instanceof TomlError ? ` at line ${error.line}, column ${error.column}` : '';
+    const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    throw new ConfigError(file, [{ path: '', problem: `is not valid TOML${where}: ${reason}` }]);
+  }
+  const problems: ConfigProblem[] = [];
+  const interpolated = interpolate(raw, [], env, problems);
+  const withDefaults = Value.Default(ConfigSchema, interpolated);
+  const seen = new Set<string>();
+  for (const error of Value.Errors(ConfigSchema, withDefaults)) {
+    const path = error.path.split('/').filter(Boolean).map(unescapePointer);
+    const key = path.join('.');
+    if (seen.has(key) || problems.some((problem) => problem.path === key)) continue;
+    seen.add(key);
+    problems.push(describe(error.type, path, error.value));
+  }
+  if (problems.length > 0) throw new ConfigError(file, problems);
+  return withDefaults as Config;
+}
+
+function interpolate(value: unknown, path: string[], env: NodeJS.ProcessEnv, problems: ConfigProblem[]): unknown {
+  if (typeof value === 'string') {
+    return value.replace(/\$\{([^}]*)\}/g, (whole, name: string) => {
+      if (name.startsWith('file:')) {
+        const secretFile = name.slice(5);
+        try {
+          return readFileSync(secretFile, 'utf8').replace(/\r?\n$/, '');
+        } catch (error) {
+          problems.push({ path: path.join('.'), problem: `secret file ${secretFile} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})` });
+          return whole;
+        }
+      }
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+        problems.push({ path: path.join('.'), problem: `"${whole}" is not a valid reference; use \${ENV_NAME} or \${file:/path/to/secret}` });
+        return whole;
+      }
+      const found = env[name];
+      if (found === undefined || found === '') {
+        problems.push({
+          path: path.join('.'),
+          problem: `environment variable ${name} is not set (the config reads it as ${whole}); export ${name}=… before starting, or put it in the service's EnvironmentFile`,
+        });
+        return whole;
+      }
+      return found;
+    });
+  }
+  if (Array.isArray(value)) return value.map((item, index) => interpolate(item, [...path, String(index)], env, problems));
+  if (typeof value === 'object' && value !== null && !(value instanceof Date)) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, interpolate(item, [...path, key], env, problems)]));
+  }
+  return value;
+}
+
+function describe(type: ValueErrorType, path: string[], value: unknown): ConfigProblem {
+  const key = path.join('.');
+  const schema = schemaAt(path);
+  const example = schema ? exampleLine(path, schema) : undefined;
+  const withExample = (problem: string): ConfigProblem => (example ? { path: key, problem, example } : { path: key, problem });
+  if (type === ValueErrorType.ObjectAdditionalProperties || !schema) {
+    const parent = schemaAt(path.slice(0, -1)) as { properties?: Record<string, unknown> } | undefined;
+    const known = Object.keys(parent?.properties ?? {});
+    const name = path.at(-1) ?? '';
+    const close = known.find((candidate) => editDistance(candidate, name) <= 2);
+    const hint = close ? `did you mean "${close}"? ` : '';
+    return { path: key, problem: `unknown key; ${hint}known keys here: ${known.join(', ') || '(none)'}` };
+  }
+  if (type === ValueErrorType.ObjectRequiredProperty) return withExample('is required but missing');
+  return withExample(`${expected(schema)}, got ${render(value)}`);
+}
+
+function expected(schema: TSchema): string {
+  const s = schema as Record<string, unknown> & { anyOf?: Array<{ const?: unknown }> };
+  if (s.anyOf) return `must be one of ${s.anyOf.map((option) => JSON.stringify(option.const)).join(', ')}`;
+  const bounds: string[] = [];
+  if (typeof s.minimum === 'number') bounds.push(`≥ ${s.minimum}`);
+  if (typeof s.exclusiveMinimum === 'number') bounds.push(`> ${s.exclusiveMinimum}`);
+  if (typeof s.maximum === 'number') bounds.push(`≤ ${s.maximum}`);
+  const range = bounds.length > 0 ? ` ${bounds.join(' and ')}` : '';
+  switch (s.type) {
+    case 'integer':
+      return `must be a whole number${range}`;
+    case 'number':
+      return `must be a number${range}`;
+    case 'string':
+      if (typeof s.pattern === 'string' && s.pattern.startsWith('^http')) return 'must be an http:// or https:// URL';
+      return s.minLength ? 'must be a non-empty string' : 'must be a string';
+    case 'boolean':
+      return 'must be true or false';
+    case 'object':
+      return 'must be a table';
+    case 'array':
+      return 'must be a list';
+    default:
+      return 'has the wrong type';
+  }
+}
+
+function exampleLine(path: string[], schema: TSchema): string | undefined {
+  const example = (schema as { examples?: unknown[] }).examples?.[0];
+  const key = path.at(-1);
+  if (example === undefined || key === undefined) {
+    return (schema as { type?: string }).type === 'object' && path.length > 0 ? `[${path.join('.')}]` : undefined;
+  }
+  const section = path.length > 1 ? `[${path.slice(0, -1).join('.')}] ` : '';
+  return `${section}${stringify({ [key]: example }).trim()}`;
+}
+
+function render(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'a list' : 'a table';
+  return JSON.stringify(value);
+}
+
+function unescapePointer(part: string): string {
+  return part.replace(/~1/g, '/').replace(/~0/g, '~');
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diagonal = above;
+    }
+  }
+  return row[b.length]!;
+}
+
+/** The human-readable report printed on stderr before exiting with {@link EXIT_CONFIG}. */
+export function formatProblems(file: string | undefined, problems: readonly ConfigProblem[]): string {
+  const lines = [`Config error${file ? ` in ${file}` : ''}:`];
+  for (const problem of problems) {
+    lines.push(`  ${problem.path === '' ? '(file)' : problem.path}: ${problem.problem}`);
+    if (problem.example) lines.push(`      e.g. ${problem.example}`);
+  }
+  lines.push('Nothing was started. Fix the config and start again (see switchboard.example.toml).');
+  return lines.join('\n');
+}

@@ -1,0 +1,80 @@
+/**
+ * The Provider contract: one required method. Retries, key rotation, fallbacks and routing
+ * are decorators around it, never subclasses.
+ */
+
+/** A tool call the model asked for. `arguments` is the raw JSON text the model produced. */
+export interface ToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: string;
+}
+
+export interface UserMessage {
+  readonly role: 'user';
+  readonly content: string;
+}
+
+export interface AssistantMessage {
+  readonly role: 'assistant';
+  readonly content: string;
+  readonly toolCalls?: readonly ToolCall[];
+}
+
+export interface ToolResultMessage {
+  readonly role: 'tool';
+  readonly toolCallId: string;
+  readonly name: string;
+  readonly content: string;
+}
+
+/** A conversation message, keyed on `role`. The system prompt travels separately. */
+export type ChatMessage = UserMessage | AssistantMessage | ToolResultMessage;
+
+/** What the model is told about a tool. */
+export interface ToolSpec {
+  readonly name: string;
+  readonly description: string;
+  /** JSON Schema of the arguments object. */
+  readonly parameters: Readonly<Record<string, unknown>>;
+}
+
+export interface ChatRequest {
+  readonly system: string;
+  readonly messages: readonly ChatMessage[];
+  readonly tools: readonly ToolSpec[];
+  /** Overrides the provider's configured model. */
+  readonly model?: string;
+}
+
+export interface ChatResponse {
+  readonly text: string;
+  readonly toolCalls: readonly ToolCall[];
+  readonly usage?: { readonly inputTokens: number; readonly outputTokens: number };
+}
+
+export interface Provider {
+  /** For logs and status, e.g. "openai:gpt-4o-mini". */
+  readonly name: string;
+  chat(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse>;
+}
+
+/** A failed model call, carrying what a retry decision needs. */
+export class ProviderError extends Error {
+  /** HTTP status, when the endpoint answered. */
+  readonly status: number | undefined;
+  /** `Retry-After` from the endpoint, in ms. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, options: { status?: number; retryAfterMs?: number; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = 'ProviderError';
+    this.status = options.status;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+
+  /** 429, 5xx and network failures may succeed on a later try; other 4xx will not. */
+  get retryable(): boolean {
+    return this.status === undefined || this.status === 429 || this.status >= 500;
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * Runs one channel's `listen` under a restart loop: exponential backoff with jitter, reset
+ * after a healthy period, a liveness watchdog, and health state for `status`.
+ */
+import type { Logger } from 'pino';
+import { isLivenessWatched, type Channel, type ListenLink, type Push } from '../channel.ts';
+import { backoffDelay, sleep } from './backoff.ts';
+
+export type ChannelState = 'starting' | 'running' | 'backoff' | 'stopped';
+
+export interface ChannelHealth {
+  readonly name: string;
+  readonly state: ChannelState;
+  /** Restarts since the daemon started. */
+  readonly restarts: number;
+  readonly lastError?: string;
+  readonly lastErrorAt?: number;
+  readonly lastInboundAt?: number;
+  /** When the channel entered its current state (ms since the epoch). */
+  readonly since: number;
+}
+
+export interface SupervisorOptions {
+  /** First restart delay. @default 2000 */
+  readonly initialBackoffMs: number;
+  /** Longest restart delay. @default 60000 */
+  readonly maxBackoffMs: number;
+  /** A listen that stayed ready this long resets the backoff. @default 60000 */
+  readonly healthyAfterMs: number;
+  /** How long a listen may take to return after its signal aborts. @default 5000 */
+  readonly stopTimeoutMs: number;
+}
+
+export const defaultSupervisorOptions: SupervisorOptions = {
+  initialBackoffMs: 2000,
+  maxBackoffMs: 60_000,
+  healthyAfterMs: 60_000,
+  stopTimeoutMs: 5000,
+};
+
+/** Why a listen was cut short by the supervisor. */
+export class DeafError extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'DeafError';
+  }
+}
+
+export interface SupervisorEvents {
+  /** The channel called `ready()`. */
+  onReady(name: string): void;
+  /** The channel is being restarted after `error`. */
+  onRestart?(name: string, error: unknown): void;
+}
+
+export class ChannelSupervisor {
+  readonly #channel: Channel;
+  readonly #push: Push;
+  readonly #options: SupervisorOptions;
+  readonly #log: Logger;
+  readonly #events: SupervisorEvents;
+  #state: ChannelState = 'stopped';
+  #since = Date.now();
+  #restarts = 0;
+  #lastError: string | undefined;
+  #lastErrorAt: number | undefined;
+  #lastInboundAt: number | undefined;
+
+  constructor(channel: Channel, push: Push, options: SupervisorOptions, log: Logger, events: SupervisorEvents) {
+    this.#channel = channel;
+    this.#options = options;
+    this.#log = log;
+    this.#events = events;
+    this.#push = async (message) => {
+      this.#lastInboundAt = Date.now();
+      return push(message);
+    };
+  }
+
+  health(): ChannelHealth {
+    return {
+      name: this.#channel.name,
+      state: this.#state,
+      restarts: this.#restarts,
+      since: this.#since,
+      ...(this.#lastError === undefined ? {} : { lastError: this.#lastError, lastErrorAt: this.#lastErrorAt }),
+      ...(this.#lastInboundAt === undefined ? {} : { lastInboundAt: this.#lastInboundAt }),
+    };
+  }
+
+  /** Runs until `shutdown` aborts; resolves once the last `listen` has returned (or timed out). */
+  async run(shutdown: AbortSignal): Promise<void> {
+    let failures = 0;
+    while (!shutdown.aborted) {
+      const attempt = new AbortController();
+      const onShutdown = (): void => attempt.abort(shutdown.reason);
+      shutdown.addEventListener('abort', onShutdown, { once: true });
+      let readyAt: number | undefined;
+      let lastAlive = Date.now();
+      const link: ListenLink = {
+        ready: () => {
+          if (attempt.signal.aborted || readyAt !== undefined) return;
+          readyAt = lastAlive = Date.now();
+          this.#setState('running');
+          this.#log.info('channel running');
+          this.#events.onReady(this.#channel.name);
+        },
+        alive: () => {
+          lastAlive = Date.now();
+        },
+        deaf: (reason) => {
+          if (!attempt.signal.aborted) attempt.abort(new DeafError(reason));
+        },
+      };
+      const watchdog = this.#watchdog(() => lastAlive, link);
+      this.#setState('starting');
+      let failure: unknown;
+      try {
+        await this.#listen(attempt.signal, link);
+        failure = attempt.signal.aborted ? attempt.signal.reason : new Error('listen returned without being stopped');
+      } catch (error) {
+        failure = attempt.signal.aborted && !shutdown.aborted ? attempt.signal.reason : error;
+      } finally {
+        if (watchdog) clearInterval(watchdog);
+        shutdown.removeEventListener('abort', onShutdown);
+        attempt.abort();
+      }
+      if (shutdown.aborted) break;
+
+      if (readyAt !== undefined && Date.now() - readyAt >= this.#options.healthyAfterMs) failures = 0;
+      const delay = backoffDelay(failures++, { initialMs: this.#options.initialBackoffMs, maxMs: this.#options.maxBackoffMs });
+      this.#restarts++;
+      this.#lastError = failure instanceof Error ? failure.message : String(failure);
+      this.#lastErrorAt = Date.now();
+      this.#setState('backoff');
+      this.#log.warn({ err: failure, restartInMs: delay, restarts: this.#restarts }, 'channel stopped; restarting');
+      this.#events.onRestart?.(this.#channel.name, failure);
+      try {
+        await sleep(delay, shutdown);
+      } catch {
+        break;
+      }
+    }
+    this.#setState('stopped');
+  }
+
+  /** Runs one listen; once its signal aborts, waits at most `stopTimeoutMs` for it to return. */
+  async #listen(signal: AbortSignal, link: ListenLink): Promise<void> {
+    const listening = this.#channel.listen(this.#push, signal, link);
+    const stopped = new Promise<'timeout'>((resolve) => {
+      const onAbort = (): void => {
+        const timer = setTimeout(() => resolve('timeout'), this.#options.stopTimeoutMs);
+        timer.unref();
+        void listening.finally(() => clearTimeout(timer)).catch(() => undefined);
+      };
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+    const outcome = await Promise.race([listening.then(() => 'returned' as const), stopped]);
+    if (outcome === 'timeout') {
+      listening.catch(() => undefined);
+      this.#log.error({ stopTimeoutMs: this.#options.stopTimeoutMs }, 'channel did not stop after being told to; moving on without it');
+    }
+  }
+
+  #watchdog(lastAlive: () => number, link: ListenLink): NodeJS.Timeout | undefined {
+    if (!isLivenessWatched(this.#channel)) return undefined;
+    const timeout = this.#channel.livenessTimeoutMs;
+    const timer = setInterval(() => {
+      const silent = Date.now() - lastAlive();
+      if (silent > timeout) link.deaf(`no sign of life for ${Math.round(silent / 1000)} s (liveness timeout ${Math.round(timeout / 1000)} s)`);
+    }, Math.max(10, Math.min(timeout / 2, 5000)));
+    timer.unref();
+    return timer;
+  }
+
+  #setState(state: ChannelState): void {
+    this.#state = state;
+    this.#since = Date.now();
+  }
+}

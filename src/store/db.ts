@@ -1,0 +1,87 @@
+/**
+ * The embedded database: one SQLite file in WAL mode, migrated on open.
+ *
+ * `synchronous = NORMAL` keeps every committed transaction across a process crash
+ * (SIGKILL, OOM); only a power loss can lose the last few. `durability = "full"` trades
+ * throughput for surviving that too.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+
+export type Db = Database.Database;
+
+const migrations: readonly string[] = [
+  `
+  CREATE TABLE inbox (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    channel      TEXT    NOT NULL,
+    platform_id  TEXT    NOT NULL,
+    conversation TEXT    NOT NULL,
+    payload      TEXT    NOT NULL,
+    status       TEXT    NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'done', 'failed')),
+    received_at  INTEGER NOT NULL,
+    done_at      INTEGER,
+    error        TEXT,
+    UNIQUE (channel, platform_id)
+  );
+  CREATE INDEX inbox_queued ON inbox (seq) WHERE status = 'queued';
+  CREATE INDEX inbox_done_at ON inbox (done_at) WHERE status <> 'queued';
+
+  CREATE TABLE outbox (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    inbox_seq    INTEGER,
+    channel      TEXT    NOT NULL,
+    conversation TEXT    NOT NULL,
+    payload      TEXT    NOT NULL,
+    status       TEXT    NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'sent', 'dead')),
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    last_error   TEXT,
+    created_at   INTEGER NOT NULL,
+    sent_at      INTEGER
+  );
+  CREATE INDEX outbox_pending ON outbox (conversation, id) WHERE status = 'pending';
+  CREATE INDEX outbox_sent_at ON outbox (sent_at) WHERE status <> 'pending';
+
+  CREATE TABLE history (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation TEXT    NOT NULL,
+    turn         INTEGER NOT NULL,
+    message      TEXT    NOT NULL,
+    created_at   INTEGER NOT NULL
+  );
+  CREATE INDEX history_conversation ON history (conversation, turn, id);
+  `,
+];
+
+export interface OpenOptions {
+  /** `full` fsyncs every commit (survives power loss; slower). @default 'normal' */
+  readonly durability?: 'normal' | 'full';
+}
+
+/** Opens (creating if needed) the database at `path` and brings its schema up to date. */
+export function openDatabase(path: string, options: OpenOptions = {}): Db {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+  migrate(db);
+  return db;
+}
+
+function migrate(db: Db): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > migrations.length) {
+    throw new Error(
+      `database schema version ${current} is newer than this Switchboard knows (${migrations.length}); upgrade Switchboard or point data_dir elsewhere`,
+    );
+  }
+  for (let version = current; version < migrations.length; version++) {
+    db.transaction(() => {
+      db.exec(migrations[version]!);
+      db.pragma(`user_version = ${version + 1}`);
+    })();
+  }
+}
