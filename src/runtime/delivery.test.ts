@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createMemoryChannel } from '../../test/support/memory-channel.ts';
+import { testLogger } from '../../test/support/log.ts';
+import { openDatabase } from '../store/db.ts';
+import { Outbox } from '../store/outbox.ts';
+import { Delivery } from './delivery.ts';
+
+const options = { attemptsPerRound: 4, initialBackoffMs: 10, maxBackoffMs: 200 };
+
+function setup() {
+  const outbox = new Outbox(openDatabase(':memory:'));
+  const channel = createMemoryChannel('mem');
+  const delivery = new Delivery(outbox, new Map([['mem', channel]]), options, testLogger());
+  const add = (text: string, chat = 'c1') => outbox.add({ channel: 'mem', account: 'a', chat, text }, null);
+  return { outbox, channel, delivery, add };
+}
+
+describe('Delivery (outbox sends)', () => {
+  it('sends pending replies of a conversation in order and marks them sent', async () => {
+    const { outbox, channel, delivery, add } = setup();
+    add('one');
+    add('two');
+    await delivery.deliver('mem:a:c1', new AbortController().signal);
+    assert.deepEqual(
+      channel.sent.map((m) => m.text),
+      ['one', 'two'],
+    );
+    assert.equal(outbox.pendingCount(), 0);
+    await delivery.deliver('mem:a:c1', new AbortController().signal);
+    assert.equal(channel.sent.length, 2, 'nothing is sent twice');
+  });
+
+  it('retries a failing send with backoff and sends it exactly once', async () => {
+    const { outbox, channel, delivery, add } = setup();
+    add('hello');
+    channel.failNext(2);
+    const started = Date.now();
+    await delivery.deliver('mem:a:c1', new AbortController().signal);
+    assert.equal(channel.sendAttempts, 3);
+    assert.deepEqual(
+      channel.sent.map((m) => m.text),
+      ['hello'],
+    );
+    assert.ok(Date.now() - started >= 20, 'waited between tries');
+    assert.equal(outbox.pendingCount(), 0);
+  });
+
+  it("honours the platform's retry-after", async () => {
+    const { channel, delivery, add } = setup();
+    add('hello');
+    channel.failNext(1, { retryAfterMs: 150 });
+    const started = Date.now();
+    await delivery.deliver('mem:a:c1', new AbortController().signal);
+    assert.ok(Date.now() - started >= 140, `waited ${Date.now() - started} ms`);
+    assert.equal(channel.sent.length, 1);
+  });
+
+  it('keeps a reply pending (and later ones behind it) when every try of a round fails', async () => {
+    const { outbox, channel, delivery, add } = setup();
+    add('first');
+    add('second');
+    channel.failNext(4);
+    await delivery.deliver('mem:a:c1', new AbortController().signal);
+    assert.equal(channel.sent.length, 0);
+    assert.equal(outbox.pendingCount(), 2);
+    assert.equal(outbox.pending('mem:a:c1')[0]!.attempts, 4);
+    await delivery.deliverAll(new AbortController().signal);
+    assert.deepEqual(
+      channel.sent.map((m) => m.text),
+      ['first', 'second'],
+    );
+  });
+
+  it('gives up on a permanent failure and goes on with the next reply', async () => {
+    const { outbox, channel, delivery, add } = setup();
+    add('doomed');
+    add('fine');
+    channel.failNext(1, { permanent: true });
+    await delivery.deliver('mem:a:c1', new AbortController().signal);
+    assert.deepEqual(
+      channel.sent.map((m) => m.text),
+      ['fine'],
+    );
+    assert.equal(outbox.pendingCount(), 0);
+  });
+
+  it('never runs two rounds of one conversation at once', async () => {
+    const { channel, delivery, add } = setup();
+    for (let i = 0; i < 5; i++) add(`m${i}`);
+    const signal = new AbortController().signal;
+    await Promise.all([delivery.deliver('mem:a:c1', signal), delivery.deliver('mem:a:c1', signal), delivery.deliverAll(signal)]);
+    assert.deepEqual(
+      channel.sent.map((m) => m.text),
+      ['m0', 'm1', 'm2', 'm3', 'm4'],
+    );
+  });
+
+  it('stops retrying when its signal aborts, leaving the reply pending', async () => {
+    const { outbox, channel, delivery, add } = setup();
+    add('hello');
+    channel.failNext(10, { retryAfterMs: 10_000 });
+    const abort = new AbortController();
+    setTimeout(() => abort.abort(), 30);
+    await delivery.deliver('mem:a:c1', abort.signal);
+    assert.equal(outbox.pendingCount(), 1);
+  });
+});
