@@ -65,7 +65,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
 
   const dataDir = resolve(dirname(file), config.data_dir);
   mkdirSync(join(dataDir, 'workspace'), { recursive: true });
-  const db = openDatabase(join(dataDir, 'switchboard.db'), { durability: config.runtime.durability });
+  const db = openDatabase(join(dataDir, 'switchboard.db'), { durability: config.runtime.durability, exclusive: true });
 
   const provider = createOpenAIProvider({
     baseUrl: config.provider.base_url,
@@ -108,6 +108,9 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     delivery: defaultDeliveryOptions,
   });
 
+  // Channels may hold nothing open (the terminal after its input ended, say): the daemon
+  // itself stays up until it is told to stop.
+  const keepAlive = setInterval(() => undefined, 1 << 30);
   const stopped = new Promise<number>((resolveExit) => {
     let stopping = false;
     const stop = (reason: string, code: number): void => {
@@ -118,6 +121,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         .stop()
         .catch((error: unknown) => log.error({ err: error }, 'error while stopping'))
         .finally(() => {
+          clearInterval(keepAlive);
           db.close();
           resolveExit(code);
         });

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, EXIT_CONFIG } from '../src/config/load.ts';
+import { DatabaseInUseError } from '../src/store/db.ts';
 import { runDaemon } from './daemon.ts';
 
 const EXIT_USAGE = 2;
@@ -64,6 +65,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
       return EXIT_CONFIG;
+    }
+    if (error instanceof DatabaseInUseError) {
+      process.stderr.write(`switchboard: ${error.message}\n`);
+      return 1;
     }
     throw error;
   }

@@ -103,13 +103,22 @@ async function executeTool(
   }
   const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]);
   try {
-    return await tool.execute(args as Record<string, unknown>, { ...ctx, signal });
+    // A tool that ignores its signal must not hold the turn: stop waiting when it aborts.
+    return await Promise.race([tool.execute(args as Record<string, unknown>, { ...ctx, signal }), rejectOnAbort(signal)]);
   } catch (error) {
     if (ctx.signal.aborted) throw error;
     ctx.log.warn({ err: error }, 'tool threw');
     const reason = signal.aborted ? `timed out after ${Math.round(timeoutMs / 1000)} s` : error instanceof Error ? error.message : String(error);
     return { kind: 'error', message: `${call.name} failed: ${reason}` };
   }
+}
+
+function rejectOnAbort(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    const fail = (): void => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    if (signal.aborted) fail();
+    else signal.addEventListener('abort', fail, { once: true });
+  });
 }
 
 function resultText(result: ToolResult): string {

@@ -9,10 +9,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
-import type { TSchema } from '@sinclair/typebox';
-import { Value, ValueErrorType } from '@sinclair/typebox/value';
 import { parse, stringify, TomlError } from 'smol-toml';
-import { ConfigSchema, schemaAt, type Config } from './schema.ts';
+import * as v from 'valibot';
+import { ConfigSchema, schemaAt, unwrap, type Config, type SchemaNode } from './schema.ts';
 
 /** Exit code for a config problem (EX_CONFIG from sysexits.h). */
 export const EXIT_CONFIG = 78;
@@ -90,17 +89,17 @@ export function parseConfig(text: string, file: string | undefined, env: NodeJS.
   }
   const problems: ConfigProblem[] = [];
   const interpolated = interpolate(raw, [], env, problems);
-  const withDefaults = Value.Default(ConfigSchema, interpolated);
-  const seen = new Set<string>();
-  for (const error of Value.Errors(ConfigSchema, withDefaults)) {
-    const path = error.path.split('/').filter(Boolean).map(unescapePointer);
+  const result = v.safeParse(ConfigSchema, interpolated, { abortEarly: false });
+  for (const issue of result.issues ?? []) {
+    const path = (issue.path ?? []).map((item) => String(item.key));
+    const unknownKey = issue.type === 'strict_object' && issue.expected === 'never';
+    const missing = issue.type === 'strict_object' && !unknownKey && issue.input === undefined;
     const key = path.join('.');
-    if (seen.has(key) || problems.some((problem) => problem.path === key)) continue;
-    seen.add(key);
-    problems.push(describe(error.type, path, error.value));
+    if (problems.some((problem) => problem.path === key)) continue;
+    problems.push(describe(unknownKey ? 'unknown' : missing ? 'missing' : 'invalid', path, issue.input));
   }
-  if (problems.length > 0) throw new ConfigError(file, problems);
-  return withDefaults as Config;
+  if (problems.length > 0 || !result.success) throw new ConfigError(file, problems);
+  return result.output;
 }
 
 function interpolate(value: unknown, path: string[], env: NodeJS.ProcessEnv, problems: ConfigProblem[]): unknown {
@@ -137,41 +136,44 @@ function interpolate(value: unknown, path: string[], env: NodeJS.ProcessEnv, pro
   return value;
 }
 
-function describe(type: ValueErrorType, path: string[], value: unknown): ConfigProblem {
+function describe(kind: 'unknown' | 'missing' | 'invalid', path: string[], value: unknown): ConfigProblem {
   const key = path.join('.');
   const schema = schemaAt(path);
   const example = schema ? exampleLine(path, schema) : undefined;
   const withExample = (problem: string): ConfigProblem => (example ? { path: key, problem, example } : { path: key, problem });
-  if (type === ValueErrorType.ObjectAdditionalProperties || !schema) {
-    const parent = schemaAt(path.slice(0, -1)) as { properties?: Record<string, unknown> } | undefined;
-    const known = Object.keys(parent?.properties ?? {});
+  if (kind === 'unknown' || !schema) {
+    const known = Object.keys(schemaAt(path.slice(0, -1)) ? (unwrap(schemaAt(path.slice(0, -1))!).base.entries ?? {}) : {});
     const name = path.at(-1) ?? '';
     const close = known.find((candidate) => editDistance(candidate, name) <= 2);
     const hint = close ? `did you mean "${close}"? ` : '';
     return { path: key, problem: `unknown key; ${hint}known keys here: ${known.join(', ') || '(none)'}` };
   }
-  if (type === ValueErrorType.ObjectRequiredProperty) return withExample('is required but missing');
+  if (kind === 'missing') return withExample('is required but missing');
   return withExample(`${expected(schema)}, got ${render(value)}`);
 }
 
-function expected(schema: TSchema): string {
-  const s = schema as Record<string, unknown> & { anyOf?: Array<{ const?: unknown }> };
-  if (s.anyOf) return `must be one of ${s.anyOf.map((option) => JSON.stringify(option.const)).join(', ')}`;
-  const bounds: string[] = [];
-  if (typeof s.minimum === 'number') bounds.push(`≥ ${s.minimum}`);
-  if (typeof s.exclusiveMinimum === 'number') bounds.push(`> ${s.exclusiveMinimum}`);
-  if (typeof s.maximum === 'number') bounds.push(`≤ ${s.maximum}`);
-  const range = bounds.length > 0 ? ` ${bounds.join(' and ')}` : '';
-  switch (s.type) {
-    case 'integer':
-      return `must be a whole number${range}`;
+function expected(schema: SchemaNode): string {
+  const { base, actions } = unwrap(schema);
+  const requirement = (type: string): unknown => actions.find((action) => action.type === type)?.requirement;
+  if (base.type === 'picklist') {
+    const options = base.options ?? [];
+    return options.length === 1 ? `must be ${JSON.stringify(options[0])}` : `must be one of ${options.map((o) => JSON.stringify(o)).join(', ')}`;
+  }
+  const range = [
+    requirement('min_value') === undefined ? '' : `≥ ${String(requirement('min_value'))}`,
+    requirement('gt_value') === undefined ? '' : `> ${String(requirement('gt_value'))}`,
+    requirement('max_value') === undefined ? '' : `≤ ${String(requirement('max_value'))}`,
+  ].filter(Boolean);
+  const bounds = range.length > 0 ? ` ${range.join(' and ')}` : '';
+  switch (base.type) {
     case 'number':
-      return `must be a number${range}`;
+      return `must be a ${actions.some((action) => action.type === 'integer') ? 'whole number' : 'number'}${bounds}`;
     case 'string':
-      if (typeof s.pattern === 'string' && s.pattern.startsWith('^http')) return 'must be an http:// or https:// URL';
-      return s.minLength ? 'must be a non-empty string' : 'must be a string';
+      if (actions.some((action) => action.type === 'regex')) return 'must be an http:// or https:// URL';
+      return actions.some((action) => action.type === 'non_empty') ? 'must be a non-empty string' : 'must be a string';
     case 'boolean':
       return 'must be true or false';
+    case 'strict_object':
     case 'object':
       return 'must be a table';
     case 'array':
@@ -181,11 +183,12 @@ function expected(schema: TSchema): string {
   }
 }
 
-function exampleLine(path: string[], schema: TSchema): string | undefined {
-  const example = (schema as { examples?: unknown[] }).examples?.[0];
+function exampleLine(path: string[], schema: SchemaNode): string | undefined {
+  const { base, actions } = unwrap(schema);
+  const example = actions.find((action) => action.type === 'examples')?.examples?.[0];
   const key = path.at(-1);
   if (example === undefined || key === undefined) {
-    return (schema as { type?: string }).type === 'object' && path.length > 0 ? `[${path.join('.')}]` : undefined;
+    return base.type === 'strict_object' && path.length > 0 ? `[${path.join('.')}]` : undefined;
   }
   const section = path.length > 1 ? `[${path.slice(0, -1).join('.')}] ` : '';
   return `${section}${stringify({ [key]: example }).trim()}`;

@@ -115,6 +115,14 @@ describe('Outbox', () => {
 });
 
 describe('openDatabase', () => {
+  it('lets only one opener hold an exclusive database, until it closes', () => {
+    const path = join(dir, 'exclusive.db');
+    const first = openDatabase(path, { exclusive: true });
+    assert.throws(() => openDatabase(path, { exclusive: true }), /in use by another Switchboard process/);
+    first.close();
+    openDatabase(path, { exclusive: true }).close();
+  });
+
   it('uses WAL and refuses a schema from the future', () => {
     const path = join(dir, 'future.db');
     const db = openDatabase(path);

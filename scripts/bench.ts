@@ -1,0 +1,556 @@
+/**
+ * Switchboard benchmark: prints figures, never fails on speed.
+ *
+ *   npm run bench        (builds dist/ first; cold start runs the compiled daemon)
+ *
+ * 1. cold start to "ready": `node dist/app/cli.js start` with a terminal channel, 10 runs
+ *    on a fresh data dir each plus one on an existing (warm) database
+ * 2. idle RSS of a started daemon, ~2 s after ready
+ * 3. per-message overhead (push → send) through an in-process Runtime with a zero-latency
+ *    turn handler: no HTTP, no model; real SQLite file
+ * 4. throughput at 1 / 8 / 64 conversations (same set-up), and through the real agent and
+ *    OpenAI provider against the fake HTTP model (run in its own process, as a real
+ *    endpoint would be)
+ *
+ * Everything runs on 127.0.0.1, every wait is bounded, temp dirs are removed, and the
+ * script exits by itself.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { pino, type Logger } from 'pino';
+import type { Channel, InboundMessage, OutboundMessage, Push } from '../src/channel.ts';
+import { createAgent, type TurnHandler } from '../src/agent/agent.ts';
+import { createOpenAIProvider } from '../src/providers/openai.ts';
+import { defaultDeliveryOptions } from '../src/runtime/delivery.ts';
+import { Runtime } from '../src/runtime/runtime.ts';
+import { defaultSupervisorOptions } from '../src/runtime/supervisor.ts';
+import { openDatabase, type Db } from '../src/store/db.ts';
+import { createClockTool } from '../src/tools/clock.ts';
+import { startFakeOpenAI } from '../test/fixtures/fake-openai.ts';
+
+const ROOT = join(import.meta.dirname, '..');
+const CLI = join(ROOT, 'dist', 'app', 'cli.js');
+const FAKE_SERVER_FLAG = '--fake-openai-server';
+
+const COLD_RUNS = 10;
+const READY_TIMEOUT_MS = 20_000;
+const EXIT_TIMEOUT_MS = 15_000;
+const IDLE_SETTLE_MS = 2_000;
+const OVERHEAD_WARMUP = 200;
+const OVERHEAD_N = 2_000;
+const THROUGHPUT_N = 10_000;
+const HTTP_N = 2_000;
+const MESSAGE_TIMEOUT_MS = 10_000;
+const RUN_TIMEOUT_MS = 120_000;
+const BENCH_TIMEOUT_MS = 10 * 60_000;
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+const tempDirs: string[] = [];
+const children = new Set<ChildProcess>();
+
+function tempDir(label: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `switchboard-bench-${label}-`));
+  tempDirs.push(dir);
+  return dir;
+}
+
+function removeTempDirs(): void {
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Rejects after `ms` with `what` unless `promise` settles first. */
+async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Nearest-rank percentile of an ascending array. */
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))]!;
+}
+
+const median = (values: readonly number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+const mean = (values: readonly number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;
+const fmt = (value: number, digits = 1): string => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
+const fmtInt = (value: number): string => (Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : 'n/a');
+
+function say(line = ''): void {
+  process.stdout.write(`${line}\n`);
+}
+
+// ---------------------------------------------------------------------------------------
+// The fake model endpoint, in its own process (`bench.ts --fake-openai-server`).
+
+async function runFakeServer(): Promise<void> {
+  const fake = await startFakeOpenAI();
+  // Zero-latency answers; forget requests so a long run does not grow memory.
+  fake.fallback = () => {
+    fake.requests.length = 0;
+    return { text: 'ok' };
+  };
+  process.stdout.write(`${fake.baseUrl}\n`);
+  const shutdown = (): void => void fake.close().then(() => process.exit(0));
+  process.stdin.on('end', shutdown); // the bench went away
+  process.stdin.on('error', shutdown);
+  process.stdin.resume();
+  process.on('SIGTERM', shutdown);
+}
+
+interface FakeServer {
+  readonly baseUrl: string;
+  close(): Promise<void>;
+}
+
+async function startFakeServerProcess(): Promise<FakeServer> {
+  const child = spawn(process.execPath, [import.meta.filename, FAKE_SERVER_FLAG], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+  children.add(child);
+  const lines = createInterface({ input: child.stdout! });
+  const baseUrl = await within(
+    new Promise<string>((resolve, reject) => {
+      lines.once('line', resolve);
+      child.once('exit', (code) => reject(new Error(`fake OpenAI server exited early (code ${code})`)));
+    }),
+    READY_TIMEOUT_MS,
+    'fake OpenAI server start',
+  );
+  return {
+    baseUrl,
+    close: async () => {
+      lines.close();
+      await stopChild(child, 'SIGTERM');
+    },
+  };
+}
+
+/** Signals a child and waits for it to exit (SIGKILL after a bound). Returns its exit code. */
+async function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
+  const exited = new Promise<number | null>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
+    else child.once('exit', (code) => resolve(code));
+  });
+  if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+  let code: number | null;
+  try {
+    code = await within(exited, EXIT_TIMEOUT_MS, `pid ${child.pid} exit after ${signal}`);
+  } catch (error) {
+    say(`  ! ${(error as Error).message}; sending SIGKILL`);
+    child.kill('SIGKILL');
+    code = await exited;
+  }
+  child.stdin?.destroy();
+  child.stdout?.destroy();
+  child.stderr?.destroy();
+  children.delete(child);
+  return code;
+}
+
+// ---------------------------------------------------------------------------------------
+// 1 + 2: the compiled daemon, cold start and idle RSS.
+
+function writeConfig(dir: string, baseUrl: string): string {
+  const file = join(dir, 'switchboard.toml');
+  writeFileSync(
+    file,
+    [
+      'data_dir = "./data"',
+      '',
+      '[log]',
+      'level = "info"',
+      'format = "json"',
+      '',
+      '[provider]',
+      'kind = "openai"',
+      `base_url = "${baseUrl}"`,
+      'model = "bench"',
+      '',
+      '[channels.terminal]',
+      'user = "bench"',
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
+
+interface Started {
+  readonly child: ChildProcess;
+  /** Spawn → "ready" line on stderr, as seen by this process. */
+  readonly wallMs: number;
+  /** The `startupMs` the ready line carries (measured inside the daemon). */
+  readonly startupMs: number | undefined;
+}
+
+async function startDaemon(config: string): Promise<Started> {
+  const env = { ...process.env };
+  delete env.SWITCHBOARD_LOG_LEVEL;
+  delete env.SWITCHBOARD_CONFIG;
+  const t0 = performance.now();
+  // stdin stays an open pipe: the terminal channel just waits on it.
+  const child = spawn(process.execPath, [CLI, 'start', '--config', config], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  children.add(child);
+  child.stdout!.resume();
+  const lines = createInterface({ input: child.stderr! });
+  const tail: string[] = [];
+  try {
+    const { wallMs, startupMs } = await within(
+      new Promise<{ wallMs: number; startupMs: number | undefined }>((resolve, reject) => {
+        lines.on('line', (line) => {
+          tail.push(line);
+          if (tail.length > 20) tail.shift();
+          let record: { msg?: unknown; startupMs?: unknown };
+          try {
+            record = JSON.parse(line) as typeof record;
+          } catch {
+            return;
+          }
+          if (record.msg === 'ready') {
+            resolve({ wallMs: performance.now() - t0, startupMs: typeof record.startupMs === 'number' ? record.startupMs : undefined });
+          }
+        });
+        child.once('exit', (code, signal) => reject(new Error(`daemon exited before ready (code ${code}, signal ${signal})`)));
+        child.once('error', reject);
+      }),
+      READY_TIMEOUT_MS,
+      'daemon ready',
+    );
+    lines.on('line', () => undefined); // keep draining stderr
+    return { child, wallMs, startupMs };
+  } catch (error) {
+    await stopChild(child, 'SIGKILL');
+    throw new Error(`${(error as Error).message}\n  last stderr lines:\n    ${tail.join('\n    ')}`, { cause: error });
+  }
+}
+
+function readRssMb(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string): number => {
+    const match = new RegExp(`^${name}:\\s+(\\d+)\\s+kB`, 'm').exec(status);
+    return match ? Number(match[1]) / 1024 : Number.NaN;
+  };
+  return { rss: field('VmRSS'), hwm: field('VmHWM') };
+}
+
+interface ColdStartResult {
+  readonly wall: number[];
+  readonly startup: number[];
+  readonly warmWall: number;
+  readonly warmStartup: number | undefined;
+  readonly rssMb: number;
+  readonly hwmMb: number;
+}
+
+async function benchColdStart(baseUrl: string): Promise<ColdStartResult> {
+  say(`## 1. Cold start to "ready" (${COLD_RUNS} runs, fresh data dir each)`);
+  say(`   ${process.execPath} ${CLI} start --config <tmp>/switchboard.toml   ([channels.terminal], stdin an open pipe)`);
+  const wall: number[] = [];
+  const startup: number[] = [];
+  let lastConfig = '';
+  for (let run = 1; run <= COLD_RUNS; run++) {
+    const config = writeConfig(tempDir('cold'), baseUrl);
+    const started = await startDaemon(config);
+    const code = await stopChild(started.child, 'SIGTERM');
+    wall.push(started.wallMs);
+    if (started.startupMs !== undefined) startup.push(started.startupMs);
+    say(`   run ${String(run).padStart(2)}: ${fmt(started.wallMs)} ms spawn→ready, startupMs ${started.startupMs ?? 'n/a'}, exit code ${code}`);
+    lastConfig = config;
+  }
+  const sortedWall = [...wall].sort((a, b) => a - b);
+  say(`   spawn→ready  min / median / max: ${fmt(sortedWall[0]!)} / ${fmt(median(wall))} / ${fmt(sortedWall.at(-1)!)} ms`);
+  if (startup.length > 0) {
+    const sortedStartup = [...startup].sort((a, b) => a - b);
+    say(`   startupMs    min / median / max: ${sortedStartup[0]} / ${median(startup)} / ${sortedStartup.at(-1)} ms  (daemon's own figure: runDaemon() → ready)`);
+  }
+
+  // Warm: the last run's data dir again (database exists, migrations already applied).
+  const warm = await startDaemon(lastConfig);
+  await stopChild(warm.child, 'SIGTERM');
+  say(`   warm db (existing data dir): ${fmt(warm.wallMs)} ms spawn→ready, startupMs ${warm.startupMs ?? 'n/a'}`);
+  say();
+
+  say('## 2. Idle RSS');
+  const idle = await startDaemon(writeConfig(tempDir('rss'), baseUrl));
+  await sleep(IDLE_SETTLE_MS);
+  const { rss, hwm } = readRssMb(idle.child.pid!);
+  await stopChild(idle.child, 'SIGTERM');
+  say(`   ${IDLE_SETTLE_MS / 1000} s after ready: VmRSS ${fmt(rss)} MB (peak VmHWM ${fmt(hwm)} MB)`);
+  say();
+  return { wall, startup, warmWall: warm.wallMs, warmStartup: warm.startupMs, rssMb: rss, hwmMb: hwm };
+}
+
+// ---------------------------------------------------------------------------------------
+// 3 + 4: an in-process Runtime with an in-memory channel.
+
+/** A channel that records when each reply is sent; `push` is the one the supervisor hands over. */
+interface BenchChannel extends Channel {
+  readonly pushed: Promise<Push>;
+  /** Called with the inbound id a reply answers and the time it was sent. */
+  onSend: (replyTo: string | undefined, at: number) => void;
+  sent: number;
+}
+
+function createBenchChannel(): BenchChannel {
+  let givePush!: (push: Push) => void;
+  const pushed = new Promise<Push>((resolve) => (givePush = resolve));
+  const channel: BenchChannel = {
+    name: 'bench',
+    pushed,
+    sent: 0,
+    onSend: () => undefined,
+    async listen(push: Push, signal: AbortSignal, link): Promise<void> {
+      givePush(push);
+      link.ready();
+      if (signal.aborted) return;
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    },
+    async send(message: OutboundMessage): Promise<void> {
+      const at = performance.now();
+      channel.sent++;
+      channel.onSend(message.replyTo, at);
+    },
+  };
+  return channel;
+}
+
+const zeroLatencyAgent: TurnHandler = async ({ message }) => ({
+  reply: 'ok',
+  messages: [
+    { role: 'user', content: message.text },
+    { role: 'assistant', content: 'ok' },
+  ],
+});
+
+const silentLog = (): Logger => pino({ level: 'silent' });
+
+interface Rig {
+  readonly runtime: Runtime;
+  readonly channel: BenchChannel;
+  readonly push: Push;
+  readonly db: Db;
+  close(): Promise<void>;
+}
+
+async function startRig(label: string, agent: TurnHandler, log: Logger = silentLog()): Promise<Rig> {
+  const db = openDatabase(join(tempDir(label), 'switchboard.db'), { durability: 'normal' });
+  const channel = createBenchChannel();
+  const runtime = new Runtime({
+    db,
+    log,
+    channels: [channel],
+    agent,
+    historyTurns: 50,
+    maxInFlight: 64,
+    maxQueued: 1000,
+    turnTimeoutMs: 300_000,
+    shutdownGraceMs: 10_000,
+    supervisor: defaultSupervisorOptions,
+    delivery: defaultDeliveryOptions,
+  });
+  runtime.start();
+  await within(runtime.ready, READY_TIMEOUT_MS, 'runtime ready');
+  const push = await channel.pushed;
+  return {
+    runtime,
+    channel,
+    push,
+    db,
+    close: async () => {
+      await within(runtime.stop(), RUN_TIMEOUT_MS, 'runtime stop');
+      db.close();
+    },
+  };
+}
+
+let messageCounter = 0;
+function message(chat: string, text: string): InboundMessage {
+  const id = `m${++messageCounter}`;
+  return { channel: 'bench', account: 'bench', chat, id, sender: { id: `u-${chat}`, name: chat }, text, timestamp: Date.now() };
+}
+
+interface OverheadResult {
+  readonly p50: number;
+  readonly p99: number;
+  readonly mean: number;
+  readonly max: number;
+}
+
+async function benchOverhead(): Promise<OverheadResult> {
+  say(`## 3. Per-message overhead, zero-latency turn handler (push → send, one at a time)`);
+  const rig = await startRig('overhead', zeroLatencyAgent);
+  try {
+    const one = async (chat: string, i: number): Promise<number> => {
+      const msg = message(chat, `hello ${i}`);
+      const sent = new Promise<number>((resolve) => {
+        rig.channel.onSend = (replyTo, at) => {
+          if (replyTo === msg.id) resolve(at);
+        };
+      });
+      const t0 = performance.now();
+      const result = await rig.push(msg);
+      if (result !== 'accepted') throw new Error(`push returned ${result}`);
+      const at = await within(sent, MESSAGE_TIMEOUT_MS, `reply to ${msg.id}`);
+      return at - t0;
+    };
+    for (let i = 0; i < OVERHEAD_WARMUP; i++) await one('warmup', i);
+    const latencies: number[] = [];
+    for (let i = 0; i < OVERHEAD_N; i++) latencies.push(await one('alice', i));
+    const sorted = latencies.sort((a, b) => a - b);
+    const result = { p50: percentile(sorted, 50), p99: percentile(sorted, 99), mean: mean(sorted), max: sorted.at(-1)! };
+    say(`   N = ${OVERHEAD_N} (after ${OVERHEAD_WARMUP} warm-up), one conversation, history_turns 50, SQLite file, durability normal`);
+    say(`   p50 ${fmt(result.p50, 3)} ms   p99 ${fmt(result.p99, 3)} ms   mean ${fmt(result.mean, 3)} ms   max ${fmt(result.max, 2)} ms`);
+    say();
+    return result;
+  } finally {
+    await rig.close();
+  }
+}
+
+interface ThroughputResult {
+  readonly perSecond: number;
+  readonly ms: number;
+}
+
+/** Pushes `n` messages round-robin over `conversations` chats (awaiting backpressure) and times first push → last send. */
+async function throughput(label: string, agent: TurnHandler, conversations: number, n: number, log?: Logger): Promise<ThroughputResult> {
+  const rig = await startRig(label, agent, log);
+  try {
+    let sent = 0;
+    let lastSendAt = 0;
+    let allSent!: () => void;
+    const done = new Promise<void>((resolve) => (allSent = resolve));
+    rig.channel.onSend = (_replyTo, at) => {
+      sent++;
+      lastSendAt = at;
+      if (sent === n) allSent();
+    };
+    const chats = Array.from({ length: conversations }, (_, i) => `chat${i}`);
+    const messages = Array.from({ length: n }, (_, i) => message(chats[i % conversations]!, `message ${i}`));
+    const heapBefore = process.memoryUsage().heapUsed;
+    const t0 = performance.now();
+    const producing = (async () => {
+      for (const msg of messages) {
+        const result = await rig.push(msg);
+        if (result !== 'accepted') throw new Error(`push returned ${result}`);
+      }
+    })();
+    await within(Promise.all([producing, done]), RUN_TIMEOUT_MS, `${label}: ${n} replies`);
+    const ms = lastSendAt - t0;
+    const heapAfter = process.memoryUsage().heapUsed;
+    const { counters } = rig.runtime.health();
+    const perSecond = (n / ms) * 1000;
+    say(
+      `   ${label.padEnd(34)} ${fmtInt(perSecond).padStart(7)} msg/s   (${n} msgs in ${fmt(ms, 0)} ms; answered ${counters.answered}, failed ${counters.failed}, sent ${counters.sent}; heapUsed ${(heapAfter >= heapBefore ? '+' : '')}${fmt((heapAfter - heapBefore) / 2 ** 20)} MB, no forced GC)`,
+    );
+    if (counters.failed > 0 || counters.answered !== n) say(`   ! ${label}: expected ${n} answered and 0 failed`);
+    return { perSecond, ms };
+  } finally {
+    await rig.close();
+  }
+}
+
+interface ThroughputResults {
+  readonly byConversations: Map<number, ThroughputResult>;
+  readonly logged: ThroughputResult;
+  readonly http: ThroughputResult;
+}
+
+async function benchThroughput(baseUrl: string): Promise<ThroughputResults> {
+  say(`## 4. Throughput (max_in_flight 64, max_queued 1000, push awaits backpressure; first push → last send)`);
+  const byConversations = new Map<number, ThroughputResult>();
+  for (const conversations of [1, 8, 64]) {
+    byConversations.set(conversations, await throughput(`${conversations} conversation${conversations === 1 ? '' : 's'}, zero-latency`, zeroLatencyAgent, conversations, THROUGHPUT_N));
+  }
+  // The daemon logs a "turn done" line per message at info level: its cost, to /dev/null.
+  const infoLog = pino({ level: 'info', base: { pid: process.pid } }, pino.destination({ dest: '/dev/null', sync: true }));
+  const logged = await throughput('8 conversations, info JSON logs', zeroLatencyAgent, 8, THROUGHPUT_N, infoLog);
+
+  const agent = createAgent({
+    provider: createOpenAIProvider({ baseUrl, model: 'bench', timeoutMs: 30_000 }),
+    tools: [createClockTool()],
+    name: 'Switchboard',
+    instructions: '',
+    maxToolIterations: 10,
+    toolTimeoutMs: 60_000,
+  });
+  const http = await throughput('8 conversations, through HTTP model', agent, 8, HTTP_N);
+  say('   (HTTP model: real agent + OpenAI provider → fake chat-completions server in a separate process, zero model latency)');
+  say();
+  return { byConversations, logged, http };
+}
+
+// ---------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`bench: still running after ${BENCH_TIMEOUT_MS / 1000} s; giving up\n`);
+    for (const child of children) child.kill('SIGKILL');
+    removeTempDirs();
+    process.exit(1);
+  }, BENCH_TIMEOUT_MS);
+  watchdog.unref();
+
+  say('# Switchboard benchmark');
+  say(`node ${process.version} (${process.execPath}), ${availableParallelism()} cpus available (${cpus().length} reported; ${cpus()[0]?.model ?? 'unknown cpu'}), ${process.platform}/${process.arch}`);
+  say();
+
+  const fake = await startFakeServerProcess();
+  try {
+    const cold = await benchColdStart(fake.baseUrl);
+    const overhead = await benchOverhead();
+    const tp = await benchThroughput(fake.baseUrl);
+
+    const rate = (c: number): string => fmtInt(tp.byConversations.get(c)?.perSecond ?? Number.NaN);
+    say('## Summary');
+    say();
+    say(`node ${process.version}, ${availableParallelism()} cpus`);
+    say();
+    say('| figure | value | target |');
+    say('| --- | --- | --- |');
+    say(`| cold start to ready (median of ${COLD_RUNS}) | ${fmt(median(cold.wall))} ms (min ${fmt(Math.min(...cold.wall))}, max ${fmt(Math.max(...cold.wall))}) | < 300 ms |`);
+    say(`| startupMs reported by daemon (median) | ${cold.startup.length > 0 ? median(cold.startup) : 'n/a'} ms | |`);
+    say(`| cold start, warm db | ${fmt(cold.warmWall)} ms (startupMs ${cold.warmStartup ?? 'n/a'}) | |`);
+    say(`| idle RSS | ${fmt(cold.rssMb)} MB | < 80 MB |`);
+    say(`| overhead p50 / p99 | ${fmt(overhead.p50, 3)} / ${fmt(overhead.p99, 3)} ms (mean ${fmt(overhead.mean, 3)}) | p50 < 2 ms |`);
+    say(`| throughput 1 / 8 / 64 conversations | ${rate(1)} / ${rate(8)} / ${rate(64)} msg/s | ≥ 1000 |`);
+    say(`| throughput 8 conversations, info logging | ${fmtInt(tp.logged.perSecond)} msg/s | |`);
+    say(`| throughput 8 conversations, through HTTP model | ${fmtInt(tp.http.perSecond)} msg/s | |`);
+  } finally {
+    await fake.close();
+    for (const child of [...children]) await stopChild(child, 'SIGKILL');
+    removeTempDirs();
+    clearTimeout(watchdog);
+  }
+}
+
+if (process.argv.includes(FAKE_SERVER_FLAG)) {
+  await runFakeServer();
+} else {
+  try {
+    await main();
+  } catch (error) {
+    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    for (const child of children) child.kill('SIGKILL');
+    removeTempDirs();
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { ConfigError, loadConfig, locateConfig, parseConfig } from './load.ts';
+
+const minimal = `
+[provider]
+kind = "openai"
+model = "gpt-4o-mini"
+`;
+
+const env = { OPENAI_API_KEY: 'sk-test' };
+
+function problems(text: string, environment: NodeJS.ProcessEnv = env): string {
+  try {
+    parseConfig(text, 'test.toml', environment);
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `expected ConfigError, got ${String(error)}`);
+    return error.message;
+  }
+  assert.fail('config was accepted');
+}
+
+describe('config', () => {
+  it('fills defaults for a minimal config', () => {
+    const config = parseConfig(minimal, 'test.toml', env);
+    assert.equal(config.data_dir, './data');
+    assert.equal(config.agent.name, 'Switchboard');
+    assert.equal(config.agent.history_turns, 50);
+    assert.equal(config.agent.max_tool_iterations, 10);
+    assert.equal(config.provider.base_url, 'https://api.openai.com/v1');
+    assert.equal(config.runtime.max_in_flight, 0);
+    assert.deepEqual(config.channels, {});
+  });
+
+  it('reads ${NAME} from the environment and ${file:…} from a file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-cfg-'));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, 'key'), 'sk-from-file\n');
+    const fromEnv = parseConfig(`${minimal}api_key = "\${OPENAI_API_KEY}"\n`, 't', env);
+    assert.equal(fromEnv.provider.api_key, 'sk-test');
+    const fromFile = parseConfig(`${minimal}api_key = "\${file:${join(dir, 'key')}}"\n`, 't', env);
+    assert.equal(fromFile.provider.api_key, 'sk-from-file');
+    const mixed = parseConfig(`${minimal}base_url = "http://\${HOST}:11434/v1"\n`, 't', { HOST: '127.0.0.1' });
+    assert.equal(mixed.provider.base_url, 'http://127.0.0.1:11434/v1');
+  });
+
+  // Each bad config, and what the error must say: the key's path, what is wrong, a right value.
+  const table: Array<{ name: string; toml: string; env?: NodeJS.ProcessEnv; expect: RegExp[] }> = [
+    { name: 'not TOML', toml: 'data_dir = ', expect: [/not valid TOML at line 1/] },
+    { name: 'missing provider', toml: 'data_dir = "./d"', expect: [/provider: is required but missing/, /e\.g\. \[provider\]/] },
+    {
+      name: 'missing model',
+      toml: '[provider]\nkind = "openai"',
+      expect: [/provider\.model: is required but missing/, /e\.g\. \[provider\] model = "gpt-4o-mini"/],
+    },
+    {
+      name: 'wrong type',
+      toml: `${minimal}[agent]\nhistory_turns = "fifty"`,
+      expect: [/agent\.history_turns: must be a whole number ≥ 0 and ≤ 10000, got "fifty"/, /e\.g\. \[agent\] history_turns = 50/],
+    },
+    { name: 'out of range', toml: `${minimal}[agent]\nmax_tool_iterations = 0`, expect: [/agent\.max_tool_iterations: must be a whole number ≥ 1/, /max_tool_iterations = 10/] },
+    { name: 'fraction for an integer', toml: `${minimal}[runtime]\nmax_in_flight = 2.5`, expect: [/runtime\.max_in_flight: must be a whole number/] },
+    { name: 'unknown provider kind', toml: '[provider]\nkind = "opneai"\nmodel = "m"', expect: [/provider\.kind: must be "openai", got "opneai"/, /kind = "openai"/] },
+    { name: 'unknown key with a suggestion', toml: '[provider]\nkind = "openai"\nmodle = "m"', expect: [/provider\.modle: unknown key; did you mean "model"\?/, /provider\.model: is required/] },
+    { name: 'unknown top-level section', toml: `${minimal}[agnet]\nname = "x"`, expect: [/agnet: unknown key; did you mean "agent"\?/] },
+    { name: 'unknown channel', toml: `${minimal}[channels.telegramm]\ntoken = "x"`, expect: [/channels\.telegramm: unknown key; known keys here: terminal/] },
+    {
+      name: 'missing secret',
+      toml: `${minimal}api_key = "\${OPENAI_API_KEY}"`,
+      env: {},
+      expect: [/provider\.api_key: environment variable OPENAI_API_KEY is not set/, /export OPENAI_API_KEY=/],
+    },
+    { name: 'unreadable secret file', toml: `${minimal}api_key = "\${file:/nonexistent/key}"`, expect: [/provider\.api_key: secret file \/nonexistent\/key cannot be read \(ENOENT\)/] },
+    { name: 'bad reference', toml: `${minimal}api_key = "\${not valid}"`, expect: [/"\$\{not valid\}" is not a valid reference/] },
+    { name: 'not a URL', toml: `${minimal}base_url = "api.openai.com"`, expect: [/provider\.base_url: must be an http:\/\/ or https:\/\/ URL, got "api\.openai\.com"/] },
+    { name: 'section given a value', toml: `${minimal}[runtime]\ndurability = "sometimes"`, expect: [/runtime\.durability: must be one of "normal", "full"/] },
+    { name: 'table where a value belongs', toml: `data_dir = { a = 1 }\n${minimal}`, expect: [/data_dir: must be a non-empty string, got a table/] },
+    { name: 'bad log level', toml: `${minimal}[log]\nlevel = "loud"`, expect: [/log\.level: must be one of "trace", "debug", "info"/] },
+  ];
+
+  for (const row of table) {
+    it(`rejects: ${row.name}`, () => {
+      const message = problems(row.toml, row.env ?? env);
+      for (const pattern of row.expect) assert.match(message, pattern);
+      assert.match(message, /^Config error in test\.toml:/);
+      assert.match(message, /Nothing was started/);
+    });
+  }
+
+  it('reports every problem at once', () => {
+    const message = problems('[provider]\nkind = "x"\n[agent]\nhistory_turns = -1\nbogus = 1');
+    assert.match(message, /provider\.kind/);
+    assert.match(message, /provider\.model/);
+    assert.match(message, /agent\.history_turns/);
+    assert.match(message, /agent\.bogus/);
+  });
+
+  it('looks for the config in the documented order', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-locate-'));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    const home = join(dir, 'home');
+    mkdirSync(join(home, '.config/switchboard'), { recursive: true });
+    writeFileSync(join(home, '.config/switchboard/config.toml'), minimal);
+    assert.equal(locateConfig({ flag: 'x.toml', env: { SWITCHBOARD_CONFIG: 'y.toml' }, cwd: dir, home }), join(dir, 'x.toml'));
+    assert.equal(locateConfig({ env: { SWITCHBOARD_CONFIG: 'y.toml' }, cwd: dir, home }), join(dir, 'y.toml'));
+    assert.equal(locateConfig({ env: {}, cwd: dir, home }), join(home, '.config/switchboard/config.toml'));
+    writeFileSync(join(dir, 'switchboard.toml'), minimal);
+    assert.equal(locateConfig({ env: {}, cwd: dir, home }), join(dir, 'switchboard.toml'));
+    assert.throws(() => locateConfig({ env: {}, cwd: join(dir, 'home'), home: join(dir, 'nowhere') }), /no config file found/);
+    assert.throws(() => loadConfig(join(dir, 'missing.toml')), /the file does not exist/);
+  });
+});

@@ -1,0 +1,122 @@
+/**
+ * The provider contract: every Provider implementation, wired to a scripted peer speaking
+ * its wire protocol, must normalise answers, tool calls and failures the same way.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ProviderError, type Provider } from '../../src/provider.ts';
+import type { Step } from '../fixtures/fake-openai.ts';
+
+export interface ProviderHarness {
+  readonly provider: Provider;
+  /** Queues scripted answers on the peer. */
+  script(...steps: Step[]): void;
+  /** The last request the peer received, normalised: system prompt, messages and tool names. */
+  lastRequest(): { system: string; messages: Array<{ role: string; content: string | null }>; tools: string[] };
+  close(): Promise<void>;
+}
+
+export function runProviderContract(name: string, make: () => Promise<ProviderHarness>): void {
+  describe(`provider contract: ${name}`, () => {
+    let harness: ProviderHarness;
+    before(async () => {
+      harness = await make();
+    });
+    after(() => harness.close());
+    const signal = () => new AbortController().signal;
+
+    it('returns the text answer and sends system prompt, history and tools', async () => {
+      harness.script({ text: 'Hello there' });
+      const response = await harness.provider.chat(
+        {
+          system: 'be nice',
+          messages: [
+            { role: 'user', content: 'hi' },
+            { role: 'assistant', content: 'hey' },
+            { role: 'user', content: 'how are you?' },
+          ],
+          tools: [{ name: 'current_time', description: 'time', parameters: { type: 'object', properties: {} } }],
+        },
+        signal(),
+      );
+      assert.equal(response.text, 'Hello there');
+      assert.deepEqual(response.toolCalls, []);
+      const request = harness.lastRequest();
+      assert.equal(request.system, 'be nice');
+      assert.deepEqual(
+        request.messages.map((m) => [m.role, m.content]),
+        [
+          ['user', 'hi'],
+          ['assistant', 'hey'],
+          ['user', 'how are you?'],
+        ],
+      );
+      assert.deepEqual(request.tools, ['current_time']);
+    });
+
+    it('returns tool calls with their raw JSON arguments and round-trips tool results', async () => {
+      harness.script({ toolCalls: [{ name: 'current_time', arguments: { timezone: 'UTC' }, id: 'call_1' }] });
+      const response = await harness.provider.chat({ system: 's', messages: [{ role: 'user', content: 'time?' }], tools: [] }, signal());
+      assert.equal(response.toolCalls.length, 1);
+      assert.equal(response.toolCalls[0]!.name, 'current_time');
+      assert.equal(response.toolCalls[0]!.id, 'call_1');
+      assert.deepEqual(JSON.parse(response.toolCalls[0]!.arguments), { timezone: 'UTC' });
+
+      harness.script({ text: 'It is noon.' });
+      const final = await harness.provider.chat(
+        {
+          system: 's',
+          messages: [
+            { role: 'user', content: 'time?' },
+            { role: 'assistant', content: '', toolCalls: response.toolCalls },
+            { role: 'tool', toolCallId: 'call_1', name: 'current_time', content: '12:00' },
+          ],
+          tools: [],
+        },
+        signal(),
+      );
+      assert.equal(final.text, 'It is noon.');
+      assert.deepEqual(
+        harness.lastRequest().messages.map((m) => m.role),
+        ['user', 'assistant', 'tool'],
+      );
+    });
+
+    it('reports a rate limit as a retryable ProviderError with Retry-After', async () => {
+      harness.script({ status: 429, headers: { 'retry-after': '7' } });
+      const error = await harness.provider.chat({ system: 's', messages: [{ role: 'user', content: 'x' }], tools: [] }, signal()).then(
+        () => assert.fail('expected a failure'),
+        (e: unknown) => e,
+      );
+      assert.ok(error instanceof ProviderError);
+      assert.equal(error.status, 429);
+      assert.equal(error.retryAfterMs, 7000);
+      assert.equal(error.retryable, true);
+    });
+
+    it('reports a bad request as a non-retryable ProviderError with the endpoint message', async () => {
+      harness.script({ status: 400, body: JSON.stringify({ error: { message: 'model not found' } }) });
+      await assert.rejects(
+        harness.provider.chat({ system: 's', messages: [{ role: 'user', content: 'x' }], tools: [] }, signal()),
+        (error: unknown) => error instanceof ProviderError && error.status === 400 && !error.retryable && /model not found/.test(error.message),
+      );
+    });
+
+    it('reports a server error as retryable', async () => {
+      harness.script({ status: 503 });
+      await assert.rejects(
+        harness.provider.chat({ system: 's', messages: [{ role: 'user', content: 'x' }], tools: [] }, signal()),
+        (error: unknown) => error instanceof ProviderError && error.status === 503 && error.retryable,
+      );
+    });
+
+    it('stops waiting when the signal aborts', async () => {
+      harness.script({ text: 'late', delayMs: 2000 });
+      const abort = new AbortController();
+      setTimeout(() => abort.abort(new Error('cancelled by test')), 50);
+      const started = Date.now();
+      await assert.rejects(harness.provider.chat({ system: 's', messages: [{ role: 'user', content: 'x' }], tools: [] }, abort.signal));
+      assert.ok(Date.now() - started < 1500);
+    });
+  });
+}
