@@ -1,0 +1,105 @@
+/**
+ * End to end: the real `switchboard chat` process, the durable pipeline, and a scripted
+ * OpenAI-compatible model on 127.0.0.1.
+ */
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
+import { runCli, tempConfig } from './support/cli.ts';
+
+describe('switchboard chat (end to end)', () => {
+  let model: FakeOpenAI;
+  let config: ReturnType<typeof tempConfig>;
+  const env = { TEST_MODEL_KEY: 'sk-e2e' };
+
+  before(async () => {
+    model = await startFakeOpenAI();
+  });
+  after(() => model.close());
+  beforeEach(() => {
+    config = tempConfig(model.baseUrl);
+    model.requests.length = 0;
+  });
+
+  it('answers piped lines in order, exits when done, and sends the first turn as history with the second', async () => {
+    try {
+      const result = await runCli(['chat', '--config', config.file], { input: 'hi\nand you?\n', env });
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.stdout, 'echo: hi\necho: and you?\n');
+      assert.equal(model.requests.length, 2);
+      const [first, second] = model.requests;
+      assert.equal(first!.headers.authorization, 'Bearer sk-e2e');
+      assert.equal(first!.body.model, 'test-model');
+      assert.match(first!.body.messages[0]!.content ?? '', /You are Testbot/);
+      assert.deepEqual(
+        second!.body.messages.slice(1).map((m) => [m.role, m.content]),
+        [
+          ['user', 'hi'],
+          ['assistant', 'echo: hi'],
+          ['user', 'and you?'],
+        ],
+      );
+    } finally {
+      config.cleanup();
+    }
+  });
+
+  it('remembers the conversation across separate chat sessions', async () => {
+    try {
+      await runCli(['chat', '--config', config.file], { input: 'my name is Ada\n', env });
+      const result = await runCli(['chat', '--config', config.file], { input: 'what is my name?\n', env });
+      assert.equal(result.code, 0, result.stderr);
+      const last = model.requests.at(-1)!;
+      assert.deepEqual(
+        last.body.messages.slice(1).map((m) => m.content),
+        ['my name is Ada', 'echo: my name is Ada', 'what is my name?'],
+      );
+    } finally {
+      config.cleanup();
+    }
+  });
+
+  it('runs a tool call the model asks for and prints only the final answer', async () => {
+    try {
+      model.script({ toolCalls: [{ name: 'current_time', arguments: { timezone: 'UTC' } }] }, { text: '<think>use the result</think>It is late.' });
+      const result = await runCli(['chat', '--config', config.file], { input: 'what time is it?\n', env });
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.stdout, 'It is late.\n');
+      assert.equal(model.requests.length, 2);
+      assert.deepEqual(
+        model.requests[0]!.body.tools!.map((t) => t.function.name),
+        ['current_time'],
+      );
+      const toolMessage = model.requests[1]!.body.messages.find((m) => m.role === 'tool');
+      assert.ok(toolMessage, 'the tool result went back to the model');
+      assert.match(toolMessage.content ?? '', /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(UTC\)$/);
+    } finally {
+      config.cleanup();
+    }
+  });
+
+  it('tells the user when the model fails, logs why on stderr, and still exits 0', async () => {
+    try {
+      model.script({ status: 500, body: '{"error":{"message":"upstream exploded"}}' });
+      const result = await runCli(['chat', '--config', config.file], { input: 'hello\n', env });
+      assert.equal(result.code, 0);
+      assert.match(result.stdout, /^Sorry — I could not reach the model/);
+      assert.match(result.stderr, /upstream exploded/);
+      assert.doesNotMatch(result.stderr, /sk-e2e/, 'the key never reaches the logs');
+    } finally {
+      config.cleanup();
+    }
+  });
+
+  it('keeps logs off stdout and redacts secrets at debug level', async () => {
+    try {
+      const result = await runCli(['chat', '--config', config.file], { input: 'x\n', env: { ...env, SWITCHBOARD_LOG_LEVEL: 'debug' } });
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.stdout, 'echo: x\n');
+      assert.match(result.stderr, /"msg":"turn done"/);
+      assert.doesNotMatch(result.stderr, /sk-e2e/);
+    } finally {
+      config.cleanup();
+    }
+  });
+});

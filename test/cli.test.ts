@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { runCli, tempConfig } from './support/cli.ts';
+
+const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+describe('switchboard CLI', () => {
+  it('--help prints usage and exits 0', async () => {
+    const result = await runCli(['--help']);
+    assert.equal(result.code, 0);
+    assert.match(result.stdout, /Usage: switchboard <command>/);
+    assert.match(result.stdout, /start .*daemon/);
+    assert.match(result.stdout, /chat /);
+    assert.equal((await runCli(['help'])).code, 0);
+    assert.equal((await runCli(['start', '-h'])).code, 0);
+  });
+
+  it('--version prints the package version', async () => {
+    const result = await runCli(['--version']);
+    assert.equal(result.code, 0);
+    assert.equal(result.stdout.trim(), `switchboard ${version}`);
+  });
+
+  const usageErrors: Array<[string[], RegExp]> = [
+    [[], /Usage/],
+    [['frobnicate'], /unknown command "frobnicate"/],
+    [['start', '--frob'], /Unknown option '--frob'/],
+    [['chat', 'extra'], /unexpected argument "extra" for "switchboard chat"/],
+    [['start', '--config'], /--config/],
+  ];
+  for (const [args, pattern] of usageErrors) {
+    it(`exits 2 on a usage error: ${JSON.stringify(args)}`, async () => {
+      const result = await runCli(args);
+      assert.equal(result.code, 2);
+      assert.match(result.stdout + result.stderr, pattern);
+    });
+  }
+
+  it('exits 78 naming the problem when no config can be found', async () => {
+    const { dir, cleanup } = tempConfig('http://127.0.0.1:9/v1');
+    try {
+      // cwd without switchboard.toml and a HOME without ~/.config/switchboard/config.toml
+      const result = await runCli(['start'], { cwd: join(dir, '..'), env: { HOME: dir } });
+      assert.equal(result.code, 78);
+      assert.match(result.stderr, /no config file found/);
+      assert.match(result.stderr, /Copy switchboard\.example\.toml/);
+      const missing = await runCli(['start', '--config', join(dir, 'nope.toml')]);
+      assert.equal(missing.code, 78);
+      assert.match(missing.stderr, /nope\.toml:\n {2}\(file\): the file does not exist/);
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('exits 78 with the key, the problem and an example for a bad config, and starts nothing', async () => {
+    const { file, cleanup } = tempConfig('http://127.0.0.1:9/v1');
+    try {
+      writeFileSync(file, '[provider]\nkind = "openai"\nmodel = "m"\n[agent]\nhistory_turns = "lots"\n[channels.terminal]\n');
+      const result = await runCli(['start', '--config', file]);
+      assert.equal(result.code, 78);
+      assert.match(result.stderr, /agent\.history_turns: must be a whole number/);
+      assert.match(result.stderr, /e\.g\. \[agent\] history_turns = 50/);
+      assert.doesNotMatch(result.stdout + result.stderr, /"msg":"ready"/);
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('exits 78 when a secret the config reads from the environment is missing', async () => {
+    const { file, cleanup } = tempConfig('http://127.0.0.1:9/v1');
+    try {
+      const result = await runCli(['start', '--config', file]);
+      assert.equal(result.code, 78);
+      assert.match(result.stderr, /provider\.api_key: environment variable TEST_MODEL_KEY is not set/);
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('exits 78 when start has no channel configured', async () => {
+    const { file, cleanup } = tempConfig('http://127.0.0.1:9/v1', '');
+    try {
+      const result = await runCli(['start', '--config', file], { env: { TEST_MODEL_KEY: 'k' } });
+      assert.equal(result.code, 78);
+      assert.match(result.stderr, /channels: no channel is configured/);
+      assert.match(result.stderr, /\[channels\.terminal\]/);
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('finds the config through $SWITCHBOARD_CONFIG', async () => {
+    const { file, cleanup } = tempConfig('http://127.0.0.1:9/v1', '[agent]\nbogus = 1\n');
+    try {
+      const result = await runCli(['chat'], { env: { SWITCHBOARD_CONFIG: file, TEST_MODEL_KEY: 'k' } });
+      assert.equal(result.code, 78);
+      assert.match(result.stderr, new RegExp(`Config error in ${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`));
+    } finally {
+      cleanup();
+    }
+  });
+});
