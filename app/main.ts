@@ -5,7 +5,6 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, EXIT_CONFIG } from '../src/config/load.ts';
 import { DatabaseInUseError } from '../src/store/db.ts';
-import { runDaemon } from './daemon.ts';
 
 const EXIT_USAGE = 2;
 
@@ -60,6 +59,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   if (extra.length > 0) return usageError(`unexpected argument "${extra[0]}" for "switchboard ${command}"`);
 
   try {
+    // Loaded only for commands that run the daemon: --help and usage errors stay instant.
+    const { runDaemon } = await import('./daemon.ts');
     return await runDaemon({ mode: command === 'chat' ? 'chat' : 'start', ...(values.config === undefined ? {} : { configFlag: values.config }) });
   } catch (error) {
     if (error instanceof ConfigError) {

@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { describe, it } from 'node:test';
+import { createLogger } from './log.ts';
+
+function capture(): { stream: Writable; lines: () => Array<Record<string, unknown>> } {
+  let text = '';
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      text += chunk.toString('utf8');
+      callback();
+    },
+  });
+  return { stream, lines: () => text.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>) };
+}
+
+describe('logger', () => {
+  it('writes JSON lines and redacts secrets wherever they sit', () => {
+    const { stream, lines } = capture();
+    const log = createLogger({ level: 'info', format: 'json', stream });
+    log.child({ channel: 'terminal' }).info({ provider: { api_key: 'sk-live', model: 'm' }, token: 't0k', headers: { authorization: 'Bearer x' }, deep: { a: { password: 'p' } } }, 'hello');
+    const [line] = lines();
+    assert.equal(line!.msg, 'hello');
+    assert.equal(line!.channel, 'terminal');
+    assert.deepEqual(line!.provider, { api_key: '[redacted]', model: 'm' });
+    assert.equal(line!.token, '[redacted]');
+    assert.deepEqual(line!.headers, { authorization: '[redacted]' });
+    assert.deepEqual(line!.deep, { a: { password: '[redacted]' } });
+  });
+
+  it('respects the level and serialises errors with their stack', () => {
+    const { stream, lines } = capture();
+    const log = createLogger({ level: 'warn', format: 'json', stream });
+    log.info('hidden');
+    log.error({ err: new Error('boom') }, 'failed');
+    const all = lines();
+    assert.equal(all.length, 1);
+    assert.equal((all[0]!.err as { message: string }).message, 'boom');
+    assert.match((all[0]!.err as { stack: string }).stack, /Error: boom/);
+  });
+
+  it('writes readable lines in pretty mode', () => {
+    let text = '';
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, callback) {
+        text += chunk.toString('utf8');
+        callback();
+      },
+    });
+    createLogger({ level: 'info', format: 'pretty', stream }).info({ api_key: 'sk-live' }, 'hello there');
+    assert.match(text, /INFO.*hello there/);
+    assert.doesNotMatch(text, /sk-live/);
+    assert.doesNotMatch(text, /^\{/);
+  });
+});
