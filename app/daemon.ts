@@ -80,6 +80,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     tools: [createClockTool()],
     name: config.agent.name,
     instructions: config.agent.instructions,
+    workspace: join(dataDir, 'workspace'),
     maxToolIterations: config.agent.max_tool_iterations,
     toolTimeoutMs: config.agent.tool_timeout_seconds * 1000,
   });

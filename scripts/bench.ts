@@ -489,6 +489,7 @@ async function benchThroughput(baseUrl: string): Promise<ThroughputResults> {
     tools: [createClockTool()],
     name: 'Switchboard',
     instructions: '',
+    workspace: tmpdir(),
     maxToolIterations: 10,
     toolTimeoutMs: 60_000,
   });

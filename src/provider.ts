@@ -43,8 +43,14 @@ export interface ChatRequest {
   readonly system: string;
   readonly messages: readonly ChatMessage[];
   readonly tools: readonly ToolSpec[];
-  /** Overrides the provider's configured model. */
+  /** Overrides the provider's configured model (`hint:<name>` goes through the router). */
   readonly model?: string;
+  /**
+   * When given, the provider streams and calls this with each text delta as it arrives; the
+   * resolved response still carries the whole text. A provider that cannot stream calls it
+   * once with the whole text.
+   */
+  readonly onTextDelta?: (delta: string) => void;
 }
 
 export interface ChatResponse {
@@ -59,18 +65,28 @@ export interface Provider {
   chat(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse>;
 }
 
+/**
+ * What kind of failure, where it changes what the caller does:
+ * - `context_length`: the conversation is too long for the model (compact it, try once more);
+ * - `tools_unsupported`: the endpoint rejects native tools (fall back to XML tool calling);
+ * - `auth`: the key is wrong or lacks access (try the next key / fallback, never retry as is).
+ */
+export type ProviderErrorCode = 'context_length' | 'tools_unsupported' | 'auth';
+
 /** A failed model call, carrying what a retry decision needs. */
 export class ProviderError extends Error {
   /** HTTP status, when the endpoint answered. */
   readonly status: number | undefined;
   /** `Retry-After` from the endpoint, in ms. */
   readonly retryAfterMs: number | undefined;
+  readonly code: ProviderErrorCode | undefined;
 
-  constructor(message: string, options: { status?: number; retryAfterMs?: number; cause?: unknown } = {}) {
+  constructor(message: string, options: { status?: number; retryAfterMs?: number; code?: ProviderErrorCode; cause?: unknown } = {}) {
     super(message, { cause: options.cause });
     this.name = 'ProviderError';
     this.status = options.status;
     this.retryAfterMs = options.retryAfterMs;
+    this.code = options.code;
   }
 
   /** 429, 5xx and network failures may succeed on a later try; other 4xx will not. */

@@ -40,7 +40,7 @@ const echoTool: Tool = {
 describe('agent loop', () => {
   it('answers without tools and returns the turn for the history', async () => {
     const provider = scripted({ text: 'It is noon.' });
-    const agent = createAgent({ provider, tools: [echoTool], name: 'Bot', instructions: 'Be brief.', maxToolIterations: 10, toolTimeoutMs: 1000 });
+    const agent = createAgent({ provider, tools: [echoTool], name: 'Bot', instructions: 'Be brief.', workspace: '/tmp', maxToolIterations: 10, toolTimeoutMs: 1000 });
     const output = await agent(input());
     assert.equal(output.reply, 'It is noon.');
     assert.deepEqual(output.messages, [
@@ -68,7 +68,7 @@ describe('agent loop', () => {
       { text: 'Here you go.' },
     );
     const clock = createClockTool(() => new Date('2026-11-22T12:00:00Z'));
-    const agent = createAgent({ provider, tools: [echoTool, clock], name: 'Bot', instructions: '', maxToolIterations: 10, toolTimeoutMs: 1000 });
+    const agent = createAgent({ provider, tools: [echoTool, clock], name: 'Bot', instructions: '', workspace: '/tmp', maxToolIterations: 10, toolTimeoutMs: 1000 });
     const output = await agent(input());
     assert.equal(output.reply, 'Here you go.');
     const second = provider.requests[1]!;
@@ -95,7 +95,7 @@ describe('agent loop', () => {
       },
       { text: 'Sorry, tools failed.' },
     );
-    const agent = createAgent({ provider, tools: [echoTool, thrower, hang], name: 'Bot', instructions: '', maxToolIterations: 10, toolTimeoutMs: 50 });
+    const agent = createAgent({ provider, tools: [echoTool, thrower, hang], name: 'Bot', instructions: '', workspace: '/tmp', maxToolIterations: 10, toolTimeoutMs: 50 });
     const output = await agent(input());
     assert.equal(output.reply, 'Sorry, tools failed.');
     const results = provider.requests[1]!.messages.filter((m) => m.role === 'tool').map((m) => m.content);
@@ -109,7 +109,7 @@ describe('agent loop', () => {
   it('stops at max_tool_iterations with a clear message', async () => {
     const loop = Array.from({ length: 5 }, (_, i) => ({ toolCalls: [{ id: `c${i}`, name: 'echo', arguments: '{}' }] }));
     const provider = scripted(...loop);
-    const agent = createAgent({ provider, tools: [echoTool], name: 'Bot', instructions: '', maxToolIterations: 3, toolTimeoutMs: 1000 });
+    const agent = createAgent({ provider, tools: [echoTool], name: 'Bot', instructions: '', workspace: '/tmp', maxToolIterations: 3, toolTimeoutMs: 1000 });
     const output = await agent(input());
     assert.equal(provider.requests.length, 3);
     assert.match(output.reply, /stopped after 3 rounds of tool calls/);
@@ -117,7 +117,7 @@ describe('agent loop', () => {
 
   it('never lets internal markup reach the user', async () => {
     const provider = scripted({ text: '<think>the user wants time</think>It is <tool_call>{"name":"x"}</tool_call>noon.' });
-    const agent = createAgent({ provider, tools: [], name: 'Bot', instructions: '', maxToolIterations: 3, toolTimeoutMs: 1000 });
+    const agent = createAgent({ provider, tools: [], name: 'Bot', instructions: '', workspace: '/tmp', maxToolIterations: 3, toolTimeoutMs: 1000 });
     assert.equal((await agent(input())).reply, 'It is noon.');
   });
 });
@@ -140,7 +140,7 @@ describe('sanitizeReply', () => {
 
 describe('current_time tool', () => {
   const clock = createClockTool(() => new Date('2026-11-22T12:00:00Z'));
-  const ctx = { conversation: 'c', senderId: 'u', signal: new AbortController().signal, log: testLogger() };
+  const ctx = { conversation: 'c', channel: 'mem', senderId: 'u', workspace: '/tmp', signal: new AbortController().signal, log: testLogger() };
   it('answers in UTC or a named zone, and rejects an unknown zone as data', async () => {
     assert.deepEqual(await clock.execute({}, ctx), { kind: 'ok', text: '2026-11-22T12:00:00.000Z' });
     assert.deepEqual(await clock.execute({ timezone: 'Asia/Tokyo' }, ctx), { kind: 'ok', text: '2026-11-22 21:00:00 (Asia/Tokyo)' });

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { InboundMessage } from '../channel.ts';
 import type { AssistantMessage, ChatMessage, Provider, ToolCall, ToolResultMessage, ToolSpec } from '../provider.ts';
-import type { Tool, ToolResult } from '../tool.ts';
+import type { Tool, ToolContext, ToolResult } from '../tool.ts';
 import { buildSystemPrompt } from './prompt.ts';
 import { sanitizeReply } from './sanitize.ts';
 
@@ -34,6 +34,8 @@ export interface AgentOptions {
   readonly tools: readonly Tool[];
   readonly name: string;
   readonly instructions: string;
+  /** Absolute path of the tools' workspace. */
+  readonly workspace: string;
   /** @default 10 */
   readonly maxToolIterations: number;
   /** Per tool call. @default 60000 */
@@ -58,7 +60,9 @@ export function createAgent(options: AgentOptions): TurnHandler {
       turn.push(assistant);
       if (response.toolCalls.length === 0) return { reply: sanitizeReply(response.text), messages: turn };
       const results = await Promise.all(
-        response.toolCalls.map((call) => runTool(tools, call, { conversation, senderId: message.sender.id, signal, log }, options.toolTimeoutMs)),
+        response.toolCalls.map((call) =>
+          runTool(tools, call, { conversation, channel: message.channel, senderId: message.sender.id, workspace: options.workspace, signal, log }, options.toolTimeoutMs),
+        ),
       );
       turn.push(...results);
     }
@@ -72,7 +76,7 @@ export function createAgent(options: AgentOptions): TurnHandler {
 async function runTool(
   tools: ReadonlyMap<string, Tool>,
   call: ToolCall,
-  ctx: { conversation: string; senderId: string; signal: AbortSignal; log: Logger },
+  ctx: ToolContext,
   timeoutMs: number,
 ): Promise<ToolResultMessage> {
   const log = ctx.log.child({ tool: call.name, toolCallId: call.id });
@@ -85,7 +89,7 @@ async function runTool(
 async function executeTool(
   tools: ReadonlyMap<string, Tool>,
   call: ToolCall,
-  ctx: { conversation: string; senderId: string; signal: AbortSignal; log: Logger },
+  ctx: ToolContext,
   timeoutMs: number,
 ): Promise<ToolResult> {
   const tool = tools.get(call.name);
