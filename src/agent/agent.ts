@@ -1,18 +1,22 @@
 /**
- * The agent loop: the model is called with the conversation so far; while it asks for tools
- * they run (in parallel) and their results go back to it; bounded by `maxToolIterations`.
- * Tool failures are data for the model, never a crashed turn.
+ * The main agent: one turn per inbound message, through the agent loop, with approvals
+ * asked in the conversation. This is the runtime's only view of the agent (a TurnHandler).
  */
 import type { Logger } from 'pino';
 import type { InboundMessage } from '../channel.ts';
-import type { AssistantMessage, ChatMessage, Provider, ToolCall, ToolResultMessage, ToolSpec } from '../provider.ts';
-import type { Tool, ToolContext, ToolResult } from '../tool.ts';
+import type { ChatMessage, Provider } from '../provider.ts';
+import type { ToolContext } from '../tool.ts';
+import { ApprovalStore, approvalQuestion, parseAnswer, type PendingApproval } from './approvals.ts';
+import { resultMessages, runLoop, runPrepared, type LoopOutcome, type ToolCallingMode } from './loop.ts';
 import { buildSystemPrompt } from './prompt.ts';
 import { sanitizeReply } from './sanitize.ts';
+import type { ToolRunner } from './tool-runner.ts';
 
 export interface TurnInput {
   readonly message: InboundMessage;
   readonly conversation: string;
+  /** Inbox seq of the message: stable across re-runs of the same message after a crash. */
+  readonly turnId: number;
   /** Earlier turns of this conversation, oldest first. */
   readonly history: readonly ChatMessage[];
   readonly signal: AbortSignal;
@@ -24,6 +28,8 @@ export interface TurnOutput {
   readonly reply: string;
   /** This turn's messages (the user's first) to append to the history. */
   readonly messages: readonly ChatMessage[];
+  /** Writes that must commit atomically with the turn (runs inside its transaction). */
+  readonly commit?: () => void;
 }
 
 /** Answers one inbound message. The runtime's only view of the agent. */
@@ -31,107 +37,88 @@ export type TurnHandler = (input: TurnInput) => Promise<TurnOutput>;
 
 export interface AgentOptions {
   readonly provider: Provider;
-  readonly tools: readonly Tool[];
+  readonly runner: ToolRunner;
+  readonly approvals: ApprovalStore;
   readonly name: string;
   readonly instructions: string;
   /** Absolute path of the tools' workspace. */
   readonly workspace: string;
   /** @default 10 */
   readonly maxToolIterations: number;
-  /** Per tool call. @default 60000 */
-  readonly toolTimeoutMs: number;
+  /** @default 'auto' */
+  readonly toolCalling: ToolCallingMode;
+  /** Extra lines for the system prompt (e.g. the sub-agents that can be delegated to). */
+  readonly promptExtras?: readonly string[];
 }
 
 /** Builds the turn handler for the runtime. */
 export function createAgent(options: AgentOptions): TurnHandler {
-  const tools = new Map(options.tools.map((tool) => [tool.name, tool]));
-  const specs: ToolSpec[] = options.tools.map(({ name, description, parameters }) => ({ name, description, parameters }));
+  // Set once an `auto` endpoint rejects native tools: from then on XML, for every turn.
+  let xmlFallback = options.toolCalling === 'xml';
 
-  return async ({ message, conversation, history, signal, log }) => {
-    const system = buildSystemPrompt(options, message);
-    const user: ChatMessage = { role: 'user', content: message.text };
-    const turn: ChatMessage[] = [user];
-    for (let iteration = 0; iteration < options.maxToolIterations; iteration++) {
-      const response = await options.provider.chat({ system, messages: [...history, ...turn], tools: specs }, signal);
-      const assistant: AssistantMessage =
-        response.toolCalls.length > 0
-          ? { role: 'assistant', content: response.text, toolCalls: response.toolCalls }
-          : { role: 'assistant', content: response.text };
-      turn.push(assistant);
-      if (response.toolCalls.length === 0) return { reply: sanitizeReply(response.text), messages: turn };
-      const results = await Promise.all(
-        response.toolCalls.map((call) =>
-          runTool(tools, call, { conversation, channel: message.channel, senderId: message.sender.id, workspace: options.workspace, signal, log }, options.toolTimeoutMs),
-        ),
-      );
-      turn.push(...results);
+  return async ({ message, conversation, turnId, history, signal, log }) => {
+    const ctx: ToolContext = { conversation, channel: message.channel, senderId: message.sender.id, workspace: options.workspace, signal, log };
+    const system = [buildSystemPrompt(options, message), ...(options.promptExtras ?? [])].join('\n');
+    const loop = (turn: readonly ChatMessage[], iteration: number, xml: boolean): Promise<LoopOutcome> =>
+      runLoop({
+        provider: options.provider,
+        runner: options.runner,
+        system,
+        history,
+        turn,
+        ctx,
+        maxIterations: options.maxToolIterations,
+        iteration,
+        xml,
+        onAsk: 'pause',
+        ...(options.toolCalling === 'auto' ? { onXmlFallback: () => (xmlFallback = true) } : {}),
+      });
+
+    const pending = options.approvals.pending(conversation);
+    const clearPending = (): void => options.approvals.clear(conversation);
+    if (pending && pending.originTurn !== turnId && pending.senderId === message.sender.id) {
+      const answer = parseAnswer(message.text);
+      const summaries = pending.paused.calls.flatMap((call) => (call.outcome === 'ask' ? [call.summary] : []));
+      log.info({ answer: answer ?? 'other', summaries }, 'approval answered');
+      const asked = answer === 'yes' || answer === 'always' ? ('run' as const) : { declined: declinedText(answer, message.text) };
+      const results = await runPrepared(pending.paused.calls, options.runner, ctx, asked);
+      const calls = pending.paused.calls.map((call) => call.call);
+      const turn = [...pending.paused.turn, ...resultMessages(calls, results, pending.paused.xml)];
+      const outcome = await loop(turn, pending.paused.iteration + 1, pending.paused.xml);
+      return finish(outcome, () => {
+        clearPending();
+        if (answer === 'always') options.approvals.addAlways(message.channel, message.sender.id, summaries);
+      });
     }
-    log.warn({ maxToolIterations: options.maxToolIterations }, 'tool loop bound reached');
-    const reply = `I stopped after ${options.maxToolIterations} rounds of tool calls without reaching an answer. Please narrow the request or ask me to continue.`;
-    turn.push({ role: 'assistant', content: reply });
-    return { reply, messages: turn };
+    // A pending question from this very message means it is being re-run after a crash: start afresh.
+    const stale = pending !== undefined && pending.originTurn === turnId;
+    const outcome = await loop([{ role: 'user', content: message.text }], 0, xmlFallback);
+    return finish(outcome, stale ? clearPending : undefined);
+
+    function finish(outcome: LoopOutcome, before?: () => void): TurnOutput {
+      if (outcome.kind === 'done') return { reply: sanitizeReply(outcome.reply), messages: outcome.turn, ...(before ? { commit: before } : {}) };
+      const next: PendingApproval = {
+        conversation,
+        originTurn: turnId,
+        channel: message.channel,
+        senderId: message.sender.id,
+        paused: { turn: outcome.turn, calls: outcome.calls, iteration: outcome.iteration, xml: outcome.xml },
+      };
+      const questions = outcome.calls.flatMap((call) => (call.outcome === 'ask' ? [call.summary] : []));
+      log.info({ summaries: questions }, 'asking for approval');
+      return {
+        reply: approvalQuestion(questions),
+        messages: [],
+        commit: () => {
+          before?.();
+          options.approvals.save(next);
+        },
+      };
+    }
   };
 }
 
-async function runTool(
-  tools: ReadonlyMap<string, Tool>,
-  call: ToolCall,
-  ctx: ToolContext,
-  timeoutMs: number,
-): Promise<ToolResultMessage> {
-  const log = ctx.log.child({ tool: call.name, toolCallId: call.id });
-  const started = Date.now();
-  const result = await executeTool(tools, call, { ...ctx, log }, timeoutMs);
-  log.info({ outcome: result.kind, ms: Date.now() - started }, 'tool call');
-  return { role: 'tool', toolCallId: call.id, name: call.name, content: resultText(result) };
-}
-
-async function executeTool(
-  tools: ReadonlyMap<string, Tool>,
-  call: ToolCall,
-  ctx: ToolContext,
-  timeoutMs: number,
-): Promise<ToolResult> {
-  const tool = tools.get(call.name);
-  if (!tool) {
-    return { kind: 'error', message: `There is no tool named "${call.name}". Available tools: ${[...tools.keys()].join(', ') || 'none'}.` };
-  }
-  let args: unknown;
-  try {
-    args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
-  } catch {
-    return { kind: 'error', message: `The arguments for ${call.name} are not valid JSON: ${call.arguments.slice(0, 200)}` };
-  }
-  if (typeof args !== 'object' || args === null || Array.isArray(args)) {
-    return { kind: 'error', message: `The arguments for ${call.name} must be a JSON object.` };
-  }
-  const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]);
-  try {
-    // A tool that ignores its signal must not hold the turn: stop waiting when it aborts.
-    return await Promise.race([tool.execute(args as Record<string, unknown>, { ...ctx, signal }), rejectOnAbort(signal)]);
-  } catch (error) {
-    if (ctx.signal.aborted) throw error;
-    ctx.log.warn({ err: error }, 'tool threw');
-    const reason = signal.aborted ? `timed out after ${Math.round(timeoutMs / 1000)} s` : error instanceof Error ? error.message : String(error);
-    return { kind: 'error', message: `${call.name} failed: ${reason}` };
-  }
-}
-
-function rejectOnAbort(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    const fail = (): void => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-    if (signal.aborted) fail();
-    else signal.addEventListener('abort', fail, { once: true });
-  });
-}
-
-function resultText(result: ToolResult): string {
-  switch (result.kind) {
-    case 'ok':
-      return result.text;
-    case 'error':
-      return `Error: ${result.message}`;
-    case 'effect':
-      return result.summary ?? 'Done.';
-  }
+function declinedText(answer: 'no' | undefined, text: string): string {
+  if (answer === 'no') return 'The person declined this call. Do not retry it; ask them how to proceed if needed.';
+  return `The person did not approve this call; instead of yes/no they wrote: "${text.slice(0, 500)}". Treat it as declined and respond to what they wrote.`;
 }

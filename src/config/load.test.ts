@@ -30,7 +30,10 @@ describe('config', () => {
     assert.equal(config.agent.name, 'Switchboard');
     assert.equal(config.agent.history_turns, 50);
     assert.equal(config.agent.max_tool_iterations, 10);
-    assert.equal(config.provider.base_url, 'https://api.openai.com/v1');
+    assert.equal(config.provider.base_url, undefined, 'the default endpoint depends on the kind');
+    assert.equal(config.provider.tool_calling, 'auto');
+    assert.equal(config.security.autonomy, 'supervised');
+    assert.ok(config.tools.enabled.includes('shell'));
     assert.equal(config.runtime.max_in_flight, 0);
     assert.deepEqual(config.channels, {});
   });
@@ -63,7 +66,7 @@ describe('config', () => {
     },
     { name: 'out of range', toml: `${minimal}[agent]\nmax_tool_iterations = 0`, expect: [/agent\.max_tool_iterations: must be a whole number ≥ 1/, /max_tool_iterations = 10/] },
     { name: 'fraction for an integer', toml: `${minimal}[runtime]\nmax_in_flight = 2.5`, expect: [/runtime\.max_in_flight: must be a whole number/] },
-    { name: 'unknown provider kind', toml: '[provider]\nkind = "opneai"\nmodel = "m"', expect: [/provider\.kind: must be "openai", got "opneai"/, /kind = "openai"/] },
+    { name: 'unknown provider kind', toml: '[provider]\nkind = "opneai"\nmodel = "m"', expect: [/provider\.kind: must be one of "openai", "anthropic", "gemini", got "opneai"/, /kind = "openai"/] },
     { name: 'unknown key with a suggestion', toml: '[provider]\nkind = "openai"\nmodle = "m"', expect: [/provider\.modle: unknown key; did you mean "model"\?/, /provider\.model: is required/] },
     { name: 'unknown top-level section', toml: `${minimal}[agnet]\nname = "x"`, expect: [/agnet: unknown key; did you mean "agent"\?/] },
     { name: 'unknown channel', toml: `${minimal}[channels.telegramm]\ntoken = "x"`, expect: [/channels\.telegramm: unknown key; known keys here: terminal/] },
@@ -78,6 +81,11 @@ describe('config', () => {
     { name: 'not a URL', toml: `${minimal}base_url = "api.openai.com"`, expect: [/provider\.base_url: must be an http:\/\/ or https:\/\/ URL, got "api\.openai\.com"/] },
     { name: 'section given a value', toml: `${minimal}[runtime]\ndurability = "sometimes"`, expect: [/runtime\.durability: must be one of "normal", "full"/] },
     { name: 'table where a value belongs', toml: `data_dir = { a = 1 }\n${minimal}`, expect: [/data_dir: must be a non-empty string, got a table/] },
+    { name: 'unknown tool', toml: `${minimal}[tools]\nenabled = ["shell", "teleport"]`, expect: [/tools\.enabled\.1: must be one of "current_time", "shell"/] },
+    { name: 'bad fallback', toml: `${minimal}[[provider.fallbacks]]\nkind = "anthropic"`, expect: [/provider\.fallbacks\.0\.model: is required but missing/, /model = "gpt-4o-mini"/] },
+    { name: 'bad route', toml: `${minimal}[[routes]]\nhint = "fast"\nmodel = 5`, expect: [/routes\.0\.model: must be a non-empty string, got 5/] },
+    { name: 'bad autonomy', toml: `${minimal}[security]\nautonomy = "yolo"`, expect: [/security\.autonomy: must be one of "read_only", "supervised", "full"/] },
+    { name: 'sub-agent without description', toml: `${minimal}[agents.research]\ntools = ["web_fetch"]`, expect: [/agents\.research\.description: is required but missing/] },
     { name: 'bad log level', toml: `${minimal}[log]\nlevel = "loud"`, expect: [/log\.level: must be one of "trace", "debug", "info"/] },
   ];
 

@@ -37,18 +37,92 @@ const Agent = v.strictObject({
   instructions: v.optional(v.pipe(v.string(), v.examples(['Be brief. Answer in the language you are addressed in.'])), ''),
   history_turns: int(0, 10_000, 50),
   max_tool_iterations: int(1, 100, 10),
+  /** How deep delegate may nest sub-agents. */
+  max_delegate_depth: int(0, 5, 2),
   turn_timeout_seconds: positive(86_400, 300),
   tool_timeout_seconds: positive(3600, 60),
 });
 
-const Provider = v.strictObject({
-  kind: v.pipe(v.picklist(['openai']), v.examples(['openai'])),
-  base_url: url('https://api.openai.com/v1', 'https://api.openai.com/v1'),
+const providerKind = v.pipe(v.picklist(['openai', 'anthropic', 'gemini']), v.examples(['openai']));
+const keyList = v.optional(v.pipe(v.array(text('${OPENAI_API_KEY_2}')), v.examples([['${OPENAI_API_KEY}', '${OPENAI_API_KEY_2}']])), []);
+const modelList = v.optional(v.pipe(v.array(text('gpt-4o')), v.examples([['gpt-4o']])), []);
+
+/** One model endpoint: the main provider, a fallback, or a route's own provider. */
+const endpoint = {
+  kind: providerKind,
+  /** Default per kind: OpenAI, Anthropic or Gemini's public API. */
+  base_url: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://api.openai.com/v1']))),
   model: text('gpt-4o-mini'),
   api_key: v.optional(text('${OPENAI_API_KEY}')),
+  /** More keys, rotated when one is rate-limited. */
+  api_keys: keyList,
   timeout_seconds: positive(3600, 120),
   temperature: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(2), v.examples([0.7]))),
   max_tokens: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000_000), v.examples([1024]))),
+  /** openai kind only: "conservative" strips tool-schema keywords unknown endpoints may reject. */
+  tool_schema: choice(['auto', 'conservative'], 'auto'),
+  /** Models tried, in order, when the main model keeps failing. */
+  fallback_models: modelList,
+};
+
+const Fallback = v.strictObject(endpoint);
+
+const Provider = v.strictObject({
+  ...endpoint,
+  /** native function calling, XML in the prompt, or native with automatic fallback to XML. */
+  tool_calling: choice(['auto', 'native', 'xml'], 'auto'),
+  max_retries: int(0, 10, 2),
+  /** A Retry-After longer than this is not waited for: the next key or fallback is tried. */
+  retry_max_wait_seconds: num(0, 600, 30),
+  fallbacks: v.optional(v.array(Fallback), []),
+});
+
+const Route = v.strictObject({
+  /** Used as model = "hint:<hint>". */
+  hint: text('reasoning'),
+  model: text('o3-mini'),
+  /** Without kind the route uses the main provider's endpoint with this model. */
+  kind: v.optional(providerKind),
+  base_url: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://api.openai.com/v1']))),
+  api_key: v.optional(text('${OPENAI_API_KEY}')),
+  timeout_seconds: positive(3600, 120),
+});
+
+type ToolNameList = Array<(typeof toolNames)[number]>;
+const toolNames = ['current_time', 'shell', 'file_read', 'file_write', 'file_edit', 'glob', 'grep', 'http_request', 'web_fetch', 'schedule', 'delegate'] as const;
+/** Every built-in tool, by name. */
+export const builtinToolNames: readonly (typeof toolNames)[number][] = toolNames;
+const toolList = (example: ToolNameList) => v.pipe(v.array(v.picklist(toolNames)), v.examples([example]));
+
+const Security = v.strictObject({
+  autonomy: choice(['read_only', 'supervised', 'full'], 'supervised'),
+  /** Replaces the built-in command allowlist when set. */
+  allowed_commands: v.optional(v.pipe(v.array(text('git')), v.examples([['ls', 'cat', 'git']]))),
+  /** Added to the allowlist as medium risk (asks in supervised mode). */
+  extra_allowed_commands: v.optional(v.pipe(v.array(text('jq')), v.examples([['jq']])), []),
+  /** Environment variables passed to commands besides PATH, HOME, LANG (never *_KEY/_TOKEN/_SECRET/_PASSWORD). */
+  env_passthrough: v.optional(v.pipe(v.array(text('GIT_AUTHOR_NAME')), v.examples([['GIT_AUTHOR_NAME']])), []),
+  command_timeout_seconds: positive(3600, 60),
+  max_output_kb: int(1, 10_240, 64),
+  /** Hosts or CIDRs the HTTP tools may reach although private or loopback. */
+  allow_hosts: v.optional(v.pipe(v.array(text('127.0.0.1')), v.examples([['127.0.0.1', '10.0.0.0/8']])), []),
+  /** Tool calls one person may cause per hour. */
+  max_tool_calls_per_hour: int(1, 1_000_000, 120),
+});
+
+const Tools = v.strictObject({
+  enabled: v.optional(toolList(['current_time', 'file_read', 'web_fetch']), [...toolNames]),
+});
+
+const SubAgent = v.strictObject({
+  /** Told to the main agent so it knows when to delegate. */
+  description: text('Researches a question on the web and reports back with sources.'),
+  instructions: v.optional(v.pipe(v.string(), v.examples(['Be thorough; cite URLs.'])), ''),
+  /** Model or "hint:<name>"; default the main model. */
+  model: v.optional(text('hint:reasoning')),
+  tools: v.optional(toolList(['web_fetch', 'http_request']), []),
+  max_tool_iterations: int(1, 100, 6),
+  timeout_seconds: positive(3600, 120),
 });
 
 const Runtime = v.strictObject({
@@ -75,6 +149,10 @@ export const ConfigSchema = v.strictObject({
   log: v.optional(Log, {}),
   agent: v.optional(Agent, {}),
   provider: Provider,
+  routes: v.optional(v.array(Route), []),
+  security: v.optional(Security, {}),
+  tools: v.optional(Tools, {}),
+  agents: v.optional(v.record(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/)), SubAgent), {}),
   runtime: v.optional(Runtime, {}),
   channels: v.optional(Channels, {}),
 });
@@ -82,6 +160,10 @@ export const ConfigSchema = v.strictObject({
 /** The validated config, defaults filled in. */
 export type Config = v.InferOutput<typeof ConfigSchema>;
 export type TerminalConfig = v.InferOutput<typeof Terminal>;
+export type EndpointConfig = v.InferOutput<typeof Fallback>;
+export type RouteConfig = v.InferOutput<typeof Route>;
+export type SubAgentConfig = v.InferOutput<typeof SubAgent>;
+export type ToolName = (typeof toolNames)[number];
 
 /** A schema node as this module builds them: wrappers, pipes, objects and leaves. */
 export interface SchemaNode {
@@ -92,6 +174,8 @@ export interface SchemaNode {
   readonly options?: readonly unknown[];
   readonly requirement?: unknown;
   readonly examples?: readonly unknown[];
+  readonly item?: SchemaNode;
+  readonly value?: SchemaNode;
 }
 
 /** Unwraps `optional` and `pipe` down to the base schema plus the pipe's actions. */
@@ -106,7 +190,10 @@ export function unwrap(node: SchemaNode): { base: SchemaNode; actions: readonly 
 export function schemaAt(path: readonly string[]): SchemaNode | undefined {
   let node: SchemaNode | undefined = ConfigSchema as unknown as SchemaNode;
   for (const key of path) {
-    node = node ? unwrap(node).base.entries?.[key] : undefined;
+    if (!node) return undefined;
+    const base: SchemaNode = unwrap(node).base;
+    // lists and records: a numeric index or any record key selects the item schema
+    node = base.entries?.[key] ?? (base.type === 'array' && /^\d+$/.test(key) ? base.item : base.type === 'record' ? base.value : undefined);
   }
   return node;
 }

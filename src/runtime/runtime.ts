@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import type { Channel, InboundMessage, Push, PushResult } from '../channel.ts';
 import { refOf } from '../conversation.ts';
-import type { TurnHandler } from '../agent/agent.ts';
+import type { TurnHandler, TurnOutput } from '../agent/agent.ts';
 import { ProviderError } from '../provider.ts';
 import type { Db } from '../store/db.ts';
 import { History } from '../store/history.ts';
@@ -113,8 +113,10 @@ export class Runtime {
     );
     this.#ready = new Promise((resolve) => (this.#resolveReady = resolve));
 
-    this.#commitTurn = options.db.transaction((seq: number, conversation: string, messages: Parameters<History['append']>[2], reply: InboundMessage | undefined, text: string) => {
-      this.#history.append(conversation, seq, messages);
+    this.#commitTurn = options.db.transaction((seq: number, conversation: string, output: TurnOutput, reply: InboundMessage | undefined) => {
+      output.commit?.();
+      this.#history.append(conversation, seq, output.messages);
+      const text = output.reply;
       if (reply) this.#outbox.add({ ...refOf(reply), text, replyTo: reply.id }, seq);
       return this.#inbox.markDone(seq);
     });
@@ -241,11 +243,12 @@ export class Runtime {
       const output = await this.#options.agent({
         message,
         conversation,
+        turnId: seq,
         history: this.#history.recent(conversation, this.#options.historyTurns),
         signal,
         log,
       });
-      this.#commitTurn(seq, conversation, output.messages, output.reply === '' ? undefined : message, output.reply);
+      this.#commitTurn(seq, conversation, output, output.reply === '' ? undefined : message);
       this.#counters.answered++;
       if (output.reply === '') log.warn('the model returned an empty reply; nothing sent');
       log.info({ ms: Date.now() - started }, 'turn done');

@@ -52,6 +52,35 @@ const migrations: readonly string[] = [
   );
   CREATE INDEX history_conversation ON history (conversation, turn, id);
   `,
+  `
+  CREATE TABLE approvals_pending (
+    conversation TEXT    PRIMARY KEY,
+    origin_turn  INTEGER NOT NULL,
+    channel      TEXT    NOT NULL,
+    sender_id    TEXT    NOT NULL,
+    state        TEXT    NOT NULL,
+    created_at   INTEGER NOT NULL
+  );
+  CREATE TABLE approvals_always (
+    channel    TEXT    NOT NULL,
+    sender_id  TEXT    NOT NULL,
+    summary    TEXT    NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (channel, sender_id, summary)
+  );
+  CREATE TABLE schedules (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation TEXT    NOT NULL,
+    origin       TEXT    NOT NULL,
+    prompt       TEXT    NOT NULL,
+    cron         TEXT,
+    timezone     TEXT,
+    next_run     INTEGER NOT NULL,
+    active       INTEGER NOT NULL DEFAULT 1,
+    created_at   INTEGER NOT NULL
+  );
+  CREATE INDEX schedules_due ON schedules (next_run) WHERE active = 1;
+  `,
 ];
 
 export interface OpenOptions {

@@ -1,0 +1,146 @@
+/**
+ * Prepares and runs the model's tool calls: finds the tool, parses and validates the
+ * arguments, asks the security policy (allow / ask the person / deny), applies the per-sender
+ * rate limit, runs with a timeout, and offloads large output to a file in the workspace.
+ * Every failure becomes an error result the model can read; nothing here throws for a bad call.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ToolCall } from '../provider.ts';
+import type { Tool, ToolAssessment, ToolContext, ToolResult } from '../tool.ts';
+import type { ArgsValidator } from './validate.ts';
+
+/** What the security policy says about one call. */
+export type ToolDecision = { readonly kind: 'allow' } | { readonly kind: 'ask' } | { readonly kind: 'deny'; readonly reason: string };
+
+/** A call after checking: ready to run, waiting for the person, or already answered. */
+export type PreparedCall =
+  | { readonly call: ToolCall; readonly outcome: 'run'; readonly args: Record<string, unknown> }
+  | { readonly call: ToolCall; readonly outcome: 'ask'; readonly args: Record<string, unknown>; readonly summary: string }
+  | { readonly call: ToolCall; readonly outcome: 'done'; readonly result: ToolResult };
+
+export interface ToolRunnerOptions {
+  readonly tools: readonly Tool[];
+  readonly validator: ArgsValidator;
+  /** The autonomy policy. */
+  readonly decide: (assessment: ToolAssessment) => ToolDecision;
+  /** Whether this person said "always" to this exact summary before. */
+  readonly alwaysApproved: (ctx: ToolContext, summary: string) => boolean;
+  /** Per-sender limit on tool calls; omitted = unlimited. */
+  readonly rateLimit?: (senderKey: string) => { ok: true } | { ok: false; retryAfterMs: number };
+  /** Per call. */
+  readonly timeoutMs: number;
+  /** Longer ok text is written to a file and the model gets the head and a pointer. @default 4000 */
+  readonly maxResultChars?: number;
+}
+
+export interface ToolRunner {
+  readonly tools: readonly Tool[];
+  prepare(call: ToolCall, ctx: ToolContext): Promise<PreparedCall>;
+  /** Runs a prepared call (an `ask` one only once the person approved it). */
+  run(prepared: PreparedCall, ctx: ToolContext): Promise<ToolResult>;
+}
+
+const defaultAssessment = (tool: Tool): ToolAssessment => ({ risk: 'low', mutates: false, summary: tool.name });
+
+export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
+  const byName = new Map(options.tools.map((tool) => [tool.name, tool]));
+  const maxChars = options.maxResultChars ?? 4000;
+  const done = (call: ToolCall, message: string): PreparedCall => ({ call, outcome: 'done', result: { kind: 'error', message } });
+
+  return {
+    tools: options.tools,
+
+    async prepare(call, ctx) {
+      const tool = byName.get(call.name);
+      if (!tool) return done(call, `There is no tool named "${call.name}". Available tools: ${[...byName.keys()].join(', ') || 'none'}.`);
+      let args: unknown;
+      try {
+        args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
+      } catch {
+        return done(call, `The arguments for ${call.name} are not valid JSON: ${call.arguments.slice(0, 200)}`);
+      }
+      if (typeof args !== 'object' || args === null || Array.isArray(args)) return done(call, `The arguments for ${call.name} must be a JSON object.`);
+      const invalid = await options.validator.validate(tool, args);
+      if (invalid) return done(call, invalid);
+      const record = args as Record<string, unknown>;
+      let assessment: ToolAssessment;
+      try {
+        assessment = tool.assess ? tool.assess(record, ctx) : defaultAssessment(tool);
+      } catch (error) {
+        return done(call, `${call.name} could not judge this call: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      const decision = options.decide(assessment);
+      if (decision.kind === 'deny') return done(call, `Not allowed: ${decision.reason}`);
+      if (options.rateLimit) {
+        const limit = options.rateLimit(`${ctx.channel}:${ctx.senderId}`);
+        if (!limit.ok) return done(call, `Tool-call limit reached for this person; try again in ${Math.ceil(limit.retryAfterMs / 60_000)} min. Tell the person.`);
+      }
+      if (decision.kind === 'ask' && !options.alwaysApproved(ctx, assessment.summary)) {
+        return { call, outcome: 'ask', args: record, summary: assessment.summary };
+      }
+      return { call, outcome: 'run', args: record };
+    },
+
+    async run(prepared, ctx) {
+      if (prepared.outcome === 'done') return prepared.result;
+      const tool = byName.get(prepared.call.name)!;
+      const log = ctx.log.child({ tool: tool.name, toolCallId: prepared.call.id });
+      const started = Date.now();
+      const result = await execute(tool, prepared.args, { ...ctx, log }, options.timeoutMs);
+      log.info({ outcome: result.kind, ms: Date.now() - started }, 'tool call');
+      return result.kind === 'ok' && result.text.length > maxChars ? offload(result.text, tool.name, ctx, maxChars) : result;
+    },
+  };
+}
+
+async function execute(tool: Tool, args: Record<string, unknown>, ctx: ToolContext, timeoutMs: number): Promise<ToolResult> {
+  const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]);
+  try {
+    // A tool that ignores its signal must not hold the turn: stop waiting when it aborts.
+    return await Promise.race([tool.execute(args, { ...ctx, signal }), rejectOnAbort(signal)]);
+  } catch (error) {
+    if (ctx.signal.aborted) throw error;
+    ctx.log.warn({ err: error }, 'tool threw');
+    const reason = signal.aborted ? `timed out after ${Math.round(timeoutMs / 1000)} s` : error instanceof Error ? error.message : String(error);
+    return { kind: 'error', message: `${tool.name} failed: ${reason}` };
+  }
+}
+
+/** Writes long output to `.tool-output/` in the workspace; the model gets the head and where the rest is. */
+async function offload(text: string, toolName: string, ctx: ToolContext, maxChars: number): Promise<ToolResult> {
+  const name = `${toolName}-${new Date().toISOString().replace(/[:.]/g, '-')}-${Math.random().toString(36).slice(2, 6)}.txt`;
+  const relative = join('.tool-output', name);
+  try {
+    await mkdir(join(ctx.workspace, '.tool-output'), { recursive: true });
+    await writeFile(join(ctx.workspace, relative), text);
+  } catch (error) {
+    ctx.log.warn({ err: error }, 'could not save long tool output; truncating it instead');
+    return { kind: 'ok', text: `${text.slice(0, maxChars)}\n… [output truncated: ${text.length - maxChars} more characters]` };
+  }
+  const head = text.slice(0, Math.floor(maxChars / 2));
+  return {
+    kind: 'ok',
+    text: `${head}\n… [${text.length - head.length} more characters; the full output (${text.length} characters) is saved as ${relative} in the workspace — read parts of it with file_read and offset/limit]`,
+  };
+}
+
+function rejectOnAbort(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    const fail = (): void => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    if (signal.aborted) fail();
+    else signal.addEventListener('abort', fail, { once: true });
+  });
+}
+
+/** The text the model reads for a result. */
+export function resultText(result: ToolResult): string {
+  switch (result.kind) {
+    case 'ok':
+      return result.text;
+    case 'error':
+      return `Error: ${result.message}`;
+    case 'effect':
+      return result.summary ?? 'Done.';
+  }
+}
