@@ -26,6 +26,16 @@ export function conversationKey(ref: ConversationRef): string {
   return parts.map(escape).join(':');
 }
 
+const unescape = (part: string): string => part.replace(/%3A/gi, ':').replace(/%25/g, '%');
+
+/** The inverse of {@link conversationKey}; undefined for a string that is not a key. */
+export function parseConversationKey(key: string): ConversationRef | undefined {
+  const parts = key.split(':').map(unescape);
+  if (parts.length < 3 || parts.length > 4 || parts.some((part) => part === '')) return undefined;
+  const [channel, account, chat, thread] = parts as [string, string, string, string | undefined];
+  return thread === undefined ? { channel, account, chat } : { channel, account, chat, thread };
+}
+
 /** Only the ref fields of a message, e.g. to address a reply to where a message came from. */
 export function refOf(ref: ConversationRef): ConversationRef {
   return ref.thread === undefined
