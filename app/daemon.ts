@@ -2,20 +2,23 @@
  * The composition root: config becomes objects here and nowhere else. Each channel's
  * module is imported only when that channel is configured.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, realpathSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Channel } from '../src/channel.ts';
 import { createAgent } from '../src/agent/agent.ts';
+import { ApprovalStore } from '../src/agent/approvals.ts';
 import { ConfigError, loadConfig, locateConfig } from '../src/config/load.ts';
 import type { Config } from '../src/config/schema.ts';
 import { createLogger, type Logger } from '../src/log.ts';
-import { createOpenAIProvider } from '../src/providers/openai.ts';
 import { defaultDeliveryOptions } from '../src/runtime/delivery.ts';
 import { Runtime } from '../src/runtime/runtime.ts';
 import { defaultSupervisorOptions } from '../src/runtime/supervisor.ts';
+import { Scheduler } from '../src/schedule/scheduler.ts';
+import { ScheduleStore } from '../src/schedule/store.ts';
 import { openDatabase } from '../src/store/db.ts';
-import { createClockTool } from '../src/tools/clock.ts';
+import { buildProvider } from './compose/provider.ts';
+import { buildTools } from './compose/tools.ts';
 
 export interface DaemonOptions {
   readonly mode: 'start' | 'chat';
@@ -67,22 +70,20 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   mkdirSync(join(dataDir, 'workspace'), { recursive: true });
   const db = openDatabase(join(dataDir, 'switchboard.db'), { durability: config.runtime.durability, exclusive: true });
 
-  const provider = createOpenAIProvider({
-    baseUrl: config.provider.base_url,
-    model: config.provider.model,
-    timeoutMs: config.provider.timeout_seconds * 1000,
-    ...(config.provider.api_key === undefined ? {} : { apiKey: config.provider.api_key }),
-    ...(config.provider.temperature === undefined ? {} : { temperature: config.provider.temperature }),
-    ...(config.provider.max_tokens === undefined ? {} : { maxTokens: config.provider.max_tokens }),
-  });
+  const workspace = realpathSync(join(dataDir, 'workspace'));
+  const provider = await buildProvider(config, log);
+  const approvals = new ApprovalStore(db);
+  const schedules = new ScheduleStore(db);
+  const { runner } = await buildTools({ config, workspace, provider, approvals, schedules, log });
   const agent = createAgent({
     provider,
-    tools: [createClockTool()],
+    runner,
+    approvals,
     name: config.agent.name,
     instructions: config.agent.instructions,
-    workspace: join(dataDir, 'workspace'),
+    workspace,
     maxToolIterations: config.agent.max_tool_iterations,
-    toolTimeoutMs: config.agent.tool_timeout_seconds * 1000,
+    toolCalling: config.provider.tool_calling,
   });
 
   let finish = (): void => undefined;
@@ -109,6 +110,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     delivery: defaultDeliveryOptions,
   });
 
+  const scheduler = new Scheduler({ store: schedules, push: runtime.push, log: log.child({ component: 'scheduler' }) });
+
   // Channels may hold nothing open (the terminal after its input ended, say): the daemon
   // itself stays up until it is told to stop.
   const keepAlive = setInterval(() => undefined, 1 << 30);
@@ -118,8 +121,9 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       if (stopping) return;
       stopping = true;
       log.info({ reason }, 'stopping');
-      void runtime
+      void scheduler
         .stop()
+        .then(() => runtime.stop())
         .catch((error: unknown) => log.error({ err: error }, 'error while stopping'))
         .finally(() => {
           clearInterval(keepAlive);
@@ -140,6 +144,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   });
 
   runtime.start();
+  scheduler.start();
   void runtime.ready.then(() =>
     log.info({ channels: names, maxInFlight, provider: provider.name, startupMs: Math.round(performance.now() - startedAt), config: file }, 'ready'),
   );

@@ -46,6 +46,8 @@ export interface Tool<Args = Record<string, unknown>> {
   readonly description: string;
   /** JSON Schema of the arguments object. */
   readonly parameters: Readonly<Record<string, unknown>>;
+  /** Longest a call may run, when it differs from the agent's per-call default (e.g. a sub-agent). */
+  readonly timeoutMs?: number;
   /** Judges a call before it runs. Without it a call is low-risk and read-only. */
   assess?(args: Args, ctx: ToolContext): ToolAssessment;
   execute(args: Args, ctx: ToolContext): Promise<ToolResult>;

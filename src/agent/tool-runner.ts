@@ -28,7 +28,7 @@ export interface ToolRunnerOptions {
   readonly alwaysApproved: (ctx: ToolContext, summary: string) => boolean;
   /** Per-sender limit on tool calls; omitted = unlimited. */
   readonly rateLimit?: (senderKey: string) => { ok: true } | { ok: false; retryAfterMs: number };
-  /** Per call. */
+  /** Per call, unless the tool sets its own. */
   readonly timeoutMs: number;
   /** Longer ok text is written to a file and the model gets the head and a pointer. @default 4000 */
   readonly maxResultChars?: number;
@@ -87,7 +87,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       const tool = byName.get(prepared.call.name)!;
       const log = ctx.log.child({ tool: tool.name, toolCallId: prepared.call.id });
       const started = Date.now();
-      const result = await execute(tool, prepared.args, { ...ctx, log }, options.timeoutMs);
+      const result = await execute(tool, prepared.args, { ...ctx, log }, tool.timeoutMs ?? options.timeoutMs);
       log.info({ outcome: result.kind, ms: Date.now() - started }, 'tool call');
       return result.kind === 'ok' && result.text.length > maxChars ? offload(result.text, tool.name, ctx, maxChars) : result;
     },

@@ -32,6 +32,7 @@ export function createDelegateTool(options: DelegateToolOptions): Tool<{ agent: 
   const names = [...options.agents.keys()];
   return {
     name: 'delegate',
+    timeoutMs: Math.max(...[...options.agents.values()].map((spec) => spec.timeoutMs)) + 5000,
     description: `Hand a self-contained task to a sub-agent and get its answer back. Sub-agents: ${[...options.agents].map(([name, spec]) => `${name} — ${spec.description}`).join('; ')}.`,
     parameters: {
       type: 'object',

@@ -1,0 +1,116 @@
+/**
+ * Turns `[tools]`, `[security]` and `[agents.*]` into tool runners: the main agent's, and
+ * one per sub-agent (built for its delegation depth). Each tool module is imported only when
+ * that tool is enabled.
+ */
+import type { Logger } from 'pino';
+import type { ApprovalStore } from '../../src/agent/approvals.ts';
+import { createToolRunner, type ToolRunner } from '../../src/agent/tool-runner.ts';
+import { createArgsValidator } from '../../src/agent/validate.ts';
+import type { Config, ToolName } from '../../src/config/schema.ts';
+import type { Provider } from '../../src/provider.ts';
+import type { ScheduleStore } from '../../src/schedule/store.ts';
+import { decide } from '../../src/security/autonomy.ts';
+import { createSecurityPolicy, type SecurityPolicy } from '../../src/security/policy.ts';
+import { createRateLimiter } from '../../src/security/rate-limit.ts';
+import type { SsrfGuard } from '../../src/security/ssrf.ts';
+import type { Tool } from '../../src/tool.ts';
+import { createClockTool } from '../../src/tools/clock.ts';
+import type { SubAgentSpec } from '../../src/tools/delegate.ts';
+
+export interface ToolDeps {
+  readonly config: Config;
+  readonly workspace: string;
+  readonly provider: Provider;
+  readonly approvals: ApprovalStore;
+  readonly schedules: ScheduleStore;
+  readonly log: Logger;
+}
+
+type Factory = (context: { policy: SecurityPolicy; guard: () => Promise<SsrfGuard>; deps: ToolDeps }) => Promise<Tool[]>;
+
+const asTools = (...tools: Array<Tool<never>>): Tool[] => tools as unknown as Tool[];
+
+/** One entry per built-in (except delegate, which needs the others). */
+const factories: Record<Exclude<ToolName, 'delegate'>, Factory> = {
+  current_time: async () => asTools(createClockTool()),
+  shell: async ({ policy }) => asTools((await import('../../src/tools/shell.ts')).createShellTool(policy)),
+  file_read: async ({ policy }) => asTools((await import('../../src/tools/files.ts')).createFileReadTool(policy)),
+  file_write: async ({ policy }) => asTools((await import('../../src/tools/files.ts')).createFileWriteTool(policy)),
+  file_edit: async ({ policy }) => asTools((await import('../../src/tools/files.ts')).createFileEditTool(policy)),
+  glob: async ({ policy }) => asTools((await import('../../src/tools/search.ts')).createGlobTool(policy)),
+  grep: async ({ policy }) => asTools((await import('../../src/tools/search.ts')).createGrepTool(policy)),
+  http_request: async ({ guard }) => asTools((await import('../../src/tools/http.ts')).createHttpRequestTool({ guard: await guard() })),
+  web_fetch: async ({ guard }) => asTools((await import('../../src/tools/http.ts')).createWebFetchTool({ guard: await guard() })),
+  schedule: async ({ deps }) => asTools((await import('../../src/tools/schedule.ts')).createScheduleTool({ store: deps.schedules })),
+};
+
+export interface BuiltTools {
+  readonly runner: ToolRunner;
+  readonly policy: SecurityPolicy;
+}
+
+export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
+  const { config } = deps;
+  const security = config.security;
+  const policy = createSecurityPolicy({
+    workspace: deps.workspace,
+    autonomy: security.autonomy,
+    ...(security.allowed_commands === undefined ? {} : { allowedCommands: security.allowed_commands }),
+    extraAllowedCommands: security.extra_allowed_commands,
+    envPassthrough: security.env_passthrough,
+    commandTimeoutMs: security.command_timeout_seconds * 1000,
+    maxOutputBytes: security.max_output_kb * 1024,
+  });
+  let guard: Promise<SsrfGuard> | undefined;
+  const context = {
+    policy,
+    deps,
+    guard: () => (guard ??= import('../../src/security/ssrf.ts').then(({ createSsrfGuard }) => createSsrfGuard({ allowHosts: security.allow_hosts }))),
+  };
+  const validator = createArgsValidator();
+  const limiter = createRateLimiter({ limit: security.max_tool_calls_per_hour, windowMs: 3_600_000 });
+  const built = new Map<ToolName, Tool[]>();
+  const toolsNamed = async (names: readonly ToolName[]): Promise<Tool[]> => {
+    const tools: Tool[] = [];
+    for (const name of names) {
+      if (name === 'delegate') continue;
+      if (!built.has(name)) built.set(name, await factories[name](context));
+      tools.push(...built.get(name)!);
+    }
+    return tools;
+  };
+  const runnerFor = (tools: Tool[]): ToolRunner =>
+    createToolRunner({
+      tools,
+      validator,
+      decide: (assessment) => decide(security.autonomy, assessment),
+      alwaysApproved: (ctx, summary) => deps.approvals.isAlways(ctx.channel, ctx.senderId, summary),
+      rateLimit: (key) => limiter.take(key),
+      timeoutMs: config.agent.tool_timeout_seconds * 1000,
+    });
+
+  /** The tools for an agent at `depth` (0 = main): delegate only while depth < max_delegate_depth. */
+  const toolsAt = async (names: readonly ToolName[], depth: number): Promise<Tool[]> => {
+    const tools = await toolsNamed(names);
+    const agents = Object.entries(config.agents);
+    if (names.includes('delegate') && agents.length > 0 && depth < config.agent.max_delegate_depth) {
+      const specs = new Map<string, SubAgentSpec>();
+      for (const [name, agent] of agents) {
+        specs.set(name, {
+          description: agent.description,
+          instructions: agent.instructions,
+          ...(agent.model === undefined ? {} : { model: agent.model }),
+          runner: runnerFor(await toolsAt(agent.tools, depth + 1)),
+          maxToolIterations: agent.max_tool_iterations,
+          timeoutMs: agent.timeout_seconds * 1000,
+        });
+      }
+      const { createDelegateTool } = await import('../../src/tools/delegate.ts');
+      tools.push(createDelegateTool({ provider: deps.provider, agents: specs, xml: config.provider.tool_calling === 'xml' }) as unknown as Tool);
+    }
+    return tools;
+  };
+
+  return { runner: runnerFor(await toolsAt(config.tools.enabled, 0)), policy };
+}
