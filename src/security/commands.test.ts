@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { assessCommand, createCommandPolicy, parseCommand } from './commands.ts';
+
+const policy = createCommandPolicy();
+
+function risk(command: string, p = policy): string {
+  const result = assessCommand(command, p);
+  if ('refused' in result) assert.fail(`${command} was refused: ${result.refused}`);
+  return result.risk;
+}
+
+function refusal(command: string, p = policy): string {
+  const result = assessCommand(command, p);
+  if (!('refused' in result)) assert.fail(`${command} was accepted as ${result.risk}`);
+  return result.refused;
+}
+
+describe('parseCommand', () => {
+  it('splits on ; && || | and newlines, but not inside quotes or after a backslash', () => {
+    const parsed = parseCommand('ls -la; echo "a;b" && echo \'c|d\' || wc -l | sort\necho e\\;f');
+    assert.equal(parsed.ok, true);
+    if (!parsed.ok) return;
+    assert.deepEqual(
+      parsed.segments.map((s) => s.words.map((w) => w.text)),
+      [['ls', '-la'], ['echo', 'a;b'], ['echo', 'c|d'], ['wc', '-l'], ['sort'], ['echo', 'e;f']],
+    );
+  });
+
+  it('marks unquoted wildcards only', () => {
+    const parsed = parseCommand('ls *.ts "*.md"');
+    assert.equal(parsed.ok, true);
+    if (parsed.ok) assert.deepEqual(parsed.segments[0]!.words.map((w) => w.glob), [false, true, false]);
+  });
+
+  it('drops comments the way sh does', () => {
+    const parsed = parseCommand('ls # rm -rf / ; `id`\necho a#b');
+    assert.equal(parsed.ok, true);
+    if (parsed.ok) assert.deepEqual(parsed.segments.map((s) => s.words.map((w) => w.text)), [['ls'], ['echo', 'a#b']]);
+  });
+
+  it('keeps 2>&1 and >/dev/null out of the words', () => {
+    const parsed = parseCommand('ls 2>&1 >/dev/null | head');
+    assert.equal(parsed.ok, true);
+    if (parsed.ok) assert.deepEqual(parsed.segments.map((s) => s.words.map((w) => w.text)), [['ls'], ['head']]);
+  });
+
+  it('refuses unterminated quotes and trailing backslashes', () => {
+    assert.equal(parseCommand("echo 'abc").ok, false);
+    assert.equal(parseCommand('echo "abc').ok, false);
+    assert.equal(parseCommand('echo abc\\').ok, false);
+  });
+});
+
+describe('assessCommand', () => {
+  it('classifies by program and takes the highest risk over segments', () => {
+    assert.equal(risk('ls -la'), 'low');
+    assert.equal(risk('cat notes.md | grep -n todo | sort | uniq'), 'low');
+    assert.equal(risk('git status'), 'medium');
+    assert.equal(risk('ls && git pull && rm old.txt'), 'high');
+    assert.equal(risk('cd src && ls'), 'low');
+  });
+
+  it('marks writing modes of read-only programs as medium and mutating', () => {
+    const sorted = assessCommand('sort -o out.txt in.txt', policy);
+    assert.ok(!('refused' in sorted) && sorted.risk === 'medium' && sorted.mutates);
+    const find = assessCommand('find . -name "*.tmp" -delete', policy);
+    assert.ok(!('refused' in find) && find.mutates);
+    const ls = assessCommand('ls', policy);
+    assert.ok(!('refused' in ls) && !ls.mutates && ls.summary === 'shell: ls');
+  });
+
+  it('refuses shell features that hide code from the policy', () => {
+    assert.match(refusal('echo $(id)'), /command substitution/);
+    assert.match(refusal('echo "`id`"'), /command substitution/);
+    assert.match(refusal('echo "$(id)"'), /command substitution/);
+    assert.match(refusal('echo $HOME'), /variable expansion/);
+    assert.match(refusal('echo "${PATH}"'), /variable expansion/);
+    assert.match(refusal('diff <(ls) b'), /process substitution/);
+    assert.match(refusal('cat <<EOF\nx\nEOF'), /here-documents/);
+    assert.match(refusal('wc -l < notes.md'), /input redirection/);
+    assert.match(refusal('echo hi > notes.md'), /output redirection/);
+    assert.match(refusal('echo hi >> notes.md'), /output redirection/);
+    assert.match(refusal('(cd / && ls)'), /subshells/);
+    assert.match(refusal('{ ls; }'), /braces/);
+    assert.match(refusal('sleep 100 &'), /background/);
+    assert.match(refusal('FOO=bar ls'), /environment assignments/);
+    assert.match(refusal('ls;; ls'), /empty part/);
+  });
+
+  it('refuses programs off the list, by path, and the never-allowed ones', () => {
+    assert.match(refusal('curl example.com'), /not on the command allowlist.*extra_allowed_commands/);
+    assert.match(refusal('/bin/ls'), /not given as a path/);
+    assert.match(refusal('./run.sh'), /not given as a path/);
+    assert.match(refusal('l? -la'), /wildcard/);
+    for (const program of ['sudo ls', 'bash -c id', 'sh x', 'eval ls', 'exec ls', 'source x', '. x', 'xargs rm', 'env', 'shutdown now', 'mkfs /dev/sda', 'mount x y']) {
+      assert.match(refusal(program), /never allowed/, program);
+    }
+  });
+
+  it('refuses paths that leave the workspace', () => {
+    assert.match(refusal('cat /etc/passwd'), /absolute paths are not allowed/);
+    assert.match(refusal('cat ../../etc/passwd'), /escapes the workspace/);
+    assert.match(refusal('grep --file=/etc/shadow x'), /absolute paths/);
+    assert.match(refusal('tar -C/ -xf a.tar'), /absolute paths/);
+    assert.match(refusal('cat ~/.ssh/id_rsa'), /"~" is not allowed/);
+    assert.match(refusal('ls .*'), /could match ".."/);
+    assert.equal(risk('diff /dev/null notes.md'), 'low');
+  });
+
+  it('refuses rm -r of everything and options that run other programs or follow links', () => {
+    for (const command of ['rm -rf /', 'rm -fr *', 'rm -r .', 'rm -Rf ..', 'rm --recursive ./*', 'rm -rf ~']) {
+      assert.match(refusal(command), /never allowed|not allowed/, command);
+    }
+    assert.equal(risk('rm -rf build'), 'high');
+    assert.match(refusal("find . -exec cat '{}' ';'"), /find -exec/);
+    assert.match(refusal('find -L .'), /follows symbolic links/);
+    assert.match(refusal('grep -R secret .'), /grep -R/);
+    assert.match(refusal('sort --compress-program=sh x'), /compress-program/);
+    assert.match(refusal('git -c core.sshCommand=x fetch'), /git option/);
+    assert.match(refusal('git clone --upload-pack=x repo'), /git option/);
+    assert.match(refusal('tar --to-command=sh -xf a.tar'), /tar option/);
+    assert.equal(risk('git commit -c HEAD'), 'medium');
+    assert.equal(risk('git push -u origin main'), 'medium');
+  });
+
+  it('uses allowed_commands as a replacement and extra_allowed_commands as medium additions', () => {
+    const custom = createCommandPolicy({ allowedCommands: ['ls', 'rm', 'cowsay'], extraAllowedCommands: ['jq', 'printenv'] });
+    assert.equal(risk('ls', custom), 'low');
+    assert.equal(risk('rm x', custom), 'high');
+    assert.equal(risk('cowsay hi', custom), 'medium');
+    assert.equal(risk('printenv', custom), 'medium');
+    assert.equal(risk('jq . x.json', custom), 'medium');
+    assert.match(refusal('cat x', custom), /not on the command allowlist/);
+  });
+
+  it('rejects bad configuration eagerly, naming the key', () => {
+    assert.throws(() => createCommandPolicy({ allowedCommands: ['sudo'] }), /allowed_commands: "sudo" can never be allowed/);
+    assert.throws(() => createCommandPolicy({ extraAllowedCommands: ['/usr/bin/curl'] }), /extra_allowed_commands: .* is not a program name/);
+    assert.throws(() => createCommandPolicy({ extraAllowedCommands: ['curl x'] }), /not a program name/);
+  });
+});
