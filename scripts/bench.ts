@@ -23,6 +23,10 @@ import { createInterface } from 'node:readline';
 import { pino, type Logger } from 'pino';
 import type { Channel, InboundMessage, OutboundMessage, Push } from '../src/channel.ts';
 import { createAgent, type TurnHandler } from '../src/agent/agent.ts';
+import { ApprovalStore } from '../src/agent/approvals.ts';
+import { createToolRunner } from '../src/agent/tool-runner.ts';
+import { createArgsValidator } from '../src/agent/validate.ts';
+import type { Tool } from '../src/tool.ts';
 import { createOpenAIProvider } from '../src/providers/openai.ts';
 import { defaultDeliveryOptions } from '../src/runtime/delivery.ts';
 import { Runtime } from '../src/runtime/runtime.ts';
@@ -484,14 +488,22 @@ async function benchThroughput(baseUrl: string): Promise<ThroughputResults> {
   const infoLog = pino({ level: 'info', base: { pid: process.pid } }, pino.destination({ dest: '/dev/null', sync: true }));
   const logged = await throughput('8 conversations, info JSON logs', zeroLatencyAgent, 8, THROUGHPUT_N, infoLog);
 
+  const approvals = new ApprovalStore(openDatabase(':memory:'));
   const agent = createAgent({
     provider: createOpenAIProvider({ baseUrl, model: 'bench', timeoutMs: 30_000 }),
-    tools: [createClockTool()],
+    runner: createToolRunner({
+      tools: [createClockTool() as unknown as Tool],
+      validator: createArgsValidator(),
+      decide: () => ({ kind: 'allow' }),
+      alwaysApproved: () => false,
+      timeoutMs: 60_000,
+    }),
+    approvals,
     name: 'Switchboard',
     instructions: '',
     workspace: tmpdir(),
     maxToolIterations: 10,
-    toolTimeoutMs: 60_000,
+    toolCalling: 'native',
   });
   const http = await throughput('8 conversations, through HTTP model', agent, 8, HTTP_N);
   say('   (HTTP model: real agent + OpenAI provider → fake chat-completions server in a separate process, zero model latency)');

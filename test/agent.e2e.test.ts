@@ -39,6 +39,67 @@ describe('agent end to end', () => {
     }
   });
 
+  it('asks for approval in the conversation, and resumes the turn on "yes"', async () => {
+    const config = tempConfig(model.baseUrl, '[tools]\nenabled = ["shell"]\n[channels.terminal]\nuser = "ada"\n');
+    try {
+      model.requests.length = 0;
+      model.script({ toolCalls: [{ name: 'shell', arguments: { command: 'mkdir reports' } }] });
+      model.fallback = (request) => ({ text: `Done (${toolResults(request).join(' / ') || 'no tool result'}).` });
+      const result = await runCli(['chat', '--config', config.file], { input: 'make a reports folder\nyes\n', env });
+      assert.equal(result.code, 0, result.stderr);
+      const [question, answer] = result.stdout.split(/\n(?=Done)/);
+      assert.match(question!, /^I need your approval before I run this:\n• shell: mkdir reports\nReply yes, no, or always/);
+      assert.match(answer!, /^Done \(.*exit code 0.*\)\.\n$/s);
+      const { existsSync } = await import('node:fs');
+      const { join } = await import('node:path');
+      assert.ok(existsSync(join(config.dir, 'data', 'workspace', 'reports')), 'the approved command ran in the workspace');
+      assert.equal(model.requests.length, 2, '"yes" was not sent to the model as a message');
+    } finally {
+      config.cleanup();
+    }
+  });
+
+  it('keeps the question across a restart: the answer after it resumes the turn', async () => {
+    const config = tempConfig(model.baseUrl, '[tools]\nenabled = ["shell"]\n[channels.terminal]\nuser = "ada"\n');
+    try {
+      model.requests.length = 0;
+      model.script({ toolCalls: [{ name: 'shell', arguments: { command: 'mkdir archive' } }] });
+      model.fallback = (request) => ({ text: `Done (${toolResults(request).length} result).` });
+      const first = startDaemon(['start', '--config', config.file], { env });
+      await first.waitFor(/"msg":"ready"/);
+      first.child.stdin.write('make an archive folder\n');
+      await first.waitFor(/• shell: mkdir archive/, 'stdout');
+      first.child.kill('SIGTERM');
+      assert.equal((await first.exited).code, 0);
+
+      const second = startDaemon(['start', '--config', config.file], { env });
+      await second.waitFor(/"msg":"ready"/);
+      second.child.stdin.write('always\n');
+      await second.waitFor(/Done \(1 result\)\.\n/, 'stdout');
+      second.child.kill('SIGTERM');
+      await second.exited;
+      const { existsSync } = await import('node:fs');
+      const { join } = await import('node:path');
+      assert.ok(existsSync(join(config.dir, 'data', 'workspace', 'archive')));
+    } finally {
+      config.cleanup();
+    }
+  });
+
+  it('refuses a high-risk command in supervised mode without asking, and tells the model why', async () => {
+    const config = tempConfig(model.baseUrl, '[tools]\nenabled = ["shell"]\n[channels.terminal]\nuser = "ada"\n');
+    try {
+      model.requests.length = 0;
+      model.script({ toolCalls: [{ name: 'shell', arguments: { command: 'rm -r notes' } }] });
+      model.fallback = (request) => ({ text: `Result: ${toolResults(request)[0]}` });
+      const result = await runCli(['chat', '--config', config.file], { input: 'delete my notes\n', env });
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, /^Result: Error: .*high risk.*autonomy = "full"/);
+    } finally {
+      config.cleanup();
+    }
+  });
+
   it('fires a scheduled reminder into the same conversation later', async () => {
     const config = tempConfig(model.baseUrl, '[tools]\nenabled = ["schedule"]\n[channels.terminal]\nuser = "ada"\n');
     try {
