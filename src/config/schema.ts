@@ -21,8 +21,6 @@ const text = (example: string) => v.pipe(v.string(), v.nonEmpty(), v.examples([e
 /** A non-empty string with a default. */
 const textOr = (example: string, fallback: string) => v.optional(text(example), fallback);
 
-const url = (example: string, fallback: string) => v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples([example])), fallback);
-
 const choice = <const T extends string>(values: readonly [T, ...T[]], fallback: T) => v.optional(v.pipe(v.picklist(values), v.examples([fallback])), fallback);
 
 const Log = v.strictObject({
@@ -43,6 +41,9 @@ const Agent = v.strictObject({
   tool_timeout_seconds: positive(3600, 60),
 });
 
+/** An http(s) URL, optional (each provider kind has its default). */
+const urlField = v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://api.openai.com/v1'])));
+
 const providerKind = v.pipe(v.picklist(['openai', 'anthropic', 'gemini']), v.examples(['openai']));
 const keyList = v.optional(v.pipe(v.array(text('${OPENAI_API_KEY_2}')), v.examples([['${OPENAI_API_KEY}', '${OPENAI_API_KEY_2}']])), []);
 const modelList = v.optional(v.pipe(v.array(text('gpt-4o')), v.examples([['gpt-4o']])), []);
@@ -51,7 +52,7 @@ const modelList = v.optional(v.pipe(v.array(text('gpt-4o')), v.examples([['gpt-4
 const endpoint = {
   kind: providerKind,
   /** Default per kind: OpenAI, Anthropic or Gemini's public API. */
-  base_url: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://api.openai.com/v1']))),
+  base_url: urlField,
   model: text('gpt-4o-mini'),
   api_key: v.optional(text('${OPENAI_API_KEY}')),
   /** More keys, rotated when one is rate-limited. */
@@ -83,7 +84,7 @@ const Route = v.strictObject({
   model: text('o3-mini'),
   /** Without kind the route uses the main provider's endpoint with this model. */
   kind: v.optional(providerKind),
-  base_url: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://api.openai.com/v1']))),
+  base_url: urlField,
   api_key: v.optional(text('${OPENAI_API_KEY}')),
   timeout_seconds: positive(3600, 120),
 });

@@ -3,7 +3,9 @@
  * DeepSeek, Ollama, vLLM, LM Studio, llama.cpp server) over plain `fetch`: no SDK to load,
  * and the wire format is small and stable.
  */
-import { ProviderError, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ToolCall } from '../provider.ts';
+import { ProviderError, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
+import { cleanSchema } from './schema-clean.ts';
+import { readSse, type SseEvent } from './sse.ts';
 
 export interface OpenAIProviderOptions {
   /** e.g. "https://api.openai.com/v1" — the path before `/chat/completions`. */
@@ -11,26 +13,45 @@ export interface OpenAIProviderOptions {
   readonly model: string;
   /** Omitted for local servers that need none. */
   readonly apiKey?: string;
-  /** Per request. @default 120000 */
+  /** Per request, streamed or not, until the answer is complete. @default 120000 */
   readonly timeoutMs: number;
   readonly temperature?: number;
   readonly maxTokens?: number;
+  /**
+   * How tool parameter schemas are cleaned (see schema-clean.ts): `conservative` keeps only
+   * type, description, properties, required, items and enum, for servers whose schema
+   * handling is strict or partial. @default 'openai'
+   */
+  readonly schemaDialect?: 'openai' | 'conservative';
 }
 
 interface WireToolCall {
+  index?: number;
   id?: string;
   type?: string;
   function?: { name?: string; arguments?: string | Record<string, unknown> };
 }
 
+interface WireUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+}
+
 interface WireResponse {
   choices?: Array<{ message?: { content?: string | null; tool_calls?: WireToolCall[] | null } }>;
-  usage?: { prompt_tokens?: number; completion_tokens?: number };
-  error?: { message?: string };
+  usage?: WireUsage | null;
+  error?: unknown;
+}
+
+interface WireChunk {
+  choices?: Array<{ delta?: { content?: string | null; tool_calls?: WireToolCall[] | null }; finish_reason?: string | null }>;
+  usage?: WireUsage | null;
+  error?: { message?: unknown; code?: unknown };
 }
 
 export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
   const url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  const dialect = options.schemaDialect ?? 'openai';
   return {
     name: `openai:${options.model}`,
     async chat(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
@@ -41,48 +62,35 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
       if (request.tools.length > 0) {
         body.tools = request.tools.map((tool) => ({
           type: 'function',
-          function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+          function: { name: tool.name, description: tool.description, parameters: cleanSchema(tool.parameters, dialect) },
         }));
       }
       if (options.temperature !== undefined) body.temperature = options.temperature;
       if (options.maxTokens !== undefined) body.max_tokens = options.maxTokens;
+      // No `stream_options: { include_usage: true }`: Mistral rejects it (HTTP 422). Servers that
+      // send usage in a chunk anyway get it reported.
+      if (request.onTextDelta) body.stream = true;
 
-      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      const headers: Record<string, string> = {};
       if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
-      let response: Response;
-      try {
-        response = await fetch(url, {
-          method: 'POST',
-          headers,
-          body: JSON.stringify(body),
-          signal: AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)]),
-        });
-      } catch (error) {
-        if (signal.aborted) throw error;
-        const reason = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${options.timeoutMs} ms` : describe(error);
-        throw new ProviderError(`model endpoint ${url} unreachable: ${reason}`, { cause: error });
-      }
-      const text = await response.text();
-      if (!response.ok) {
-        const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
-        throw new ProviderError(`model endpoint answered HTTP ${response.status}: ${errorMessage(text)}`, {
-          status: response.status,
-          ...(retryAfter === undefined ? {} : { retryAfterMs: retryAfter }),
-        });
-      }
-      let parsed: WireResponse;
-      try {
-        parsed = JSON.parse(text) as WireResponse;
-      } catch (error) {
-        throw new ProviderError(`model endpoint answered with non-JSON: ${text.slice(0, 200)}`, { status: response.status, cause: error });
-      }
+      const call: EndpointCall = { url, timeoutMs: options.timeoutMs, signal };
+      const response = await postJson(call, headers, body);
+      if (!response.ok) throw await httpFailure(call, response, (status, message, parsed) => classify(status, message, parsed, request.tools.length > 0));
+      if (request.onTextDelta && isEventStream(response)) return readChatStream(call, response, request.onTextDelta);
+
+      const text = await readText(call, response);
+      const parsed = parseJson(text) as WireResponse | undefined;
+      if (parsed === undefined) throw new ProviderError(`model endpoint answered with non-JSON: ${text.slice(0, 200)}`, { status: response.status });
       const message = parsed.choices?.[0]?.message;
       if (!message) throw new ProviderError(`model endpoint answered without choices: ${text.slice(0, 200)}`, { status: response.status });
-      return {
+      const answer: ChatResponse = {
         text: message.content ?? '',
         toolCalls: (message.tool_calls ?? []).map(fromWireToolCall),
-        ...(parsed.usage ? { usage: { inputTokens: parsed.usage.prompt_tokens ?? 0, outputTokens: parsed.usage.completion_tokens ?? 0 } } : {}),
+        ...(parsed.usage ? { usage: fromWireUsage(parsed.usage) } : {}),
       };
+      // The server ignored `stream: true`: the whole text is the one delta.
+      if (request.onTextDelta && answer.text !== '') request.onTextDelta(answer.text);
+      return answer;
     },
   };
 }
@@ -107,28 +115,192 @@ function toWire(message: ChatMessage): Record<string, unknown> {
 function fromWireToolCall(call: WireToolCall, index: number): ToolCall {
   const args = call.function?.arguments;
   return {
-    id: call.id ?? `call_${index}`,
+    id: call.id || `call_${index}`,
     name: call.function?.name ?? '',
-    arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}),
+    arguments: typeof args === 'string' ? args || '{}' : JSON.stringify(args ?? {}),
   };
 }
 
-function parseRetryAfter(value: string | null): number | undefined {
+const fromWireUsage = (usage: WireUsage) => ({ inputTokens: usage.prompt_tokens ?? 0, outputTokens: usage.completion_tokens ?? 0 });
+
+/** Reads `chat.completion.chunk`s: text deltas, tool calls assembled from pieces by index. */
+async function readChatStream(call: EndpointCall, response: Response, onTextDelta: (delta: string) => void): Promise<ChatResponse> {
+  let text = '';
+  const calls = new Map<number, { id: string; name: string; arguments: string }>();
+  let usage: WireUsage | undefined;
+  let complete = false;
+  let last = -1;
+  for await (const event of readEvents(call, response)) {
+    if (event.data === '[DONE]') {
+      complete = true;
+      break;
+    }
+    const chunk = parseJson(event.data) as WireChunk | undefined;
+    if (chunk === undefined) throw new ProviderError(`model endpoint streamed non-JSON: ${event.data.slice(0, 200)}`, { status: response.status });
+    if (chunk.error) {
+      const status = typeof chunk.error.code === 'number' ? chunk.error.code : undefined;
+      throw new ProviderError(`model endpoint failed while streaming: ${messageText(chunk.error.message) ?? event.data.slice(0, 300)}`, status === undefined ? {} : { status });
+    }
+    if (chunk.usage) usage = chunk.usage;
+    const choice = chunk.choices?.[0];
+    if (!choice) continue;
+    if (choice.finish_reason) complete = true;
+    const content = choice.delta?.content;
+    if (content) {
+      text += content;
+      onTextDelta(content);
+    }
+    for (const piece of choice.delta?.tool_calls ?? []) {
+      const slot = slotOf(piece, calls, last);
+      last = slot;
+      const entry = calls.get(slot) ?? { id: '', name: '', arguments: '' };
+      calls.set(slot, entry);
+      if (piece.id) entry.id = piece.id;
+      const name = piece.function?.name;
+      // The name normally comes whole in the first piece; some servers repeat it in every piece.
+      if (name && name !== entry.name) entry.name += name;
+      const args = piece.function?.arguments;
+      if (typeof args === 'string') entry.arguments += args;
+      else if (args) entry.arguments = JSON.stringify(args);
+    }
+  }
+  if (!complete) throw new ProviderError('model endpoint stream ended before the answer was complete');
+  const toolCalls = [...calls.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([, entry], index) => ({ id: entry.id || `call_${index}`, name: entry.name, arguments: entry.arguments || '{}' }));
+  return { text, toolCalls, ...(usage ? { usage: fromWireUsage(usage) } : {}) };
+}
+
+/** Pieces carry `index`; a few servers omit it and start each call with a new `id` instead. */
+function slotOf(piece: WireToolCall, calls: ReadonlyMap<number, { id: string }>, last: number): number {
+  if (typeof piece.index === 'number') return piece.index;
+  if (!piece.id) return Math.max(last, 0);
+  for (const [slot, entry] of calls) if (entry.id === piece.id) return slot;
+  return calls.size === 0 ? 0 : Math.max(...calls.keys()) + 1;
+}
+
+const CONTEXT_MESSAGE =
+  /maximum context length|context[_ ]length[_ ]exceeded|context (window|size)|too many tokens|prompt is too long|input is too long|reduce the length of the (messages|prompt)/i;
+
+function classify(status: number, message: string, parsed: unknown, sentTools: boolean): ProviderErrorCode | undefined {
+  if (status === 401 || status === 403) return 'auth';
+  const code = (parsed as { error?: { code?: unknown } } | null | undefined)?.error?.code;
+  if (code === 'context_length_exceeded' || (status >= 400 && status < 500 && status !== 429 && CONTEXT_MESSAGE.test(message))) return 'context_length';
+  if (sentTools && (status === 400 || status === 404 || status === 422) && rejectsTools(message)) return 'tools_unsupported';
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared with the other fetch-based providers (anthropic.ts, gemini.ts): one POST, its failures
+// turned into ProviderErrors, its body read as text or as Server-Sent Events.
+
+/** One request to a model endpoint, and what its failures are reported with. */
+export interface EndpointCall {
+  readonly url: string;
+  readonly timeoutMs: number;
+  readonly signal: AbortSignal;
+}
+
+/** POSTs `body` as JSON. Network failures and the timeout become retryable ProviderErrors; the caller's abort passes through. */
+export async function postJson(call: EndpointCall, headers: Record<string, string>, body: unknown): Promise<Response> {
+  try {
+    return await fetch(call.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+      signal: AbortSignal.any([call.signal, AbortSignal.timeout(call.timeoutMs)]),
+    });
+  } catch (error) {
+    throw transportFailure(call, error, 'unreachable');
+  }
+}
+
+export async function readText(call: EndpointCall, response: Response): Promise<string> {
+  try {
+    return await response.text();
+  } catch (error) {
+    throw transportFailure(call, error, 'failed while answering');
+  }
+}
+
+/** The body as Server-Sent Events; a broken or timed-out stream becomes a retryable ProviderError. */
+export async function* readEvents(call: EndpointCall, response: Response): AsyncGenerator<SseEvent, void, undefined> {
+  if (!response.body) throw new ProviderError(`model endpoint ${call.url} answered with an empty stream`, { status: response.status });
+  try {
+    yield* readSse(response.body);
+  } catch (error) {
+    throw transportFailure(call, error, 'failed while answering');
+  }
+}
+
+export function isEventStream(response: Response): boolean {
+  return (response.headers.get('content-type') ?? '').includes('text/event-stream');
+}
+
+/** A ProviderError for a non-2xx answer: status, `Retry-After`, the endpoint's own message, and `classify`'s code. */
+export async function httpFailure(
+  call: EndpointCall,
+  response: Response,
+  classify: (status: number, message: string, parsed: unknown) => ProviderErrorCode | undefined,
+  retryAfterMs: (parsed: unknown) => number | undefined = () => undefined,
+): Promise<ProviderError> {
+  const text = await readText(call, response).catch(() => '');
+  const parsed = parseJson(text);
+  const message = endpointMessage(parsed) ?? (text.slice(0, 300) || '(empty body)');
+  const retryAfter = parseRetryAfter(response.headers) ?? retryAfterMs(parsed);
+  const code = classify(response.status, message, parsed);
+  return new ProviderError(`model endpoint answered HTTP ${response.status}: ${message}`, {
+    status: response.status,
+    ...(retryAfter === undefined ? {} : { retryAfterMs: retryAfter }),
+    ...(code === undefined ? {} : { code }),
+  });
+}
+
+/** Whether an error message says the model or server does not do native tool calling. */
+export function rejectsTools(message: string): boolean {
+  return (
+    /\b(tools?|tool[_ ]?(choice|use|calls?|calling)|function[_ ]?(calls?|calling)|functions)\b/i.test(message) &&
+    /unsupported|n(o|')t support|not enabled|not available|no endpoints found that support|requires --/i.test(message)
+  );
+}
+
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `error.message` (OpenAI, Anthropic, Gemini), `error` as a string (Ollama) or a top-level `message` (Mistral). */
+function endpointMessage(parsed: unknown): string | undefined {
+  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  const { error, message } = parsed as { error?: unknown; message?: unknown };
+  if (typeof error === 'string') return error;
+  if (typeof error === 'object' && error !== null) return messageText((error as { message?: unknown }).message);
+  return messageText(message);
+}
+
+function messageText(message: unknown): string | undefined {
+  if (typeof message === 'string') return message;
+  return message === undefined || message === null ? undefined : JSON.stringify(message);
+}
+
+function parseRetryAfter(headers: Headers): number | undefined {
+  const ms = Number(headers.get('retry-after-ms') ?? NaN);
+  if (Number.isFinite(ms)) return Math.max(0, ms);
+  const value = headers.get('retry-after');
   if (value === null) return undefined;
   const seconds = Number(value);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  if (value.trim() !== '' && Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
-function errorMessage(body: string): string {
-  try {
-    const parsed = JSON.parse(body) as WireResponse;
-    if (parsed.error?.message) return parsed.error.message;
-  } catch {
-    // not JSON: fall through to the raw text
-  }
-  return body.slice(0, 300) || '(empty body)';
+function transportFailure(call: EndpointCall, error: unknown, what: string): unknown {
+  if (call.signal.aborted || error instanceof ProviderError) return error;
+  const reason = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${call.timeoutMs} ms` : describe(error);
+  return new ProviderError(`model endpoint ${call.url} ${what}: ${reason}`, { cause: error });
 }
 
 function describe(error: unknown): string {

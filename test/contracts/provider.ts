@@ -13,7 +13,23 @@ export interface ProviderHarness {
   script(...steps: Step[]): void;
   /** The last request the peer received, normalised: system prompt, messages and tool names. */
   lastRequest(): { system: string; messages: Array<{ role: string; content: string | null }>; tools: string[] };
+  /** A provider for the same peer with another per-request timeout. */
+  withTimeout(timeoutMs: number): Provider;
   close(): Promise<void>;
+}
+
+const ask = (onTextDelta?: (delta: string) => void) => ({
+  system: 's',
+  messages: [{ role: 'user' as const, content: 'x' }],
+  tools: [],
+  ...(onTextDelta ? { onTextDelta } : {}),
+});
+
+async function failure(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => assert.fail('expected a failure'),
+    (error: unknown) => error,
+  );
 }
 
 export function runProviderContract(name: string, make: () => Promise<ProviderHarness>): void {
@@ -108,6 +124,80 @@ export function runProviderContract(name: string, make: () => Promise<ProviderHa
         harness.provider.chat({ system: 's', messages: [{ role: 'user', content: 'x' }], tools: [] }, signal()),
         (error: unknown) => error instanceof ProviderError && error.status === 503 && error.retryable,
       );
+    });
+
+    it('streams the text in several deltas that add up to the answer', async () => {
+      harness.script({ text: 'Hello from a streamed answer' });
+      const deltas: string[] = [];
+      const response = await harness.provider.chat(ask((delta) => deltas.push(delta)), signal());
+      assert.ok(deltas.length > 1, `more than one delta, got ${JSON.stringify(deltas)}`);
+      assert.equal(deltas.join(''), response.text);
+      assert.equal(response.text, 'Hello from a streamed answer');
+      assert.deepEqual(response.toolCalls, []);
+    });
+
+    it('streams a tool call, arguments assembled whole', async () => {
+      harness.script({ text: 'Checking.', toolCalls: [{ name: 'current_time', arguments: { timezone: 'Europe/Paris', precise: true }, id: 'call_7' }] });
+      const deltas: string[] = [];
+      const response = await harness.provider.chat(ask((delta) => deltas.push(delta)), signal());
+      assert.equal(deltas.join(''), 'Checking.');
+      assert.equal(response.text, 'Checking.');
+      assert.equal(response.toolCalls.length, 1);
+      assert.equal(response.toolCalls[0]!.id, 'call_7');
+      assert.equal(response.toolCalls[0]!.name, 'current_time');
+      assert.deepEqual(JSON.parse(response.toolCalls[0]!.arguments), { timezone: 'Europe/Paris', precise: true });
+    });
+
+    it('reports a failure the same way when streaming', async () => {
+      harness.script({ status: 429, headers: { 'retry-after': '3' } });
+      const error = await failure(harness.provider.chat(ask(() => undefined), signal()));
+      assert.ok(error instanceof ProviderError);
+      assert.equal(error.status, 429);
+      assert.equal(error.retryAfterMs, 3000);
+    });
+
+    it('reports a rejected key as code auth, not retryable', async () => {
+      harness.script({ status: 401 });
+      const error = await failure(harness.provider.chat(ask(), signal()));
+      assert.ok(error instanceof ProviderError);
+      assert.equal(error.status, 401);
+      assert.equal(error.code, 'auth');
+      assert.equal(error.retryable, false);
+    });
+
+    it('gives up after its timeout with a retryable error, before and during a stream', async () => {
+      const impatient = harness.withTimeout(200);
+      harness.script({ text: 'too slow', delayMs: 2000 });
+      let started = Date.now();
+      const early = await failure(impatient.chat(ask(), signal()));
+      assert.ok(early instanceof ProviderError && early.retryable && early.status === undefined, String(early));
+      assert.match(early.message, /no answer within 200 ms/);
+      assert.ok(Date.now() - started < 1500);
+
+      harness.script({ text: 'a stream that stalls after its first pieces', deltaDelayMs: 2000 });
+      started = Date.now();
+      const late = await failure(impatient.chat(ask(() => undefined), signal()));
+      assert.ok(late instanceof ProviderError && late.retryable, String(late));
+      assert.ok(Date.now() - started < 1500);
+    });
+
+    it('stops a stream when the signal aborts', async () => {
+      harness.script({ text: 'one two three four', deltas: ['one ', 'two ', 'three ', 'four'], deltaDelayMs: 300 });
+      const abort = new AbortController();
+      const deltas: string[] = [];
+      const started = Date.now();
+      const error = await failure(
+        harness.provider.chat(
+          ask((delta) => {
+            deltas.push(delta);
+            abort.abort(new Error('cancelled by test'));
+          }),
+          abort.signal,
+        ),
+      );
+      assert.ok(!(error instanceof ProviderError), 'an abort is not a provider failure');
+      assert.deepEqual(deltas, ['one ']);
+      assert.ok(Date.now() - started < 1500);
     });
 
     it('stops waiting when the signal aborts', async () => {
