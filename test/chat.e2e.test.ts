@@ -66,10 +66,7 @@ describe('switchboard chat (end to end)', () => {
       assert.equal(result.code, 0, result.stderr);
       assert.equal(result.stdout, 'It is late.\n');
       assert.equal(model.requests.length, 2);
-      assert.deepEqual(
-        model.requests[0]!.body.tools!.map((t) => t.function.name),
-        ['current_time'],
-      );
+      assert.ok(model.requests[0]!.body.tools!.some((t) => t.function.name === 'current_time'));
       const toolMessage = model.requests[1]!.body.messages.find((m) => m.role === 'tool');
       assert.ok(toolMessage, 'the tool result went back to the model');
       assert.match(toolMessage.content ?? '', /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(UTC\)$/);
@@ -80,7 +77,9 @@ describe('switchboard chat (end to end)', () => {
 
   it('tells the user when the model fails, logs why on stderr, and still exits 0', async () => {
     try {
-      model.script({ status: 500, body: '{"error":{"message":"upstream exploded"}}' });
+      // the first try and both retries (max_retries = 2) fail
+      const failure = { status: 500, body: '{"error":{"message":"upstream exploded"}}' };
+      model.script(failure, failure, failure);
       const result = await runCli(['chat', '--config', config.file], { input: 'hello\n', env });
       assert.equal(result.code, 0);
       assert.match(result.stdout, /^Sorry — I could not reach the model/);
