@@ -4,7 +4,7 @@
  * must alternate, so consecutive messages of one role are merged.
  */
 import { ProviderError, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
-import { httpFailure, isEventStream, parseJson, postJson, readEvents, readText, rejectsTools, type EndpointCall } from './openai.ts';
+import { httpFailure, isEventStream, parseJson, postJson, readEvents, readText, rejectsTools, type EndpointCall } from './http.ts';
 import { cleanSchema } from './schema-clean.ts';
 
 export interface AnthropicProviderOptions {

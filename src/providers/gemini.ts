@@ -5,7 +5,7 @@
  * so signatures are remembered here by call id and sent back with the calls.
  */
 import { ProviderError, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
-import { httpFailure, isEventStream, parseJson, postJson, readEvents, readText, rejectsTools, type EndpointCall } from './openai.ts';
+import { httpFailure, isEventStream, parseJson, postJson, readEvents, readText, rejectsTools, type EndpointCall } from './http.ts';
 import { cleanSchema } from './schema-clean.ts';
 
 export interface GeminiProviderOptions {
