@@ -7,12 +7,10 @@
  * (rebinding) cannot redirect the connection.
  */
 import { promises as dns } from 'node:dns';
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import { isIPv6, type LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream';
-import zlib from 'node:zlib';
 
 export interface SsrfGuardOptions {
   /**
@@ -369,9 +367,13 @@ export function pinnedLookup(addresses: readonly string[]): LookupFunction {
   };
 }
 
-function send(url: URL, addresses: readonly string[], method: string, headers: Record<string, string>, body: string | Uint8Array | undefined, signal: AbortSignal): Promise<http.IncomingMessage> {
+/**
+ * node:https (TLS) and zlib cost ~50 ms and ~15 MB to load: they are imported on the first
+ * request, not when the daemon starts.
+ */
+async function send(url: URL, addresses: readonly string[], method: string, headers: Record<string, string>, body: string | Uint8Array | undefined, signal: AbortSignal): Promise<http.IncomingMessage> {
+  const transport = url.protocol === 'https:' ? (await import('node:https')).default : (await import('node:http')).default;
   return new Promise((resolve, reject) => {
-    const transport = url.protocol === 'https:' ? https : http;
     const req = transport.request({
       protocol: url.protocol,
       hostname: bareHost(url.hostname),
@@ -391,6 +393,7 @@ function send(url: URL, addresses: readonly string[], method: string, headers: R
 }
 
 async function readCapped(res: http.IncomingMessage, maxBytes: number): Promise<{ bytes: Buffer; truncated: boolean }> {
+  const { default: zlib } = await import('node:zlib');
   const encoding = (res.headers['content-encoding'] ?? '').trim().toLowerCase();
   const lenient = { finishFlush: zlib.constants.Z_SYNC_FLUSH };
   const decoder =
