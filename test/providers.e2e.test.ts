@@ -77,6 +77,32 @@ describe('providers through the daemon', () => {
     }
   });
 
+  it('falls back to XML tool calls by itself when the endpoint rejects native tools', async () => {
+    const fake = await startFakeOpenAI();
+    const config = configFor('openai', fake.baseUrl);
+    try {
+      let call = 0;
+      fake.fallback = (request) => {
+        if (request.body.tools) return { status: 400, body: '{"error":{"message":"tools is not supported by this model"}}' };
+        call++;
+        if (call === 1) return { text: 'Checking. <tool_call>{"name": "current_time", "arguments": {"timezone": "UTC"}}</tool_call>' };
+        const result = request.body.messages.at(-1)!.content ?? '';
+        return { text: `Per the clock: ${/\d\d:\d\d:\d\d/.exec(result)?.[0] ?? 'unknown'}` };
+      };
+      const result = await runCli(['chat', '--config', config.file], { input: 'time?\nand now?\n', env });
+      assert.equal(result.code, 0, result.stderr);
+      const lines = result.stdout.trim().split('\n');
+      assert.match(lines[0]!, /^Per the clock: \d\d:\d\d:\d\d$/);
+      assert.doesNotMatch(result.stdout, /tool_call/);
+      assert.match(result.stderr, /switching to XML tool calls/);
+      assert.equal(fake.requests.filter((r) => r.body.tools).length, 1, 'native tools were tried once, then never again');
+      assert.match(fake.requests[1]!.body.messages[0]!.content ?? '', /<tool_call>/, 'the tools are described in the system prompt');
+    } finally {
+      config.cleanup();
+      await fake.close();
+    }
+  });
+
   it('rotates to the next API key when one is rate-limited', async () => {
     const fake = await startFakeOpenAI();
     const config = configFor('openai', fake.baseUrl, 'api_keys = ["second-key"]\n');
