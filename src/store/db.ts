@@ -81,6 +81,50 @@ const migrations: readonly string[] = [
   );
   CREATE INDEX schedules_due ON schedules (next_run) WHERE active = 1;
   `,
+  `
+  CREATE TABLE memories (
+    id              TEXT    PRIMARY KEY,
+    key             TEXT    NOT NULL,
+    content         TEXT    NOT NULL,
+    category        TEXT    NOT NULL DEFAULT 'core',
+    scope           TEXT    NOT NULL CHECK (scope IN ('person', 'conversation', 'shared')),
+    owner           TEXT    NOT NULL,
+    embedding       BLOB,
+    embedding_bits  BLOB,
+    embedding_model TEXT,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    UNIQUE (scope, owner, key)
+  );
+  CREATE INDEX memories_owner ON memories (scope, owner, updated_at);
+  CREATE INDEX memories_unembedded ON memories (updated_at) WHERE embedding IS NULL;
+  CREATE INDEX memories_category ON memories (category, updated_at);
+  CREATE VIRTUAL TABLE memories_fts USING fts5(
+    key, content, content = 'memories', content_rowid = 'rowid', tokenize = 'porter unicode61 remove_diacritics 2'
+  );
+  CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, key, content) VALUES (new.rowid, new.key, new.content);
+  END;
+  CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, key, content) VALUES ('delete', old.rowid, old.key, old.content);
+  END;
+  CREATE TRIGGER memories_au AFTER UPDATE OF key, content ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, key, content) VALUES ('delete', old.rowid, old.key, old.content);
+    INSERT INTO memories_fts (rowid, key, content) VALUES (new.rowid, new.key, new.content);
+  END;
+  CREATE TABLE embedding_cache (
+    hash        TEXT    PRIMARY KEY,
+    model       TEXT    NOT NULL,
+    dims        INTEGER NOT NULL,
+    vector      BLOB    NOT NULL,
+    accessed_at INTEGER NOT NULL
+  );
+  CREATE INDEX embedding_cache_lru ON embedding_cache (accessed_at);
+  CREATE TABLE memory_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  );
+  `,
 ];
 
 export interface OpenOptions {
