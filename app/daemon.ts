@@ -17,6 +17,7 @@ import { defaultSupervisorOptions } from '../src/runtime/supervisor.ts';
 import { Scheduler } from '../src/schedule/scheduler.ts';
 import { ScheduleStore } from '../src/schedule/store.ts';
 import { openDatabase } from '../src/store/db.ts';
+import { lockDataDir } from '../src/store/lock.ts';
 import { buildProvider } from './compose/provider.ts';
 import { buildTools } from './compose/tools.ts';
 
@@ -68,7 +69,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
 
   const dataDir = resolve(dirname(file), config.data_dir);
   mkdirSync(join(dataDir, 'workspace'), { recursive: true });
-  const db = openDatabase(join(dataDir, 'switchboard.db'), { durability: config.runtime.durability, exclusive: true });
+  const lock = lockDataDir(dataDir);
+  const db = openDatabase(join(dataDir, 'switchboard.db'), { durability: config.runtime.durability });
 
   const workspace = realpathSync(join(dataDir, 'workspace'));
   const provider = await buildProvider(config, log);
@@ -128,6 +130,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         .finally(() => {
           clearInterval(keepAlive);
           db.close();
+          lock.release();
           resolveExit(code);
         });
     };

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, EXIT_CONFIG } from '../src/config/load.ts';
-import { DatabaseInUseError } from '../src/store/db.ts';
+import { DataDirInUseError } from '../src/store/lock.ts';
 
 const EXIT_USAGE = 2;
 
@@ -67,7 +67,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`${error.message}\n`);
       return EXIT_CONFIG;
     }
-    if (error instanceof DatabaseInUseError) {
+    if (error instanceof DataDirInUseError) {
       process.stderr.write(`switchboard: ${error.message}\n`);
       return 1;
     }

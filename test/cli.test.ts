@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { runCli, tempConfig } from './support/cli.ts';
+import { runCli, startDaemon, tempConfig } from './support/cli.ts';
 
 const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -86,6 +86,23 @@ describe('switchboard CLI', () => {
       assert.equal(result.code, 78);
       assert.match(result.stderr, /channels: no channel is configured/);
       assert.match(result.stderr, /\[channels\.terminal\]/);
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('refuses a second process on the same data_dir (exit 1), and frees it when the first stops', async () => {
+    const { file, cleanup } = tempConfig('http://127.0.0.1:9/v1');
+    try {
+      const first = startDaemon(['start', '--config', file], { env: { TEST_MODEL_KEY: 'k' } });
+      await first.waitFor(/"msg":"ready"/);
+      const second = await runCli(['chat', '--config', file], { env: { TEST_MODEL_KEY: 'k' } });
+      assert.equal(second.code, 1);
+      assert.match(second.stderr, /data_dir .* is in use by another Switchboard process/);
+      first.child.kill('SIGKILL');
+      await first.exited;
+      const third = await runCli(['chat', '--config', file], { env: { TEST_MODEL_KEY: 'k' }, input: '' });
+      assert.equal(third.code, 0, 'a SIGKILLed holder leaves no stale lock');
     } finally {
       cleanup();
     }

@@ -130,41 +130,13 @@ const migrations: readonly string[] = [
 export interface OpenOptions {
   /** `full` fsyncs every commit (survives power loss; slower). @default 'normal' */
   readonly durability?: 'normal' | 'full';
-  /**
-   * Hold an exclusive lock for as long as the database is open, so a second process on the
-   * same data_dir fails at once instead of answering the first one's messages twice. The
-   * operating system drops the lock when the process dies, even by SIGKILL. @default false
-   */
-  readonly exclusive?: boolean;
-}
-
-/** Another process has the database open (exclusive mode). */
-export class DatabaseInUseError extends Error {
-  constructor(path: string) {
-    super(
-      `the database ${path} is in use by another Switchboard process. ` +
-        'Only one process may use a data_dir at a time: stop the other one (switchboard start or chat) or set a different data_dir.',
-    );
-    this.name = 'DatabaseInUseError';
-  }
 }
 
 /** Opens (creating if needed) the database at `path` and brings its schema up to date. */
 export function openDatabase(path: string, options: OpenOptions = {}): Db {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
-  try {
-    if (options.exclusive) {
-      db.pragma('busy_timeout = 0');
-      db.pragma('locking_mode = EXCLUSIVE');
-    }
-    db.pragma('journal_mode = WAL');
-    if (options.exclusive) db.exec('BEGIN IMMEDIATE; COMMIT'); // takes the lock now, not at the first write
-  } catch (error) {
-    db.close();
-    if ((error as { code?: string }).code?.startsWith('SQLITE_BUSY')) throw new DatabaseInUseError(path);
-    throw error;
-  }
+  db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');

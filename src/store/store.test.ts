@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { InboundMessage } from '../channel.ts';
 import { openDatabase } from './db.ts';
+import { lockDataDir } from './lock.ts';
 import { History } from './history.ts';
 import { Inbox } from './inbox.ts';
 import { Outbox } from './outbox.ts';
@@ -115,12 +116,15 @@ describe('Outbox', () => {
 });
 
 describe('openDatabase', () => {
-  it('lets only one opener hold an exclusive database, until it closes', () => {
-    const path = join(dir, 'exclusive.db');
-    const first = openDatabase(path, { exclusive: true });
-    assert.throws(() => openDatabase(path, { exclusive: true }), /in use by another Switchboard process/);
-    first.close();
-    openDatabase(path, { exclusive: true }).close();
+  it('lets only one holder lock a data dir, until it releases — and the database stays open to others', () => {
+    const first = lockDataDir(dir);
+    assert.throws(() => lockDataDir(dir), /data_dir .* is in use by another Switchboard process/);
+    const db = openDatabase(join(dir, 'shared.db'));
+    const again = openDatabase(join(dir, 'shared.db'));
+    again.close();
+    db.close();
+    first.release();
+    lockDataDir(dir).release();
   });
 
   it('uses WAL and refuses a schema from the future', () => {
