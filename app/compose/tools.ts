@@ -8,6 +8,7 @@ import type { ApprovalStore } from '../../src/agent/approvals.ts';
 import { createToolRunner, type ToolRunner } from '../../src/agent/tool-runner.ts';
 import { createArgsValidator } from '../../src/agent/validate.ts';
 import type { Config, ToolName } from '../../src/config/schema.ts';
+import type { Memory } from '../../src/memory.ts';
 import type { Provider } from '../../src/provider.ts';
 import type { ScheduleStore } from '../../src/schedule/store.ts';
 import { decide } from '../../src/security/autonomy.ts';
@@ -24,6 +25,7 @@ export interface ToolDeps {
   readonly provider: Provider;
   readonly approvals: ApprovalStore;
   readonly schedules: ScheduleStore;
+  readonly memory?: Memory;
   readonly log: Logger;
 }
 
@@ -43,7 +45,17 @@ const factories: Record<Exclude<ToolName, 'delegate'>, Factory> = {
   http_request: async ({ guard }) => asTools((await import('../../src/tools/http.ts')).createHttpRequestTool({ guard: await guard() })),
   web_fetch: async ({ guard }) => asTools((await import('../../src/tools/http.ts')).createWebFetchTool({ guard: await guard() })),
   schedule: async ({ deps }) => asTools((await import('../../src/tools/schedule.ts')).createScheduleTool({ store: deps.schedules })),
+  memory_store: async ({ deps }) => memoryTool(deps, 'memory_store'),
+  memory_recall: async ({ deps }) => memoryTool(deps, 'memory_recall'),
+  memory_forget: async ({ deps }) => memoryTool(deps, 'memory_forget'),
 };
+
+/** The memory tools exist only when a memory backend is on. */
+async function memoryTool(deps: ToolDeps, name: string): Promise<Tool[]> {
+  if (!deps.memory || deps.config.memory.backend === 'none') return [];
+  const { createMemoryTools } = await import('../../src/tools/memory.ts');
+  return createMemoryTools(deps.memory, { maxChars: deps.config.memory.max_entry_chars }).filter((tool) => tool.name === name);
+}
 
 export interface BuiltTools {
   readonly runner: ToolRunner;

@@ -11,6 +11,8 @@ import { resultMessages, runLoop, runPrepared, type LoopOutcome, type ToolCallin
 import { buildSystemPrompt } from './prompt.ts';
 import { sanitizeReply } from './sanitize.ts';
 import type { ToolRunner } from './tool-runner.ts';
+import type { TurnMemory } from './memory-context.ts';
+import { whoOf } from '../tools/memory.ts';
 
 export interface TurnInput {
   readonly message: InboundMessage;
@@ -49,6 +51,8 @@ export interface AgentOptions {
   readonly toolCalling: ToolCallingMode;
   /** Extra lines for the system prompt (e.g. the sub-agents that can be delegated to). */
   readonly promptExtras?: readonly string[];
+  /** Long-term memory around each turn; omitted = none. */
+  readonly memory?: TurnMemory;
 }
 
 /** Builds the turn handler for the runtime. */
@@ -58,7 +62,9 @@ export function createAgent(options: AgentOptions): TurnHandler {
 
   return async ({ message, conversation, turnId, history, signal, log }) => {
     const ctx: ToolContext = { conversation, channel: message.channel, senderId: message.sender.id, workspace: options.workspace, signal, log };
-    const system = [buildSystemPrompt(options, message), ...(options.promptExtras ?? [])].join('\n');
+    const who = whoOf(ctx);
+    const remembered = await options.memory?.context(message, who, log);
+    const system = [buildSystemPrompt(options, message), ...(options.promptExtras ?? []), ...(remembered ? ['', remembered] : [])].join('\n');
     const loop = (turn: readonly ChatMessage[], iteration: number, xml: boolean): Promise<LoopOutcome> =>
       runLoop({
         provider: options.provider,
@@ -93,6 +99,7 @@ export function createAgent(options: AgentOptions): TurnHandler {
     // A pending question from this very message means it is being re-run after a crash: start afresh.
     const stale = pending !== undefined && pending.originTurn === turnId;
     const outcome = await loop([{ role: 'user', content: message.text }], 0, xmlFallback);
+    await options.memory?.save(message, who, log);
     return finish(outcome, stale ? clearPending : undefined);
 
     function finish(outcome: LoopOutcome, before?: () => void): TurnOutput {

@@ -90,7 +90,10 @@ const Route = v.strictObject({
 });
 
 type ToolNameList = Array<(typeof toolNames)[number]>;
-const toolNames = ['current_time', 'shell', 'file_read', 'file_write', 'file_edit', 'glob', 'grep', 'http_request', 'web_fetch', 'schedule', 'delegate'] as const;
+const toolNames = [
+  'current_time', 'shell', 'file_read', 'file_write', 'file_edit', 'glob', 'grep', 'http_request', 'web_fetch', 'schedule', 'delegate',
+  'memory_store', 'memory_recall', 'memory_forget',
+] as const;
 /** Every built-in tool, by name. */
 export const builtinToolNames: readonly (typeof toolNames)[number][] = toolNames;
 const toolList = (example: ToolNameList) => v.pipe(v.array(v.picklist(toolNames)), v.examples([example]));
@@ -113,6 +116,38 @@ const Security = v.strictObject({
 
 const Tools = v.strictObject({
   enabled: v.optional(toolList(['current_time', 'file_read', 'web_fetch']), [...toolNames]),
+});
+
+const Embeddings = v.strictObject({
+  /** none = keyword-only recall; openai = any OpenAI-compatible /v1/embeddings (OpenAI, Ollama, vLLM…). */
+  kind: choice(['none', 'openai'], 'none'),
+  base_url: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://api.openai.com/v1'])), 'https://api.openai.com/v1'),
+  model: textOr('text-embedding-3-small', 'text-embedding-3-small'),
+  api_key: v.optional(text('${OPENAI_API_KEY}')),
+  /** Ask the endpoint for vectors of this size (models that support it). */
+  dimensions: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16_384), v.examples([384]))),
+  timeout_seconds: positive(600, 30),
+  /** Embeddings kept in the cache (LRU, in SQLite). */
+  cache_size: int(0, 10_000_000, 10_000),
+});
+
+const MemoryConfig = v.strictObject({
+  backend: choice(['sqlite', 'markdown', 'none'], 'sqlite'),
+  /** Recall relevant memories before each turn and give them to the model. */
+  auto_recall: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
+  recall_limit: int(0, 50, 4),
+  /** Recalled memories scoring below this (0–1) are left out. */
+  min_relevance: num(0, 1, 0.4),
+  /** Each recalled memory is cut to this many characters. */
+  max_entry_chars: int(50, 100_000, 800),
+  /** Save each person's messages as conversation memories. */
+  auto_save: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
+  conversation_retention_days: num(0, 36_500, 30),
+  vector_weight: num(0, 1, 0.7),
+  keyword_weight: num(0, 1, 0.3),
+  /** How often expired memories are removed and MEMORY_SNAPSHOT.md is rewritten. */
+  hygiene_hours: positive(8760, 6),
+  embeddings: v.optional(Embeddings, {}),
 });
 
 const SubAgent = v.strictObject({
@@ -153,6 +188,7 @@ export const ConfigSchema = v.strictObject({
   routes: v.optional(v.array(Route), []),
   security: v.optional(Security, {}),
   tools: v.optional(Tools, {}),
+  memory: v.optional(MemoryConfig, {}),
   agents: v.optional(v.record(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/)), SubAgent), {}),
   runtime: v.optional(Runtime, {}),
   channels: v.optional(Channels, {}),
