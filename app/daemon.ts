@@ -2,12 +2,14 @@
  * The composition root: config becomes objects here and nowhere else. Each channel's
  * module is imported only when that channel is configured.
  */
-import { mkdirSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Channel } from '../src/channel.ts';
+import type { Memory } from '../src/memory.ts';
 import { createAgent } from '../src/agent/agent.ts';
 import { ApprovalStore } from '../src/agent/approvals.ts';
+import { createTurnMemory } from '../src/agent/memory-context.ts';
 import { ConfigError, loadConfig, locateConfig } from '../src/config/load.ts';
 import type { Config } from '../src/config/schema.ts';
 import { createLogger, type Logger } from '../src/log.ts';
@@ -18,6 +20,7 @@ import { Scheduler } from '../src/schedule/scheduler.ts';
 import { ScheduleStore } from '../src/schedule/store.ts';
 import { openDatabase } from '../src/store/db.ts';
 import { lockDataDir } from '../src/store/lock.ts';
+import { buildMemory } from './compose/memory.ts';
 import { buildProvider } from './compose/provider.ts';
 import { buildTools } from './compose/tools.ts';
 
@@ -70,13 +73,16 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const dataDir = resolve(dirname(file), config.data_dir);
   mkdirSync(join(dataDir, 'workspace'), { recursive: true });
   const lock = lockDataDir(dataDir);
-  const db = openDatabase(join(dataDir, 'switchboard.db'), { durability: config.runtime.durability });
+  const dbPath = join(dataDir, 'switchboard.db');
+  const freshDatabase = !existsSync(dbPath);
+  const db = openDatabase(dbPath, { durability: config.runtime.durability });
 
   const workspace = realpathSync(join(dataDir, 'workspace'));
   const provider = await buildProvider(config, log);
   const approvals = new ApprovalStore(db);
   const schedules = new ScheduleStore(db);
-  const { runner } = await buildTools({ config, workspace, provider, approvals, schedules, log });
+  const memory = await buildMemory({ config, db, dbPath, dataDir, freshDatabase, log });
+  const { runner } = await buildTools({ config, workspace, provider, approvals, schedules, memory: memory.memory, log });
   const agent = createAgent({
     provider,
     runner,
@@ -86,6 +92,18 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     workspace,
     maxToolIterations: config.agent.max_tool_iterations,
     toolCalling: config.provider.tool_calling,
+    ...(config.memory.backend === 'none'
+      ? {}
+      : {
+          memory: createTurnMemory({
+            memory: memory.memory,
+            autoRecall: config.memory.auto_recall,
+            limit: config.memory.recall_limit,
+            minScore: config.memory.min_relevance,
+            maxChars: config.memory.max_entry_chars,
+            autoSave: config.memory.auto_save,
+          }),
+        }),
   });
 
   let finish = (): void => undefined;
@@ -126,6 +144,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       void scheduler
         .stop()
         .then(() => runtime.stop())
+        .then(() => memory.close())
         .catch((error: unknown) => log.error({ err: error }, 'error while stopping'))
         .finally(() => {
           clearInterval(keepAlive);
@@ -174,4 +193,26 @@ function safeUsername(): string {
   } catch {
     return 'local';
   }
+}
+
+/**
+ * Opens the memory for an operator command (`switchboard memory …`): the same config and
+ * database as the daemon, without taking the data_dir lock (the daemon may be running), and
+ * without starting hygiene.
+ */
+export async function openOperatorMemory(configFlag: string | undefined): Promise<{ memory: Memory; close(): Promise<void> }> {
+  const file = locateConfig(configFlag === undefined ? {} : { flag: configFlag });
+  const { config } = loadConfig(file);
+  const log = createLogger({ level: logLevel(config, 'chat'), format: config.log.format, stream: process.stderr });
+  const dataDir = resolve(dirname(file), config.data_dir);
+  const dbPath = join(dataDir, 'switchboard.db');
+  const db = openDatabase(dbPath, { durability: config.runtime.durability });
+  const built = await buildMemory({ config, db, dbPath, dataDir, freshDatabase: false, log, hygiene: false });
+  return {
+    memory: built.memory,
+    close: async () => {
+      await built.close();
+      db.close();
+    },
+  };
 }

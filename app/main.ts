@@ -13,6 +13,8 @@ const usage = `Usage: switchboard <command> [options]
 Commands:
   start          run the daemon in the foreground until SIGINT/SIGTERM
   chat           talk to the agent from this terminal (stdin lines are messages)
+  memory         list | search <query> | forget <id-or-key> | export  [--person CHANNEL:ID]
+                 [--conversation KEY] [--scope S] [--category C] [--limit N] [--json]
   help           show this help
 
 Options:
@@ -30,6 +32,8 @@ const commands = new Set(['start', 'chat', 'help']);
 
 /** Runs the CLI and returns the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
+  const memoryArgs = operatorCommand(argv, 'memory');
+  if (memoryArgs) return runOperatorMemory(memoryArgs.rest, memoryArgs.config);
   let parsed;
   try {
     parsed = parseArgs({
@@ -70,6 +74,48 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (error instanceof DataDirInUseError) {
       process.stderr.write(`switchboard: ${error.message}\n`);
       return 1;
+    }
+    throw error;
+  }
+}
+
+/**
+ * `switchboard [--config F] memory …`: the memory command has flags of its own, so it is
+ * split off before the strict parse. Returns undefined for any other command.
+ */
+function operatorCommand(argv: readonly string[], name: string): { rest: string[]; config?: string } | undefined {
+  let config: string | undefined;
+  const rest: string[] = [];
+  let command: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--config' || arg === '-c') {
+      config = argv[++i];
+      continue;
+    }
+    if (arg.startsWith('--config=')) {
+      config = arg.slice('--config='.length);
+      continue;
+    }
+    if (command === undefined && !arg.startsWith('-')) {
+      command = arg;
+      continue;
+    }
+    rest.push(arg);
+  }
+  if (command !== name) return undefined;
+  return config === undefined ? { rest } : { rest, config };
+}
+
+async function runOperatorMemory(args: readonly string[], configFlag: string | undefined): Promise<number> {
+  try {
+    const { runMemoryCommand } = await import('./memory-cli.ts');
+    const { openOperatorMemory } = await import('./daemon.ts');
+    return await runMemoryCommand(args, () => openOperatorMemory(configFlag), process.stdout, process.stderr);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      return EXIT_CONFIG;
     }
     throw error;
   }

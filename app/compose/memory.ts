@@ -1,0 +1,99 @@
+/**
+ * Turns `[memory]` into a Memory backend (with cached embeddings when configured), hydrates a
+ * fresh database from MEMORY_SNAPSHOT.md, and runs the hygiene pass (expiry + snapshot) now
+ * and every `hygiene_hours`.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from '../../src/config/schema.ts';
+import type { EmbeddingProvider, Memory } from '../../src/memory.ts';
+import type { Db } from '../../src/store/db.ts';
+
+export interface BuiltMemory {
+  readonly memory: Memory;
+  /** Stops the hygiene timer and the backend. */
+  close(): Promise<void>;
+}
+
+export interface MemoryDeps {
+  readonly config: Config;
+  readonly db: Db;
+  readonly dbPath: string;
+  readonly dataDir: string;
+  /** Whether the database file existed before this start (a missing one hydrates from the snapshot). */
+  readonly freshDatabase: boolean;
+  readonly log: Logger;
+  /** Run the hygiene pass (at start and on a timer). Off for one-shot operator commands. @default true */
+  readonly hygiene?: boolean;
+}
+
+export async function buildMemory(deps: MemoryDeps): Promise<BuiltMemory> {
+  const settings = deps.config.memory;
+  const log = deps.log.child({ component: 'memory' });
+  let memory: Memory;
+  let deleteOlderThan: ((category: string, beforeMs: number) => Promise<number> | number) | undefined;
+  switch (settings.backend) {
+    case 'none': {
+      const { createNoneMemory } = await import('../../src/memory/none.ts');
+      return { memory: createNoneMemory(), close: async () => undefined };
+    }
+    case 'markdown': {
+      const { createMarkdownMemory } = await import('../../src/memory/markdown.ts');
+      memory = createMarkdownMemory({ dir: deps.dataDir, log });
+      break;
+    }
+    case 'sqlite': {
+      const { createSqliteMemory } = await import('../../src/memory/sqlite.ts');
+      const sqlite = createSqliteMemory({
+        db: deps.db,
+        path: deps.dbPath,
+        ...((await embeddings(deps, log)) ?? {}),
+        vectorWeight: settings.vector_weight,
+        keywordWeight: settings.keyword_weight,
+        log,
+      });
+      memory = sqlite;
+      deleteOlderThan = (category, before) => sqlite.deleteOlderThan(category, before);
+      break;
+    }
+  }
+  const snapshotFile = join(deps.dataDir, 'MEMORY_SNAPSHOT.md');
+  const { createHygiene, hydrateFromSnapshot } = await import('../../src/memory/snapshot.ts');
+  if (deps.freshDatabase && settings.backend === 'sqlite' && existsSync(snapshotFile)) {
+    const restored = await hydrateFromSnapshot(memory, snapshotFile);
+    log.info({ restored, snapshot: snapshotFile }, 'fresh database: core memories restored from the snapshot');
+  }
+  if (deps.hygiene === false) return { memory, close: async () => memory.close?.() };
+  const hygiene = createHygiene({ memory, snapshotFile, retentionDays: settings.conversation_retention_days, ...(deleteOlderThan ? { deleteOlderThan } : {}), log });
+  const runHygiene = (): void =>
+    void hygiene.run().then(
+      (result: { expired: number; snapshotted: number }) => log.debug(result, 'memory hygiene pass'),
+      (error: unknown) => log.warn({ err: error }, 'memory hygiene pass failed; will try again'),
+    );
+  runHygiene();
+  const timer = setInterval(runHygiene, settings.hygiene_hours * 3_600_000);
+  timer.unref();
+  return {
+    memory,
+    close: async () => {
+      clearInterval(timer);
+      await memory.close?.();
+    },
+  };
+}
+
+async function embeddings(deps: MemoryDeps, log: Logger): Promise<{ embeddings: EmbeddingProvider } | undefined> {
+  const settings = deps.config.memory.embeddings;
+  if (settings.kind === 'none') return undefined;
+  const { createOpenAIEmbeddings } = await import('../../src/memory/embeddings.ts');
+  const { EmbeddingCache, createCachedEmbeddings } = await import('../../src/memory/embedding-cache.ts');
+  const provider = createOpenAIEmbeddings({
+    baseUrl: settings.base_url,
+    model: settings.model,
+    timeoutMs: settings.timeout_seconds * 1000,
+    ...(settings.api_key === undefined ? {} : { apiKey: settings.api_key }),
+    ...(settings.dimensions === undefined ? {} : { dimensions: settings.dimensions }),
+  });
+  return { embeddings: createCachedEmbeddings(provider, new EmbeddingCache(deps.db), { maxEntries: settings.cache_size, log }) };
+}
