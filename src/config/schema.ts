@@ -142,6 +142,7 @@ const MemoryConfig = v.strictObject({
   max_entry_chars: int(50, 100_000, 800),
   /** Save each person's messages as conversation memories. */
   auto_save: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
+  /** Auto-saved conversation memories are kept this long (0 = forever). */
   conversation_retention_days: num(0, 36_500, 30),
   vector_weight: num(0, 1, 0.7),
   keyword_weight: num(0, 1, 0.3),
