@@ -202,7 +202,7 @@ function safeUsername(): string {
  */
 export async function openOperatorMemory(configFlag: string | undefined): Promise<{ memory: Memory; close(): Promise<void> }> {
   const file = locateConfig(configFlag === undefined ? {} : { flag: configFlag });
-  const { config } = loadConfig(file);
+  const { config } = loadConfig(file, process.env, { requireSecrets: false });
   const log = createLogger({ level: logLevel(config, 'chat'), format: config.log.format, stream: process.stderr });
   const dataDir = resolve(dirname(file), config.data_dir);
   const dbPath = join(dataDir, 'switchboard.db');

@@ -65,8 +65,17 @@ export function locateConfig(options: LocateOptions = {}): string {
   ]);
 }
 
+export interface LoadOptions {
+  /**
+   * Missing `${NAME}` environment variables are errors (the daemon). Operator commands that
+   * need no secrets (`switchboard memory …`) turn this off; the reference stays as text.
+   * @default true
+   */
+  readonly requireSecrets?: boolean;
+}
+
 /** Reads and validates a config file. Throws ConfigError. */
-export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env, options: LoadOptions = {}): LoadedConfig {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -74,11 +83,11 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
     const code = (error as NodeJS.ErrnoException).code;
     throw new ConfigError(file, [{ path: '', problem: code === 'ENOENT' ? 'the file does not exist' : `cannot be read (${code ?? String(error)})` }]);
   }
-  return { file, config: parseConfig(text, file, env) };
+  return { file, config: parseConfig(text, file, env, options) };
 }
 
 /** Validates config text (TOML). `file` is only used in messages. Throws ConfigError. */
-export function parseConfig(text: string, file: string | undefined, env: NodeJS.ProcessEnv = process.env): Config {
+export function parseConfig(text: string, file: string | undefined, env: NodeJS.ProcessEnv = process.env, options: LoadOptions = {}): Config {
   let raw: unknown;
   try {
     raw = parse(text);
@@ -88,7 +97,7 @@ export function parseConfig(text: string, file: string | undefined, env: NodeJS.
     throw new ConfigError(file, [{ path: '', problem: `is not valid TOML${where}: ${reason}` }]);
   }
   const problems: ConfigProblem[] = [];
-  const interpolated = interpolate(raw, [], env, problems);
+  const interpolated = interpolate(raw, [], env, problems, options.requireSecrets ?? true);
   const result = v.safeParse(ConfigSchema, interpolated, { abortEarly: false });
   for (const issue of result.issues ?? []) {
     const path = (issue.path ?? []).map((item) => String(item.key));
@@ -102,7 +111,7 @@ export function parseConfig(text: string, file: string | undefined, env: NodeJS.
   return result.output;
 }
 
-function interpolate(value: unknown, path: string[], env: NodeJS.ProcessEnv, problems: ConfigProblem[]): unknown {
+function interpolate(value: unknown, path: string[], env: NodeJS.ProcessEnv, problems: ConfigProblem[], requireSecrets: boolean): unknown {
   if (typeof value === 'string') {
     return value.replace(/\$\{([^}]*)\}/g, (whole, name: string) => {
       if (name.startsWith('file:')) {
@@ -119,6 +128,7 @@ function interpolate(value: unknown, path: string[], env: NodeJS.ProcessEnv, pro
         return whole;
       }
       const found = env[name];
+      if ((found === undefined || found === '') && !requireSecrets) return whole;
       if (found === undefined || found === '') {
         problems.push({
           path: path.join('.'),
@@ -129,9 +139,9 @@ function interpolate(value: unknown, path: string[], env: NodeJS.ProcessEnv, pro
       return found;
     });
   }
-  if (Array.isArray(value)) return value.map((item, index) => interpolate(item, [...path, String(index)], env, problems));
+  if (Array.isArray(value)) return value.map((item, index) => interpolate(item, [...path, String(index)], env, problems, requireSecrets));
   if (typeof value === 'object' && value !== null && !(value instanceof Date)) {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, interpolate(item, [...path, key], env, problems)]));
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, interpolate(item, [...path, key], env, problems, requireSecrets)]));
   }
   return value;
 }

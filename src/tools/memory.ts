@@ -22,7 +22,7 @@ export function createMemoryTools(memory: Memory, options: { maxChars?: number }
     parameters: {
       type: 'object',
       properties: {
-        content: { type: 'string', description: 'The fact, self-contained, e.g. "Ada\'s dog is called Rex"' },
+        content: { type: 'string', description: 'The fact, self-contained, e.g. "Sam\'s favourite colour is green"' },
         key: { type: 'string', description: 'Short stable name, e.g. "dog_name"; reuse it to update the fact' },
         category: { type: 'string', description: '"core" (lasting facts, default) or another label' },
         scope: { type: 'string', enum: ['person', 'conversation', 'shared'] },
