@@ -1,0 +1,156 @@
+/**
+ * The daemon's side of the recall worker: starts it, forwards index changes in commit order,
+ * sends searches and matches the answers. A worker that dies is restarted (with backoff) and
+ * reloads its index from the database, so no change is lost; meanwhile `search` rejects and the
+ * caller falls back to keyword search on its own connection.
+ *
+ * The worker is unref'd while idle, so it never keeps a finished process alive, and ref'd
+ * while a search is in flight, so an awaited recall always gets its answer.
+ */
+import { Worker } from 'node:worker_threads';
+import type { Logger } from '../log.ts';
+import type { FromWorker, IndexEntry, SearchRequest, SearchResult, ToWorker, WorkerConfig } from './recall-protocol.ts';
+
+export interface RecallClientOptions extends WorkerConfig {
+  readonly log: Logger;
+  /** A search not answered by then rejects (the caller falls back). @default 10000 */
+  readonly searchTimeoutMs?: number;
+}
+
+interface Pending {
+  readonly resolve: (message: FromWorker) => void;
+  readonly reject: (error: Error) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+/** Source files run as .ts (Node strips the types); the build emits .js next to this file. */
+const workerUrl = new URL(import.meta.url.endsWith('.ts') ? './recall-worker.ts' : './recall-worker.js', import.meta.url);
+
+export class RecallClient {
+  private readonly options: RecallClientOptions;
+  private readonly log: Logger;
+  private readonly pending = new Map<number, Pending>();
+  private worker: Worker | undefined;
+  private nextId = 1;
+  private closed = false;
+  private restartDelayMs = 1000;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private problem: string | undefined;
+
+  constructor(options: RecallClientOptions) {
+    this.options = options;
+    this.log = options.log;
+    this.start();
+  }
+
+  /** Why searches are failing over to the main thread, if they are. */
+  get trouble(): string | undefined {
+    return this.problem;
+  }
+
+  add(entries: readonly IndexEntry[]): void {
+    if (entries.length > 0) this.post({ type: 'add', entries });
+  }
+
+  remove(rowids: readonly number[]): void {
+    if (rowids.length > 0) this.post({ type: 'remove', rowids });
+  }
+
+  /** Rebuilds the index from the database (after another process wrote to it). */
+  reload(): void {
+    this.post({ type: 'reload' });
+  }
+
+  async search(request: SearchRequest): Promise<SearchResult> {
+    const reply = await this.ask((id) => ({ type: 'search', id, request }));
+    if (reply.type === 'failed') throw new Error(`recall worker: ${reply.error}`);
+    if (reply.type !== 'result') throw new Error(`recall worker: unexpected ${reply.type}`);
+    return reply.result;
+  }
+
+  /** Vectors in the worker's index. */
+  async indexed(): Promise<number> {
+    const reply = await this.ask((id) => ({ type: 'size', id }));
+    return reply.type === 'size' ? reply.indexed : 0;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.restartTimer);
+    this.failPending(new Error('memory closed'));
+    const worker = this.worker;
+    this.worker = undefined;
+    if (worker !== undefined) await worker.terminate();
+  }
+
+  private start(): void {
+    const worker = new Worker(workerUrl, { workerData: { path: this.options.path, model: this.options.model } satisfies WorkerConfig });
+    worker.unref();
+    worker.on('message', (message: FromWorker) => this.receive(message));
+    worker.on('error', (error) => {
+      this.problem = `recall worker failed: ${error.message}`;
+      this.log.error({ err: error }, 'memory recall worker failed; recall is keyword-only on the main thread until it restarts');
+    });
+    worker.on('exit', (code) => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      this.problem ??= `recall worker exited with code ${code}`;
+      this.failPending(new Error(this.problem));
+      if (this.closed) return;
+      const delay = this.restartDelayMs;
+      this.restartDelayMs = Math.min(60_000, delay * 2);
+      this.restartTimer = setTimeout(() => this.start(), delay);
+      this.restartTimer.unref();
+    });
+    this.worker = worker;
+  }
+
+  private receive(message: FromWorker): void {
+    if (message.type === 'ready') {
+      this.problem = undefined;
+      this.restartDelayMs = 1000;
+      this.log.debug({ indexed: message.indexed, ms: Math.round(message.ms) }, 'memory recall worker ready');
+      return;
+    }
+    const pending = this.pending.get(message.id);
+    if (pending === undefined) return; // timed out already
+    this.settle(message.id);
+    pending.resolve(message);
+  }
+
+  private ask(build: (id: number) => ToWorker): Promise<FromWorker> {
+    const worker = this.worker;
+    if (worker === undefined) return Promise.reject(new Error(this.problem ?? 'recall worker not running'));
+    const id = this.nextId++;
+    return new Promise<FromWorker>((resolve, reject) => {
+      const timeoutMs = this.options.searchTimeoutMs ?? 10_000;
+      const timer = setTimeout(() => {
+        this.settle(id);
+        reject(new Error(`recall worker did not answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      if (this.pending.size === 0) worker.ref();
+      this.pending.set(id, { resolve, reject, timer });
+      worker.postMessage(build(id));
+    });
+  }
+
+  private settle(id: number): void {
+    const pending = this.pending.get(id);
+    if (pending === undefined) return;
+    clearTimeout(pending.timer);
+    this.pending.delete(id);
+    if (this.pending.size === 0) this.worker?.unref();
+  }
+
+  private failPending(error: Error): void {
+    for (const [id, pending] of [...this.pending]) {
+      this.settle(id);
+      pending.reject(error);
+    }
+  }
+
+  private post(message: ToWorker): void {
+    // No worker: the next one loads the database as it is then, which already has this change.
+    this.worker?.postMessage(message);
+  }
+}

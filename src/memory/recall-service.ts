@@ -1,0 +1,101 @@
+/**
+ * What the recall worker does, apart from the thread plumbing: keep the binary index of
+ * sign bits in step with the database, and answer searches (binary top candidates rescored
+ * with exact cosine, plus keyword search) from its own connection.
+ */
+import type Database from 'better-sqlite3';
+import { BinaryIndex } from './binary-index.ts';
+import { KeywordSearch, type Hit } from './fts.ts';
+import { partitionOf, partitionsFor } from './owners.ts';
+import type { FromWorker, SearchRequest, SearchResult, ToWorker } from './recall-protocol.ts';
+import { cosine, fromBlob } from './vectors.ts';
+
+interface VectorRow {
+  readonly rowid: number;
+  readonly scope: string;
+  readonly owner: string;
+  readonly embedding: Buffer | null;
+  readonly model: string | null;
+}
+
+export class RecallService {
+  private readonly db: Database.Database;
+  private readonly model: string | undefined;
+  private readonly index = new BinaryIndex();
+  private readonly keyword: KeywordSearch;
+  private readonly vectors: Database.Statement<[string], VectorRow>;
+
+  /** `model`: the embedding model whose vectors are indexed; undefined = keyword search only. */
+  constructor(db: Database.Database, model: string | undefined) {
+    this.db = db;
+    this.model = model;
+    this.keyword = new KeywordSearch(db);
+    this.vectors = db.prepare<[string], VectorRow>(
+      `SELECT rowid, scope, owner, embedding, embedding_model AS model FROM memories WHERE rowid IN (SELECT value FROM json_each(?))`,
+    );
+  }
+
+  /** Indexes every stored vector of the model; returns how many. */
+  load(): number {
+    this.index.clear();
+    if (this.model === undefined) return 0;
+    const rows = this.db
+      .prepare<[string], [number, string, string, Buffer]>(
+        'SELECT rowid, scope, owner, embedding_bits FROM memories WHERE embedding_bits IS NOT NULL AND embedding_model = ?',
+      )
+      .raw();
+    for (const [rowid, scope, owner, bits] of rows.iterate(this.model)) this.index.add(rowid, partitionOf(scope, owner), bits);
+    return this.index.size;
+  }
+
+  get indexed(): number {
+    return this.index.size;
+  }
+
+  /** Applies a change or answers a request. */
+  handle(message: ToWorker): FromWorker | undefined {
+    switch (message.type) {
+      case 'add':
+        for (const entry of message.entries) this.index.add(entry.rowid, entry.partition, entry.bits);
+        return undefined;
+      case 'remove':
+        for (const rowid of message.rowids) this.index.remove(rowid);
+        return undefined;
+      case 'reload':
+        this.load();
+        return undefined;
+      case 'size':
+        return { type: 'size', id: message.id, indexed: this.index.size };
+      case 'search':
+        try {
+          return { type: 'result', id: message.id, result: this.search(message.request) };
+        } catch (error) {
+          return { type: 'failed', id: message.id, error: error instanceof Error ? error.message : String(error) };
+        }
+    }
+  }
+
+  search(request: SearchRequest): SearchResult {
+    const keyword = this.keyword.search(request.text, request.who, request.candidates);
+    const vector = request.vector && request.bits ? this.nearest(request.vector, request.bits, request) : [];
+    return keyword.error === undefined
+      ? { vector, keyword: keyword.hits, keywordMode: keyword.mode }
+      : { vector, keyword: keyword.hits, keywordMode: keyword.mode, keywordError: keyword.error };
+  }
+
+  /** Binary-index candidates among the caller's partitions, rescored with exact cosine. */
+  private nearest(query: Float32Array, bits: Uint8Array, request: SearchRequest): Hit[] {
+    if (this.model === undefined) return [];
+    const allowed = new Set(partitionsFor(request.who));
+    const candidates = this.index.nearest(bits, [...allowed], request.candidates);
+    if (candidates.length === 0) return [];
+    const hits: Hit[] = [];
+    for (const row of this.vectors.all(JSON.stringify(candidates))) {
+      // Re-checked against the row as it is now: the index may lag a delete by a message.
+      if (row.embedding === null || row.model !== this.model || row.embedding.length !== query.length * 4) continue;
+      if (!allowed.has(partitionOf(row.scope, row.owner))) continue;
+      hits.push({ rowid: row.rowid, score: cosine(fromBlob(row.embedding), query) });
+    }
+    return hits;
+  }
+}
