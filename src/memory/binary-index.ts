@@ -14,6 +14,21 @@ const popcount16 = (() => {
   return table;
 })();
 
+/** Hamming distances of `size` vectors in `data` to `q`, written to `out` from `at`; returns the next `at`. */
+function scan(q: Uint32Array, data: Uint32Array, size: number, out: Uint16Array, at: number): number {
+  const table = popcount16;
+  const words = q.length;
+  for (let i = 0, offset = 0; i < size; i++) {
+    let distance = 0;
+    for (let w = 0; w < words; w++, offset++) {
+      const x = q[w]! ^ data[offset]!;
+      distance += table[x & 0xffff]! + table[x >>> 16]!;
+    }
+    out[at++] = distance;
+  }
+  return at;
+}
+
 class Partition {
   data: Uint32Array;
   rowids: Float64Array;
@@ -126,18 +141,8 @@ export class BinaryIndex {
     const distances = new Uint16Array(total);
     const histogram = new Uint32Array(words * 32 + 1);
     let at = 0;
-    for (const partition of scanned) {
-      const data = partition.data;
-      for (let i = 0, offset = 0; i < partition.size; i++) {
-        let distance = 0;
-        for (let w = 0; w < words; w++, offset++) {
-          const x = q[w]! ^ data[offset]!;
-          distance += popcount16[x & 0xffff]! + popcount16[x >>> 16]!;
-        }
-        distances[at++] = distance;
-        histogram[distance]!++;
-      }
-    }
+    for (const partition of scanned) at = scan(q, partition.data, partition.size, distances, at);
+    for (let i = 0; i < total; i++) histogram[distances[i]!]!++;
 
     // The k-th smallest distance, from the histogram: everything closer is taken, ties fill up.
     const wanted = Math.min(k, total);

@@ -1,7 +1,7 @@
 /**
  * The daemon's side of the recall worker: starts it, forwards index changes in commit order,
  * sends searches and matches the answers. A worker that dies is restarted (with backoff) and
- * reloads its index from the database, so no change is lost; meanwhile `search` rejects and the
+ * reloads its index from the database, so no change is lost; meanwhile searches reject and the
  * caller falls back to keyword search on its own connection.
  *
  * The worker is unref'd while idle, so it never keeps a finished process alive, and ref'd
@@ -9,7 +9,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../log.ts';
-import type { FromWorker, IndexEntry, SearchRequest, SearchResult, ToWorker, WorkerConfig } from './recall-protocol.ts';
+import type { Hit, KeywordResult } from './fts.ts';
+import type { FromWorker, IndexEntry, KeywordRequest, ToWorker, VectorRequest, WorkerConfig } from './recall-protocol.ts';
 
 export interface RecallClientOptions extends WorkerConfig {
   readonly log: Logger;
@@ -61,11 +62,16 @@ export class RecallClient {
     this.post({ type: 'reload' });
   }
 
-  async search(request: SearchRequest): Promise<SearchResult> {
-    const reply = await this.ask((id) => ({ type: 'search', id, request }));
-    if (reply.type === 'failed') throw new Error(`recall worker: ${reply.error}`);
-    if (reply.type !== 'result') throw new Error(`recall worker: unexpected ${reply.type}`);
+  async keyword(request: KeywordRequest): Promise<KeywordResult> {
+    const reply = await this.ask((id) => ({ type: 'keyword', id, request }));
+    if (reply.type !== 'keyword') throw new Error(`recall worker: ${reply.type === 'failed' ? reply.error : `unexpected ${reply.type}`}`);
     return reply.result;
+  }
+
+  async vector(request: VectorRequest): Promise<Hit[]> {
+    const reply = await this.ask((id) => ({ type: 'vector', id, request }));
+    if (reply.type !== 'vector') throw new Error(`recall worker: ${reply.type === 'failed' ? reply.error : `unexpected ${reply.type}`}`);
+    return reply.hits;
   }
 
   /** Vectors in the worker's index. */

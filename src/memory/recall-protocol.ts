@@ -5,7 +5,7 @@
  * them after loading its snapshot; replaying a change the snapshot already has is harmless).
  */
 import type { MemoryWho } from '../memory.ts';
-import type { Hit, KeywordMode } from './fts.ts';
+import type { Hit, KeywordResult } from './fts.ts';
 
 export interface WorkerConfig {
   /** The database file. */
@@ -21,22 +21,20 @@ export interface IndexEntry {
   readonly bits: Uint8Array;
 }
 
-export interface SearchRequest {
+/** Keyword search among `who`'s memories (sent at once, while the query is being embedded). */
+export interface KeywordRequest {
   readonly who: MemoryWho;
   readonly text: string;
-  /** The query embedding and its sign bits; absent = keyword only. */
-  readonly vector?: Float32Array;
-  readonly bits?: Uint8Array;
-  /** Candidates from the binary index rescored with exact cosine; also the keyword limit. */
-  readonly candidates: number;
+  readonly limit: number;
 }
 
-export interface SearchResult {
-  /** Exact cosine of the rescored candidates. */
-  readonly vector: Hit[];
-  readonly keyword: Hit[];
-  readonly keywordMode: KeywordMode;
-  readonly keywordError?: string;
+/** Binary-index candidates among `who`'s memories, rescored with exact cosine. */
+export interface VectorRequest {
+  readonly who: MemoryWho;
+  readonly vector: Float32Array;
+  /** `vector`'s sign bits. */
+  readonly bits: Uint8Array;
+  readonly candidates: number;
 }
 
 export type ToWorker =
@@ -44,11 +42,13 @@ export type ToWorker =
   | { readonly type: 'remove'; readonly rowids: readonly number[] }
   /** Another process changed the database: rebuild the index from it. */
   | { readonly type: 'reload' }
-  | { readonly type: 'search'; readonly id: number; readonly request: SearchRequest }
+  | { readonly type: 'keyword'; readonly id: number; readonly request: KeywordRequest }
+  | { readonly type: 'vector'; readonly id: number; readonly request: VectorRequest }
   | { readonly type: 'size'; readonly id: number };
 
 export type FromWorker =
   | { readonly type: 'ready'; readonly indexed: number; readonly ms: number }
-  | { readonly type: 'result'; readonly id: number; readonly result: SearchResult }
+  | { readonly type: 'keyword'; readonly id: number; readonly result: KeywordResult }
+  | { readonly type: 'vector'; readonly id: number; readonly hits: Hit[] }
   | { readonly type: 'size'; readonly id: number; readonly indexed: number }
   | { readonly type: 'failed'; readonly id: number; readonly error: string };

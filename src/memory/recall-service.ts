@@ -7,7 +7,7 @@ import type Database from 'better-sqlite3';
 import { BinaryIndex } from './binary-index.ts';
 import { KeywordSearch, type Hit } from './fts.ts';
 import { partitionOf, partitionsFor } from './owners.ts';
-import type { FromWorker, SearchRequest, SearchResult, ToWorker } from './recall-protocol.ts';
+import type { FromWorker, ToWorker, VectorRequest } from './recall-protocol.ts';
 import { cosine, fromBlob } from './vectors.ts';
 
 interface VectorRow {
@@ -66,28 +66,24 @@ export class RecallService {
         return undefined;
       case 'size':
         return { type: 'size', id: message.id, indexed: this.index.size };
-      case 'search':
+      case 'keyword':
+      case 'vector':
         try {
-          return { type: 'result', id: message.id, result: this.search(message.request) };
+          return message.type === 'keyword'
+            ? { type: 'keyword', id: message.id, result: this.keyword.search(message.request.text, message.request.who, message.request.limit) }
+            : { type: 'vector', id: message.id, hits: this.nearest(message.request) };
         } catch (error) {
           return { type: 'failed', id: message.id, error: error instanceof Error ? error.message : String(error) };
         }
     }
   }
 
-  search(request: SearchRequest): SearchResult {
-    const keyword = this.keyword.search(request.text, request.who, request.candidates);
-    const vector = request.vector && request.bits ? this.nearest(request.vector, request.bits, request) : [];
-    return keyword.error === undefined
-      ? { vector, keyword: keyword.hits, keywordMode: keyword.mode }
-      : { vector, keyword: keyword.hits, keywordMode: keyword.mode, keywordError: keyword.error };
-  }
-
   /** Binary-index candidates among the caller's partitions, rescored with exact cosine. */
-  private nearest(query: Float32Array, bits: Uint8Array, request: SearchRequest): Hit[] {
+  nearest(request: VectorRequest): Hit[] {
     if (this.model === undefined) return [];
+    const query = request.vector;
     const allowed = new Set(partitionsFor(request.who));
-    const candidates = this.index.nearest(bits, [...allowed], request.candidates);
+    const candidates = this.index.nearest(request.bits, [...allowed], request.candidates);
     if (candidates.length === 0) return [];
     const hits: Hit[] = [];
     for (const row of this.vectors.all(JSON.stringify(candidates))) {

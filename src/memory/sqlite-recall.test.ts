@@ -131,7 +131,7 @@ describe('recall with 50k memories', () => {
     const keywordHere = performance.now() - t;
     testLogger().info({ longest, perRecall, keywordHere }, 'event loop during 50k recall');
     assert.ok(
-      longest < 50,
+      longest < 60,
       `longest event-loop gap during recall was ${longest.toFixed(1)} ms (recall ${perRecall.toFixed(1)} ms each; the keyword searches alone take ${keywordHere.toFixed(1)} ms on this thread)`,
     );
   });

@@ -4,9 +4,10 @@
  *
  * - `store` writes the text at once (FTS5 triggers index it); its embedding is computed in the
  *   background (embedder.ts), so a turn never waits on the embedding service.
- * - `recall` embeds the query (2 s at most, else keyword-only) and asks the recall worker
- *   (recall-worker.ts), which scans an in-memory binary index of sign bits and runs the keyword
- *   search off the event loop; the few best rows are then read here in one query.
+ * - `recall` runs the keyword search in one recall worker (recall-worker.ts) while the query is
+ *   embedded (2 s at most, else keyword-only), then has another scan an in-memory binary index
+ *   of sign bits and rescore the best with exact cosine, both off the event loop and each on
+ *   its own read-only connection; the few best rows are then read here in one query.
  * - Every read on someone's behalf is filtered to their person memories, the conversation's
  *   and the shared ones (owners.ts), in SQL and in the index partitions.
  */
@@ -28,17 +29,17 @@ import {
 } from '../memory.ts';
 import type { Db } from '../store/db.ts';
 import { Embedder } from './embedder.ts';
-import { KeywordSearch } from './fts.ts';
+import { KeywordSearch, type Hit, type KeywordResult } from './fts.ts';
 import { mergeHybrid, type HybridWeights } from './hybrid.ts';
 import { ownerFilter, ownerParams, scopePriority } from './owners.ts';
 import { RecallClient } from './recall-client.ts';
-import type { SearchRequest, SearchResult } from './recall-protocol.ts';
+import type { KeywordRequest, VectorRequest } from './recall-protocol.ts';
 import { signBits } from './vectors.ts';
 
 export interface SqliteMemoryOptions {
   /** The daemon's connection: every write and lookup goes through it. */
   readonly db: Db;
-  /** The database file, opened read-only by the recall worker (not `:memory:`). */
+  /** The database file, opened read-only by the recall workers (not `:memory:`). */
   readonly path: string;
   /** Already cached by the caller. Undefined = keyword-only recall. */
   readonly embeddings?: EmbeddingProvider;
@@ -57,9 +58,9 @@ export interface SqliteMemoryOptions {
 export interface SqliteMemory extends Memory {
   /** Deletes memories of `category` last updated before `beforeMs` (epoch ms); returns how many. */
   deleteOlderThan(category: MemoryCategory, beforeMs: number): number;
-  /** Vectors in the recall worker's index. */
+  /** Vectors in the recall index (0 without an embedding provider). */
   indexed(): Promise<number>;
-  /** Stops the background embedder (waiting for a batch being written) and the recall worker. */
+  /** Stops the background embedder (waiting for a batch being written) and the recall workers. */
   close(): Promise<void>;
 }
 
@@ -88,7 +89,7 @@ export function defaultKey(content: string): string {
   return slug === '' ? hash : `${slug}-${hash}`;
 }
 
-/** Creates the backend and starts its recall worker and (with `embeddings`) background embedder. */
+/** Creates the backend and starts its recall workers and (with `embeddings`) background embedder. */
 export function createSqliteMemory(options: SqliteMemoryOptions): SqliteMemory {
   return new SqliteMemoryBackend(options);
 }
@@ -125,7 +126,8 @@ class SqliteMemoryBackend implements SqliteMemory {
   private readonly weights: HybridWeights;
   private readonly queryTimeoutMs: number;
   private readonly embedder: Embedder | undefined;
-  private readonly worker: RecallClient;
+  private readonly keywords: RecallClient;
+  private readonly vectors: RecallClient | undefined;
   private readonly statements = new Map<string, Database.Statement>();
   private keywordHere: KeywordSearch | undefined;
   private workerProblemLogged: string | undefined;
@@ -135,7 +137,7 @@ class SqliteMemoryBackend implements SqliteMemory {
 
   constructor(options: SqliteMemoryOptions) {
     if (typeof options.path !== 'string' || options.path === '' || options.path === ':memory:') {
-      throw new TypeError(`memory option path must be the database file (the recall worker opens it too), got ${JSON.stringify(options.path)}`);
+      throw new TypeError(`memory option path must be the database file (the recall workers open it too), got ${JSON.stringify(options.path)}`);
     }
     this.weights = { vector: nonNegative('vectorWeight', options.vectorWeight ?? 0.7), keyword: nonNegative('keywordWeight', options.keywordWeight ?? 0.3) };
     if (this.weights.vector + this.weights.keyword === 0) throw new TypeError('memory options vectorWeight and keywordWeight cannot both be 0');
@@ -143,13 +145,16 @@ class SqliteMemoryBackend implements SqliteMemory {
     this.queryTimeoutMs = nonNegative('queryTimeoutMs', options.queryTimeoutMs ?? 2000);
     this.db = options.db;
     this.log = options.log;
-    // The embedder first: a model change clears old vectors before the worker loads its index.
-    // (Its first batch is written from a timer, after the worker exists.)
+    // The embedder first: a model change clears old vectors before the index is loaded.
+    // (Its first batch is written from a timer, after the workers exist.)
     this.embedder =
       options.embeddings === undefined
         ? undefined
-        : new Embedder({ db: this.db, provider: options.embeddings, log: this.log, batchMs, onEmbedded: (entries) => this.worker.add(entries) });
-    this.worker = new RecallClient({ path: options.path, model: options.embeddings?.name, log: this.log });
+        : new Embedder({ db: this.db, provider: options.embeddings, log: this.log, batchMs, onEmbedded: (entries) => this.vectors?.add(entries) });
+    // Two workers, so a recall's keyword and vector halves run in parallel; only the vector one
+    // holds an index (and exists only with an embedding provider).
+    this.keywords = new RecallClient({ path: options.path, model: undefined, log: this.log });
+    this.vectors = options.embeddings === undefined ? undefined : new RecallClient({ path: options.path, model: options.embeddings.name, log: this.log });
     this.dataVersion = this.prepare('PRAGMA data_version').pluck().get() as number;
   }
 
@@ -174,7 +179,7 @@ class SqliteMemoryBackend implements SqliteMemory {
       )
       .get(params)!;
     if (row.pending) {
-      if (row.id !== params.id) this.worker.remove([row.rowid]); // replaced content: its old vector goes
+      if (row.id !== params.id) this.vectors?.remove([row.rowid]); // replaced content: its old vector goes
       this.embedder?.schedule();
     }
     return { id: row.id, key, content, category: params.category, scope: input.scope, owner: params.owner, createdAt: row.created_at, updatedAt: now };
@@ -186,19 +191,18 @@ class SqliteMemoryBackend implements SqliteMemory {
     const minScore = Number.isFinite(options.minScore) ? options.minScore! : 0;
     const text = typeof query === 'string' ? query : '';
     if (text.trim() === '') return [];
-    const vector = this.embedder === undefined ? undefined : await this.embedder.embedQuery(text, this.queryTimeoutMs);
-    const request: SearchRequest = {
-      who: { person: who.person, conversation: who.conversation },
-      text,
-      candidates: Math.max(64, 4 * limit),
-      ...(vector === undefined ? {} : { vector, bits: signBits(vector) }),
-    };
+    const scoped = { person: who.person, conversation: who.conversation };
+    const candidates = Math.max(64, 4 * limit);
     this.noticeOtherWriters();
-    const result = await this.search(request);
-    if (result.keywordError !== undefined) this.log.warn({ error: result.keywordError, queryLength: text.length }, 'FTS5 rejected a recall query; LIKE answered instead');
+    // The keyword half runs while the query is out being embedded.
+    const keyword = this.keywordSearch({ who: scoped, text, limit: candidates });
+    const vector = this.embedder === undefined ? undefined : await this.embedder.embedQuery(text, this.queryTimeoutMs);
+    const vectorHits = vector === undefined ? [] : await this.vectorSearch({ who: scoped, vector, bits: signBits(vector), candidates });
+    const keywordResult = await keyword;
+    if (keywordResult.error !== undefined) this.log.warn({ error: keywordResult.error, queryLength: text.length }, 'FTS5 rejected a recall query; LIKE answered instead');
 
     // Score 0 means no relation at all (no shared word, orthogonal vector): never worth returning.
-    const ranked = mergeHybrid(result.vector, result.keyword, this.weights).filter((hit) => hit.score > 0 && hit.score >= minScore);
+    const ranked = mergeHybrid(vectorHits, keywordResult.hits, this.weights).filter((hit) => hit.score > 0 && hit.score >= minScore);
     // A few spare rows, in case the index still had one deleted a moment ago.
     const wanted = ranked.slice(0, limit + 8);
     if (wanted.length === 0) return [];
@@ -252,24 +256,24 @@ class SqliteMemoryBackend implements SqliteMemory {
     }
     if (rowid === undefined) return false;
     const deleted = this.prepare('DELETE FROM memories WHERE rowid = ?').run(rowid).changes > 0;
-    this.worker.remove([rowid]);
+    this.vectors?.remove([rowid]);
     return deleted;
   }
 
   deleteOlderThan(category: MemoryCategory, beforeMs: number): number {
     if (!Number.isFinite(beforeMs)) throw new TypeError(`deleteOlderThan needs a time in ms, got ${JSON.stringify(beforeMs)}`);
     const rowids = this.prepare<[string, number], number>('DELETE FROM memories WHERE category = ? AND updated_at < ? RETURNING rowid').pluck().all(category, beforeMs);
-    this.worker.remove(rowids);
+    this.vectors?.remove(rowids);
     return rowids.length;
   }
 
   indexed(): Promise<number> {
-    return this.worker.indexed();
+    return this.vectors?.indexed() ?? Promise.resolve(0);
   }
 
   async health(): Promise<MemoryHealth> {
     const total = this.prepare('SELECT count(*) FROM memories').pluck().get() as number;
-    const trouble = this.worker.trouble;
+    const trouble = this.keywords.trouble ?? this.vectors?.trouble;
     if (trouble !== undefined) return { ok: false, detail: `keyword-only on the main thread: ${trouble}; ${total} memories` };
     if (this.embedder === undefined) return { ok: true, detail: `keyword-only (no embedding service configured); ${total} memories` };
     const status = this.embedder.status();
@@ -286,23 +290,41 @@ class SqliteMemoryBackend implements SqliteMemory {
     if (this.closed) return;
     this.closed = true;
     await this.embedder?.stop();
-    await this.worker.close();
+    await Promise.all([this.keywords.close(), this.vectors?.close()]);
   }
 
-  /** The worker's answer, or keyword search on this thread while the worker is down. */
-  private async search(request: SearchRequest): Promise<SearchResult> {
+  /** The keyword worker's search, or the same on this thread while it is down. Never rejects. */
+  private async keywordSearch(request: KeywordRequest): Promise<KeywordResult> {
     try {
-      const result = await this.worker.search(request);
+      const result = await this.keywords.keyword(request);
       this.workerProblemLogged = undefined;
       return result;
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      if (this.workerProblemLogged !== message) this.log.warn({ err: error }, 'recall worker unavailable; keyword-only recall on the main thread');
-      this.workerProblemLogged = message;
+      this.workerDown(error);
       this.keywordHere ??= new KeywordSearch(this.db);
-      const keyword = this.keywordHere.search(request.text, request.who, request.candidates);
-      return { vector: [], keyword: keyword.hits, keywordMode: keyword.mode };
+      try {
+        return this.keywordHere.search(request.text, request.who, request.limit);
+      } catch (failure) {
+        this.log.error({ err: failure }, 'keyword recall failed');
+        return { mode: 'none', hits: [] };
+      }
     }
+  }
+
+  /** The vector worker's search; none while it is down (keyword-only then). */
+  private async vectorSearch(request: VectorRequest): Promise<Hit[]> {
+    try {
+      return await this.vectors!.vector(request);
+    } catch (error) {
+      this.workerDown(error);
+      return [];
+    }
+  }
+
+  private workerDown(error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    if (this.workerProblemLogged !== message) this.log.warn({ err: error }, 'recall worker unavailable; keyword-only recall on the main thread');
+    this.workerProblemLogged = message;
   }
 
   /**
@@ -317,7 +339,7 @@ class SqliteMemoryBackend implements SqliteMemory {
     this.dataVersion = version;
     this.reloadedAt = Date.now();
     this.log.debug('the database changed outside this process; reloading the recall index');
-    this.worker.reload();
+    this.vectors?.reload();
     this.embedder?.schedule();
   }
 
