@@ -38,10 +38,12 @@ export class RecallClient {
   private restartTimer: NodeJS.Timeout | undefined;
   private problem: string | undefined;
 
+  /** The worker (a V8 isolate plus a connection, ~10 MB) starts on the first search, not at daemon start. */
+  private started = false;
+
   constructor(options: RecallClientOptions) {
     this.options = options;
     this.log = options.log;
-    this.start();
   }
 
   /** Why searches are failing over to the main thread, if they are. */
@@ -90,6 +92,7 @@ export class RecallClient {
   }
 
   private start(): void {
+    this.started = true;
     const worker = new Worker(workerUrl, { workerData: { path: this.options.path, model: this.options.model } satisfies WorkerConfig });
     worker.unref();
     worker.on('message', (message: FromWorker) => this.receive(message));
@@ -125,6 +128,7 @@ export class RecallClient {
   }
 
   private ask(build: (id: number) => ToWorker): Promise<FromWorker> {
+    if (!this.started && !this.closed) this.start();
     const worker = this.worker;
     if (worker === undefined) return Promise.reject(new Error(this.problem ?? 'recall worker not running'));
     const id = this.nextId++;
