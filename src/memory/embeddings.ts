@@ -4,7 +4,7 @@
  */
 import type { EmbeddingProvider } from '../memory.ts';
 import { ProviderError } from '../provider.ts';
-import { messageText, parseJson } from '../providers/http.ts';
+import { endpointMessage, parseJson } from '../providers/http.ts';
 
 export interface OpenAIEmbeddingsOptions {
   /** Up to and including the version, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:11434/v1`. */
@@ -65,7 +65,7 @@ export function createOpenAIEmbeddings(options: OpenAIEmbeddingsOptions): Embedd
     }
     const parsed = parseJson(text);
     if (status < 200 || status > 299) {
-      const message = errorMessage(parsed) ?? (text.slice(0, 300) || '(empty body)');
+      const message = endpointMessage(parsed) ?? (text.slice(0, 300) || '(empty body)');
       throw new ProviderError(`embedding endpoint ${url} answered HTTP ${status}: ${message}`, {
         status,
         ...(status === 401 || status === 403 ? { code: 'auth' as const } : {}),
@@ -124,15 +124,6 @@ function vectorsOf(parsed: unknown, expected: number, fail: (problem: string) =>
     vectors[index] = Float32Array.from(embedding as number[]);
   });
   return vectors as Float32Array[];
-}
-
-/** `error.message` (OpenAI), `error` as a string (Ollama) or a top-level `message`. */
-function errorMessage(parsed: unknown): string | undefined {
-  if (typeof parsed !== 'object' || parsed === null) return undefined;
-  const { error, message } = parsed as { error?: unknown; message?: unknown };
-  if (typeof error === 'string') return error;
-  if (typeof error === 'object' && error !== null) return messageText((error as { message?: unknown }).message);
-  return messageText(message);
 }
 
 function staleConnection(error: unknown): boolean {

@@ -85,7 +85,7 @@ export function parseJson(text: string): unknown {
 }
 
 /** `error.message` (OpenAI, Anthropic, Gemini), `error` as a string (Ollama) or a top-level `message` (Mistral). */
-function endpointMessage(parsed: unknown): string | undefined {
+export function endpointMessage(parsed: unknown): string | undefined {
   if (typeof parsed !== 'object' || parsed === null) return undefined;
   const { error, message } = parsed as { error?: unknown; message?: unknown };
   if (typeof error === 'string') return error;
