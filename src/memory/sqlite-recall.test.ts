@@ -8,6 +8,8 @@ import type { EmbeddingProvider, MemoryWho } from '../memory.ts';
 import { openDatabase } from '../store/db.ts';
 import { KeywordSearch } from './fts.ts';
 import { createSqliteMemory, type SqliteMemory } from './sqlite.ts';
+import { createOpenAIEmbeddings } from './embeddings.ts';
+import { startFakeEmbeddings } from '../../test/fixtures/fake-embeddings.ts';
 import { hashedEmbeddings, randomEmbeddings, randomSentence, seededRandom, seedMemories, waitFor } from './testing.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'sb-recall-'));
@@ -76,12 +78,21 @@ function open(embeddings?: EmbeddingProvider, name = `m${opened.length}`): { mem
   return { memory, path };
 }
 
-for (const mode of ['keyword-only', 'hybrid'] as const) {
+/** The embeddings of each mode: none, in-process hashed vectors, or the local /v1/embeddings peer over HTTP. */
+async function embeddingsFor(mode: 'keyword-only' | 'hybrid' | 'hybrid over /v1/embeddings'): Promise<EmbeddingProvider | undefined> {
+  if (mode === 'keyword-only') return undefined;
+  if (mode === 'hybrid') return hashedEmbeddings();
+  const server = await startFakeEmbeddings();
+  after(() => server.close());
+  return createOpenAIEmbeddings({ baseUrl: server.baseUrl, model: 'fake-embed' });
+}
+
+for (const mode of ['keyword-only', 'hybrid', 'hybrid over /v1/embeddings'] as const) {
   describe(`recall quality (${mode})`, () => {
     it('ranks the memory a question is about in the top 3, for every question', async () => {
-      const { memory } = open(mode === 'hybrid' ? hashedEmbeddings() : undefined);
+      const { memory } = open(await embeddingsFor(mode));
       for (const [i, content] of corpus.entries()) await memory.store({ content, key: `m${i}`, scope: i % 3 === 0 ? 'shared' : 'person' }, who);
-      if (mode === 'hybrid') await waitFor('embeddings', async () => (await memory.indexed()) === corpus.length);
+      if (mode !== 'keyword-only') await waitFor('embeddings', async () => (await memory.indexed()) === corpus.length);
       const misses: string[] = [];
       for (const [query, expected] of queries) {
         const found = await memory.recall(query, who, { limit: 3 });
