@@ -63,23 +63,25 @@ describe('sqlite memory and the embedding service', () => {
 
   it('recalls by keyword when the query cannot be embedded in time, and closes without waiting for it', async () => {
     const provider = switchable(hashedEmbeddings());
-    const memory = open(database(), provider, testLogger(), 100);
+    // Generous bounds: a loaded CI machine must not make this flaky. The query timeout is 1 s;
+    // a recall that waited for it again would take ≥ 1 s, one that did not takes a few ms.
+    const memory = open(database(), provider, testLogger(), 1000);
     await memory.store({ content: 'Passport expires in August 2027', scope: 'person' }, who);
     await waitFor('the embedding', async () => (await memory.indexed()) === 1);
     provider.hang = true;
     const stored = performance.now();
     await memory.store({ content: 'The dentist is Dr. Novak', scope: 'person' }, who);
-    assert.ok(performance.now() - stored < 100, 'store does not wait for a hanging service');
+    assert.ok(performance.now() - stored < 900, 'store does not wait for a hanging service');
     const started = performance.now();
     const found = await memory.recall('passport', who);
-    assert.ok(performance.now() - started < 1000, `recall took ${performance.now() - started} ms`);
+    assert.ok(performance.now() - started < 5000, `recall took ${performance.now() - started} ms`);
     assert.match(found[0]?.content ?? '', /Passport/);
     const next = performance.now();
     assert.match((await memory.recall('dentist', who))[0]?.content ?? '', /Novak/);
-    assert.ok(performance.now() - next < 80, 'the next recalls do not wait again');
+    assert.ok(performance.now() - next < 900, 'the next recalls do not wait again');
     const closing = performance.now();
     await memory.close();
-    assert.ok(performance.now() - closing < 1000, 'close aborts the hanging batch');
+    assert.ok(performance.now() - closing < 3000, 'close aborts the hanging batch');
   });
 
   it('re-embeds everything after a model change, never mixing vector lengths', async () => {
