@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { splitMessage } from './split.ts';
+
+/** Fences opened and not closed in a part (a part must render on its own). */
+function unclosedFence(part: string): boolean {
+  let open: string | undefined;
+  for (const line of part.split('\n')) {
+    const match = /^\s{0,3}(`{3,}|~{3,})(.*)$/.exec(line);
+    if (!match) continue;
+    if (open === undefined) open = match[1];
+    else if (match[1]![0] === open[0] && match[1]!.length >= open.length && match[2]!.trim() === '') open = undefined;
+  }
+  return open !== undefined;
+}
+
+/** Words of a text, ignoring fence lines added at part boundaries. */
+const words = (text: string): string[] => text.split('\n').filter((line) => !/^\s{0,3}(`{3,}|~{3,})/.test(line)).join(' ').split(/\s+/).filter(Boolean);
+
+function check(text: string, limit: number, measure?: (s: string) => number): string[] {
+  const parts = splitMessage(text, limit, measure ? { measure } : {});
+  const size = measure ?? ((s: string) => s.length);
+  for (const part of parts) {
+    assert.ok(size(part) <= limit, `part of ${size(part)} > ${limit}: ${JSON.stringify(part.slice(0, 80))}`);
+    assert.ok(!unclosedFence(part), `unclosed fence in ${JSON.stringify(part)}`);
+    assert.doesNotMatch(part, /[\ud800-\udbff]$/, 'a part ends in half a surrogate pair');
+  }
+  assert.deepEqual(words(parts.join('\n')).join(' ').replace(/\s+/g, ''), words(text).join(' ').replace(/\s+/g, ''), 'no text lost or reordered');
+  return parts;
+}
+
+describe('splitMessage', () => {
+  it('leaves a short message whole', () => {
+    assert.deepEqual(splitMessage('hello', 100), ['hello']);
+    assert.deepEqual(splitMessage('', 100), []);
+  });
+
+  it('splits on paragraph boundaries first', () => {
+    const text = `${'a'.repeat(60)}\n\n${'b'.repeat(60)}\n\n${'c'.repeat(60)}`;
+    const parts = check(text, 130);
+    assert.deepEqual(parts, [`${'a'.repeat(60)}\n\n${'b'.repeat(60)}`, 'c'.repeat(60)]);
+  });
+
+  it('splits a long paragraph on lines, then words', () => {
+    const lines = Array.from({ length: 20 }, (_, i) => `line ${i} with some words in it`).join('\n');
+    const parts = check(lines, 100);
+    assert.ok(parts.length > 1);
+    assert.ok(parts.every((part) => !part.startsWith(' ')));
+    const longLine = Array.from({ length: 80 }, (_, i) => `word${i}`).join(' ');
+    const pieces = check(longLine, 64);
+    assert.ok(pieces.every((piece) => /^word\d+( word\d+)*$/.test(piece)), 'cut between words');
+  });
+
+  it('cuts a word without spaces by force, never inside a surrogate pair', () => {
+    check('😀'.repeat(100), 65);
+    check('x'.repeat(1000), 100);
+  });
+
+  it('closes a code fence cut by force and reopens it with its language', () => {
+    const code = ['```ts', ...Array.from({ length: 30 }, (_, i) => `const value${i} = ${i};`), '```', 'after the code'].join('\n');
+    const parts = check(code, 200);
+    assert.ok(parts.length > 2);
+    for (const part of parts.slice(1, -1)) assert.match(part, /^```ts\n[\s\S]*\n```$/);
+    assert.match(parts[0]!, /^```ts\n[\s\S]*\n```$/);
+  });
+
+  it('keeps every part within the limit for random texts with fences, paragraphs and long words', () => {
+    let seed = 42;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    for (let round = 0; round < 1000; round++) {
+      const blocks: string[] = [];
+      for (let b = 0; b < 1 + Math.floor(random() * 12); b++) {
+        const kind = pick(['para', 'code', 'long', 'list']);
+        if (kind === 'code') blocks.push(['```' + pick(['', 'js', 'python']), ...Array.from({ length: Math.floor(random() * 15) }, () => 'x = ' + 'y'.repeat(Math.floor(random() * 90))), '```'].join('\n'));
+        else if (kind === 'long') blocks.push('z'.repeat(Math.floor(random() * 400)));
+        else if (kind === 'list') blocks.push(Array.from({ length: 5 }, (_, i) => `- item ${i} ${'w '.repeat(Math.floor(random() * 30))}`).join('\n'));
+        else blocks.push(Array.from({ length: Math.floor(random() * 60) }, () => pick(['alpha', 'beta', 'gamma', 'δέλτα', '😀'])).join(' '));
+      }
+      check(blocks.join("\n\n"), pick([64, 80, 100, 200, 2000, 4096]));
+    }
+  });
+
+  it('measures in the platform\'s units (e.g. UTF-8 bytes)', () => {
+    const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
+    check('ünïcödé '.repeat(200), 100, bytes);
+  });
+});

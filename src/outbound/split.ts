@@ -1,0 +1,126 @@
+/**
+ * Splits a reply into parts that fit a platform's message limit: on paragraph, then line, then
+ * word boundaries, and only as a last resort inside a word (never inside a UTF-16 surrogate
+ * pair). A code fence is never left open: a part that ends inside one closes it, and the next
+ * part reopens it with the same info string, so every part renders on its own.
+ */
+
+export interface SplitOptions {
+  /** Size of a text as the platform counts it. @default UTF-16 length (Telegram, Discord) */
+  readonly measure?: (text: string) => number;
+}
+
+const FENCE = /^\s{0,3}(`{3,}|~{3,})(.*)$/;
+
+/** Parts of `text`, in order, each at most `limit` as measured. */
+export function splitMessage(text: string, limit: number, options: SplitOptions = {}): string[] {
+  const measure = options.measure ?? ((s: string) => s.length);
+  if (!(limit >= 64)) throw new RangeError(`limit must be at least 64 (room for a reopened code fence), got ${limit}`);
+  if (measure(text) <= limit) return text === '' ? [] : [text];
+
+  const parts: string[] = [];
+  let lines: string[] = [];
+  let fence: Fence | undefined; // the fence open at the end of `lines`
+
+  const size = (candidate: readonly string[], open: Fence | undefined): number => measure(candidate.join('\n')) + (open ? measure(`\n${open.marker}`) : 0);
+
+  const flush = (): void => {
+    if (lines.length === 0) return;
+    // Prefer to end the part at its last paragraph break, when that keeps at least half of it.
+    const cut = paragraphCut(lines, measure, limit);
+    const keep = cut === undefined ? lines : lines.slice(0, cut);
+    const rest = cut === undefined ? [] : lines.slice(cut + 1);
+    // A part that ends inside a fence closes it; the next one reopens it (its first line opens it again).
+    const open = fenceAfter(keep);
+    parts.push([...keep, ...(open ? [open.marker] : [])].join('\n'));
+    lines = open ? [open.opener, ...rest] : rest;
+    fence = fenceAfter(lines);
+  };
+
+  for (const line of text.split('\n')) {
+    const nextFence = stepFence(line, fence);
+    if (size([...lines, line], nextFence) <= limit) {
+      lines.push(line);
+      fence = nextFence;
+      continue;
+    }
+    flush();
+    if (size([...lines, line], nextFence) <= limit) {
+      lines.push(line);
+      fence = nextFence;
+      continue;
+    }
+    // One line alone is too long: cut it by words (or by force), each piece on its own part.
+    for (const piece of cutLine(line, limit - size(lines, fence) - 1 - (fence ? measure(`\n${fence.marker}`) : 0), limit - (fence ? measure(`${fence.opener}\n\n${fence.marker}`) : 0), measure)) {
+      if (lines.length > 0 && size([...lines, piece], fence) > limit) flush();
+      lines.push(piece);
+    }
+    fence = nextFence;
+  }
+  if (lines.length > 0) parts.push(lines.join('\n'));
+  return parts.filter((part) => part.trim() !== '');
+}
+
+interface Fence {
+  /** The backticks or tildes that close it. */
+  readonly marker: string;
+  /** The opening line, info string included, to reopen it in the next part. */
+  readonly opener: string;
+}
+
+function stepFence(line: string, open: Fence | undefined): Fence | undefined {
+  const match = FENCE.exec(line);
+  if (!match) return open;
+  const marker = match[1]!;
+  if (open) return marker[0] === open.marker[0] && marker.length >= open.marker.length && match[2]!.trim() === '' ? undefined : open;
+  return { marker, opener: line.trimStart() };
+}
+
+function fenceAfter(lines: readonly string[]): Fence | undefined {
+  let open: Fence | undefined;
+  for (const line of lines) open = stepFence(line, open);
+  return open;
+}
+
+/** Index of the last blank line outside a fence past half the limit, if any. */
+function paragraphCut(lines: readonly string[], measure: (s: string) => number, limit: number): number | undefined {
+  let open: Fence | undefined;
+  let best: number | undefined;
+  let length = 0;
+  for (let i = 0; i < lines.length; i++) {
+    length += measure(lines[i]!) + 1;
+    if (lines[i]!.trim() === '' && !open && i > 0 && length >= limit / 2) best = i;
+    open = stepFence(lines[i]!, open);
+  }
+  return best;
+}
+
+/** Cuts one long line into pieces: at spaces when possible, else by force between code points. */
+function cutLine(line: string, firstRoom: number, room: number, measure: (s: string) => number): string[] {
+  const pieces: string[] = [];
+  let rest = line;
+  let budget = Math.max(8, firstRoom);
+  while (measure(rest) > budget) {
+    let end = largestPrefix(rest, budget, measure);
+    const space = rest.lastIndexOf(' ', end);
+    if (space > end / 2) end = space;
+    pieces.push(rest.slice(0, end));
+    rest = rest.slice(end).replace(/^ /, '');
+    budget = Math.max(8, room);
+  }
+  if (rest !== '') pieces.push(rest);
+  return pieces;
+}
+
+/** The longest prefix that fits `budget`, never ending between the halves of a surrogate pair. */
+function largestPrefix(text: string, budget: number, measure: (s: string) => number): number {
+  let low = 1;
+  let high = text.length;
+  while (low < high) {
+    const mid = Math.ceil((low + high) / 2);
+    if (measure(text.slice(0, mid)) <= budget) low = mid;
+    else high = mid - 1;
+  }
+  const code = text.charCodeAt(low - 1);
+  return code >= 0xd800 && code <= 0xdbff && low > 1 ? low - 1 : low;
+}
