@@ -24,6 +24,10 @@ export interface InboundMessage extends ConversationRef {
   readonly text: string;
   /** When the platform says it was sent (ms since the epoch). */
   readonly timestamp: number;
+  /** A direct message (one person and the bot), as opposed to a group, room or channel. @default true */
+  readonly direct?: boolean;
+  /** In a group: the bot was addressed (an @mention, a reply to it, or its name first). */
+  readonly addressed?: boolean;
 }
 
 /** One reply to deliver to a conversation. */

@@ -125,6 +125,17 @@ const migrations: readonly string[] = [
     value TEXT NOT NULL
   );
   `,
+  `
+  CREATE TABLE pairing (
+    channel     TEXT    NOT NULL,
+    sender_id   TEXT    NOT NULL,
+    code        TEXT    NOT NULL,
+    created_at  INTEGER NOT NULL,
+    approved_at INTEGER,
+    PRIMARY KEY (channel, sender_id)
+  );
+  CREATE UNIQUE INDEX pairing_code ON pairing (channel, code);
+  `,
 ];
 
 export interface OpenOptions {

@@ -1,0 +1,105 @@
+/**
+ * Who may talk to the agent (the shared conversation policy for chat channels; the terminal
+ * is exempt). With `allow = ["<sender id>", …]` (or `["*"]`) only those senders get through.
+ * Without `allow`, an unknown sender's direct message gets a one-time pairing code and nothing
+ * else; once the operator approves that code, the sender is allowed from then on (stored in
+ * SQLite). In groups, only messages that address the bot get through when `mention_only`.
+ * Denied senders' messages never reach the model.
+ */
+import { randomInt } from 'node:crypto';
+import type { InboundMessage } from '../channel.ts';
+import type { Db } from '../store/db.ts';
+
+export interface AccessOptions {
+  /** Sender ids let through; `["*"]` = anyone; undefined = pairing. */
+  readonly allow?: readonly string[];
+  /** In groups, answer only when addressed. @default true */
+  readonly mentionOnly: boolean;
+}
+
+export type AccessDecision =
+  | { readonly kind: 'allow' }
+  /** Reply with this pairing code (only the first time a sender asks). */
+  | { readonly kind: 'pair'; readonly code: string }
+  | { readonly kind: 'ignore'; readonly reason: 'not allowed' | 'awaiting pairing approval' | 'not addressed' };
+
+export interface PendingPairing {
+  readonly channel: string;
+  readonly senderId: string;
+  readonly code: string;
+  readonly createdAt: number;
+}
+
+/** Pairing codes and approved senders, per channel. */
+export class PairingStore {
+  readonly #get;
+  readonly #insert;
+  readonly #approve;
+  readonly #pending;
+
+  constructor(db: Db) {
+    this.#get = db.prepare<[string, string], { code: string; approved_at: number | null }>('SELECT code, approved_at FROM pairing WHERE channel = ? AND sender_id = ?');
+    this.#insert = db.prepare<[string, string, string, number]>('INSERT OR IGNORE INTO pairing (channel, sender_id, code, created_at) VALUES (?, ?, ?, ?)');
+    this.#approve = db.prepare<[number, string, string], { sender_id: string }>(
+      'UPDATE pairing SET approved_at = ? WHERE channel = ? AND code = ? AND approved_at IS NULL RETURNING sender_id',
+    );
+    this.#pending = db.prepare<[], { channel: string; sender_id: string; code: string; created_at: number }>(
+      'SELECT channel, sender_id, code, created_at FROM pairing WHERE approved_at IS NULL ORDER BY created_at',
+    );
+  }
+
+  isApproved(channel: string, senderId: string): boolean {
+    return (this.#get.get(channel, senderId)?.approved_at ?? null) !== null;
+  }
+
+  /** The sender's code, and whether it was just created (only then is it sent). */
+  requestCode(channel: string, senderId: string, now = Date.now()): { code: string; created: boolean } {
+    const existing = this.#get.get(channel, senderId);
+    if (existing) return { code: existing.code, created: false };
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const code = newCode();
+      try {
+        if (this.#insert.run(channel, senderId, code, now).changes === 1) return { code, created: true };
+      } catch (error) {
+        if (!String((error as Error).message).includes('UNIQUE')) throw error; // a code clash: draw again
+      }
+    }
+    throw new Error('could not draw an unused pairing code');
+  }
+
+  /** Approves a code; returns the sender it belonged to, or undefined when there is no such pending code. */
+  approve(channel: string, code: string, now = Date.now()): string | undefined {
+    return this.#approve.get(now, channel, code.trim().toUpperCase())?.sender_id;
+  }
+
+  pending(): PendingPairing[] {
+    return this.#pending.all().map((row) => ({ channel: row.channel, senderId: row.sender_id, code: row.code, createdAt: row.created_at }));
+  }
+}
+
+/** Six characters without look-alikes (no 0/O, 1/I/L). */
+function newCode(): string {
+  const alphabet = 'ABCDEFGHJKMNPQRSTUVWXYZ23456789';
+  return Array.from({ length: 6 }, () => alphabet[randomInt(alphabet.length)]).join('');
+}
+
+export function decideAccess(message: InboundMessage, options: AccessOptions, pairing: PairingStore): AccessDecision {
+  const direct = message.direct ?? true;
+  const sender = message.sender.id;
+  let allowed: boolean;
+  if (options.allow !== undefined) {
+    allowed = options.allow.includes('*') || options.allow.includes(sender);
+    if (!allowed) return { kind: 'ignore', reason: 'not allowed' };
+  } else if (!pairing.isApproved(message.channel, sender)) {
+    if (!direct) return { kind: 'ignore', reason: 'not allowed' };
+    const { code, created } = pairing.requestCode(message.channel, sender);
+    return created ? { kind: 'pair', code } : { kind: 'ignore', reason: 'awaiting pairing approval' };
+  }
+  if (!direct && options.mentionOnly && !message.addressed) return { kind: 'ignore', reason: 'not addressed' };
+  return { kind: 'allow' };
+}
+
+/** The one message an unknown sender gets. */
+export function pairingReply(channel: string, code: string): string {
+  return `Hi! I don't know you yet. Your pairing code is ${code}. Ask the operator to run:\nswitchboard pairing approve ${channel} ${code}`;
+}
