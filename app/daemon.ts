@@ -18,6 +18,7 @@ import { Runtime } from '../src/runtime/runtime.ts';
 import { defaultSupervisorOptions } from '../src/runtime/supervisor.ts';
 import { Scheduler } from '../src/schedule/scheduler.ts';
 import { ScheduleStore } from '../src/schedule/store.ts';
+import { PairingStore } from '../src/policy/access.ts';
 import { openDatabase } from '../src/store/db.ts';
 import { lockDataDir } from '../src/store/lock.ts';
 import { buildMemory } from './compose/memory.ts';
@@ -212,6 +213,19 @@ export async function openOperatorMemory(configFlag: string | undefined): Promis
     memory: built.memory,
     close: async () => {
       await built.close();
+      db.close();
+    },
+  };
+}
+
+/** Opens the pairing store for `switchboard pairing …` (no data_dir lock: the daemon may be running). */
+export async function openOperatorPairing(configFlag: string | undefined): Promise<{ pairing: PairingStore; close(): Promise<void> }> {
+  const file = locateConfig(configFlag === undefined ? {} : { flag: configFlag });
+  const { config } = loadConfig(file, process.env, { requireSecrets: false });
+  const db = openDatabase(join(resolve(dirname(file), config.data_dir), 'switchboard.db'), { durability: config.runtime.durability });
+  return {
+    pairing: new PairingStore(db),
+    close: async () => {
       db.close();
     },
   };

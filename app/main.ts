@@ -15,6 +15,7 @@ Commands:
   chat           talk to the agent from this terminal (stdin lines are messages)
   memory         list | search <query> | forget <id-or-key> | export  [--person CHANNEL:ID]
                  [--conversation KEY] [--scope S] [--category C] [--limit N] [--json]
+  pairing        list | approve <channel> <code>   (let a new person talk to the agent)
   help           show this help
 
 Options:
@@ -34,6 +35,8 @@ const commands = new Set(['start', 'chat', 'help']);
 export async function main(argv: readonly string[]): Promise<number> {
   const memoryArgs = operatorCommand(argv, 'memory');
   if (memoryArgs) return runOperatorMemory(memoryArgs.rest, memoryArgs.config);
+  const pairingArgs = operatorCommand(argv, 'pairing');
+  if (pairingArgs) return runOperatorPairing(pairingArgs.rest, pairingArgs.config);
   let parsed;
   try {
     parsed = parseArgs({
@@ -112,6 +115,20 @@ async function runOperatorMemory(args: readonly string[], configFlag: string | u
     const { runMemoryCommand } = await import('./memory-cli.ts');
     const { openOperatorMemory } = await import('./daemon.ts');
     return await runMemoryCommand(args, () => openOperatorMemory(configFlag), process.stdout, process.stderr);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      return EXIT_CONFIG;
+    }
+    throw error;
+  }
+}
+
+async function runOperatorPairing(args: readonly string[], configFlag: string | undefined): Promise<number> {
+  try {
+    const { runPairingCommand } = await import('./pairing-cli.ts');
+    const { openOperatorPairing } = await import('./daemon.ts');
+    return await runPairingCommand(args, () => openOperatorPairing(configFlag), process.stdout, process.stderr);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);

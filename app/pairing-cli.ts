@@ -1,0 +1,49 @@
+/**
+ * `switchboard pairing list` / `switchboard pairing approve <channel> <code>`: the operator's
+ * side of pairing. Works while the daemon runs (the database is in WAL mode).
+ */
+import type { Writable } from 'node:stream';
+import type { PairingStore } from '../src/policy/access.ts';
+
+export const pairingUsage = `Usage: switchboard pairing list
+       switchboard pairing approve <channel> <code>
+`;
+
+export async function runPairingCommand(
+  args: readonly string[],
+  open: () => Promise<{ pairing: PairingStore; close(): Promise<void> }>,
+  out: Writable,
+  err: Writable,
+): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub === '--help' || sub === '-h' || sub === 'help') {
+    out.write(pairingUsage);
+    return 0;
+  }
+  const usage = (message: string): number => {
+    err.write(`switchboard pairing: ${message}\n${pairingUsage}`);
+    return 2;
+  };
+  if (sub === 'list' && rest.length > 0) return usage(`unexpected argument "${rest[0]}"`);
+  if (sub === 'approve' && rest.length !== 2) return usage('approve needs a channel and a code, e.g. switchboard pairing approve telegram K7P2QX');
+  if (sub !== 'list' && sub !== 'approve') return usage(sub === undefined ? 'missing subcommand' : `unknown subcommand "${sub}"`);
+  const { pairing, close } = await open();
+  try {
+    if (sub === 'list') {
+      const pending = pairing.pending();
+      if (pending.length === 0) out.write('No pairing requests are waiting.\n');
+      for (const request of pending) out.write(`${request.channel}\t${request.code}\t${request.senderId}\t${new Date(request.createdAt).toISOString()}\n`);
+      return 0;
+    }
+    const [channel, code] = rest as [string, string];
+    const sender = pairing.approve(channel, code);
+    if (sender === undefined) {
+      err.write(`switchboard pairing: no waiting request with code ${code} on channel ${channel}; see switchboard pairing list\n`);
+      return 1;
+    }
+    out.write(`Approved ${sender} on ${channel}: their messages reach the agent from now on.\n`);
+    return 0;
+  } finally {
+    await close();
+  }
+}
