@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { testLogger } from '../../test/support/log.ts';
+import { error, text } from '../../test/support/results.ts';
 import { createSecurityPolicy, type SecurityPolicyOptions } from '../security/policy.ts';
-import type { ToolContext, ToolResult } from '../tool.ts';
+import type { ToolContext } from '../tool.ts';
 import { createFileEditTool, createFileReadTool, createFileWriteTool } from './files.ts';
 
 describe('file tools', () => {
@@ -24,14 +25,6 @@ describe('file tools', () => {
 
   const ctx: ToolContext = { conversation: 'c', channel: 'test', senderId: 'u', workspace: '', signal: new AbortController().signal, log: testLogger() };
   const policy = (options: Partial<SecurityPolicyOptions> = {}) => createSecurityPolicy({ workspace: ws, autonomy: 'supervised', ...options });
-  const text = (result: ToolResult): string => {
-    assert.equal(result.kind, 'ok', JSON.stringify(result));
-    return result.kind === 'ok' ? result.text : '';
-  };
-  const error = (result: ToolResult): string => {
-    assert.equal(result.kind, 'error', JSON.stringify(result));
-    return result.kind === 'error' ? result.message : '';
-  };
 
   describe('file_read', () => {
     it('returns numbered lines, with offset and limit', async () => {

@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { testLogger } from '../../test/support/log.ts';
+import { error, text } from '../../test/support/results.ts';
 import { createSecurityPolicy, type SecurityPolicyOptions } from '../security/policy.ts';
-import type { ToolContext, ToolResult } from '../tool.ts';
+import type { ToolContext } from '../tool.ts';
 import { createGlobTool, createGrepTool } from './search.ts';
 
 describe('search tools', () => {
@@ -31,14 +32,6 @@ describe('search tools', () => {
 
   const ctx = (signal = new AbortController().signal): ToolContext => ({ conversation: 'c', channel: 'test', senderId: 'u', workspace: ws, signal, log: testLogger() });
   const policy = (options: Partial<SecurityPolicyOptions> = {}) => createSecurityPolicy({ workspace: ws, ...options });
-  const text = (result: ToolResult): string => {
-    assert.equal(result.kind, 'ok', JSON.stringify(result));
-    return result.kind === 'ok' ? result.text : '';
-  };
-  const error = (result: ToolResult): string => {
-    assert.equal(result.kind, 'error', JSON.stringify(result));
-    return result.kind === 'error' ? result.message : '';
-  };
 
   describe('glob', () => {
     it('lists matches sorted, skipping node_modules unless named', async () => {

@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { testLogger } from '../../test/support/log.ts';
+import { error, text } from '../../test/support/results.ts';
 import { createSecurityPolicy, type SecurityPolicyOptions } from '../security/policy.ts';
-import type { ToolContext, ToolResult } from '../tool.ts';
+import type { ToolContext } from '../tool.ts';
 import { createShellTool } from './shell.ts';
 
 describe('shell tool', () => {
@@ -23,14 +24,6 @@ describe('shell tool', () => {
 
   const ctx = (signal = new AbortController().signal): ToolContext => ({ conversation: 'c', channel: 'test', senderId: 'u', workspace: ws, signal, log: testLogger() });
   const shell = (options: Partial<SecurityPolicyOptions> = {}) => createShellTool(createSecurityPolicy({ workspace: ws, autonomy: 'full', ...options }));
-  const text = (result: ToolResult): string => {
-    assert.equal(result.kind, 'ok', JSON.stringify(result));
-    return result.kind === 'ok' ? result.text : '';
-  };
-  const error = (result: ToolResult): string => {
-    assert.equal(result.kind, 'error', JSON.stringify(result));
-    return result.kind === 'error' ? result.message : '';
-  };
 
   it('runs allowed commands in the workspace and reports the exit code', async () => {
     assert.equal(text(await shell().execute({ command: 'echo hello && pwd' }, ctx())), `exit code 0\nhello\n${ws}`);
