@@ -19,7 +19,7 @@ import { defaultSupervisorOptions } from '../src/runtime/supervisor.ts';
 import { Scheduler } from '../src/schedule/scheduler.ts';
 import { ScheduleStore } from '../src/schedule/store.ts';
 import { PairingStore } from '../src/policy/access.ts';
-import { openDatabase } from '../src/store/db.ts';
+import { openDatabase, type Db } from '../src/store/db.ts';
 import { lockDataDir } from '../src/store/lock.ts';
 import { buildMemory } from './compose/memory.ts';
 import { buildProvider } from './compose/provider.ts';
@@ -197,17 +197,22 @@ function safeUsername(): string {
 }
 
 /**
- * Opens the memory for an operator command (`switchboard memory …`): the same config and
- * database as the daemon, without taking the data_dir lock (the daemon may be running), and
- * without starting hygiene.
+ * The config and database for an operator command (`switchboard memory …`, `pairing …`): the
+ * same files as the daemon, without taking the data_dir lock (the daemon may be running) and
+ * without requiring the provider's secrets.
  */
-export async function openOperatorMemory(configFlag: string | undefined): Promise<{ memory: Memory; close(): Promise<void> }> {
+function openOperatorDatabase(configFlag: string | undefined): { config: Config; dataDir: string; dbPath: string; db: Db } {
   const file = locateConfig(configFlag === undefined ? {} : { flag: configFlag });
   const { config } = loadConfig(file, process.env, { requireSecrets: false });
-  const log = createLogger({ level: logLevel(config, 'chat'), format: config.log.format, stream: process.stderr });
   const dataDir = resolve(dirname(file), config.data_dir);
   const dbPath = join(dataDir, 'switchboard.db');
-  const db = openDatabase(dbPath, { durability: config.runtime.durability });
+  return { config, dataDir, dbPath, db: openDatabase(dbPath, { durability: config.runtime.durability }) };
+}
+
+/** The memory for `switchboard memory …` (no hygiene pass). */
+export async function openOperatorMemory(configFlag: string | undefined): Promise<{ memory: Memory; close(): Promise<void> }> {
+  const { config, dataDir, dbPath, db } = openOperatorDatabase(configFlag);
+  const log = createLogger({ level: logLevel(config, 'chat'), format: config.log.format, stream: process.stderr });
   const built = await buildMemory({ config, db, dbPath, dataDir, freshDatabase: false, log, hygiene: false });
   return {
     memory: built.memory,
@@ -218,11 +223,9 @@ export async function openOperatorMemory(configFlag: string | undefined): Promis
   };
 }
 
-/** Opens the pairing store for `switchboard pairing …` (no data_dir lock: the daemon may be running). */
+/** The pairing store for `switchboard pairing …`. */
 export async function openOperatorPairing(configFlag: string | undefined): Promise<{ pairing: PairingStore; close(): Promise<void> }> {
-  const file = locateConfig(configFlag === undefined ? {} : { flag: configFlag });
-  const { config } = loadConfig(file, process.env, { requireSecrets: false });
-  const db = openDatabase(join(resolve(dirname(file), config.data_dir), 'switchboard.db'), { durability: config.runtime.durability });
+  const { db } = openOperatorDatabase(configFlag);
   return {
     pairing: new PairingStore(db),
     close: async () => {

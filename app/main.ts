@@ -33,10 +33,8 @@ const commands = new Set(['start', 'chat', 'help']);
 
 /** Runs the CLI and returns the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
-  const memoryArgs = operatorCommand(argv, 'memory');
-  if (memoryArgs) return runOperatorMemory(memoryArgs.rest, memoryArgs.config);
-  const pairingArgs = operatorCommand(argv, 'pairing');
-  if (pairingArgs) return runOperatorPairing(pairingArgs.rest, pairingArgs.config);
+  const operator = operatorCommand(argv);
+  if (operator) return runOperator(operator.run, operator.rest, operator.config);
   let parsed;
   try {
     parsed = parseArgs({
@@ -82,11 +80,25 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+type OperatorRun = (args: readonly string[], configFlag: string | undefined) => Promise<number>;
+
+/** Commands that work beside a running daemon; each loads its module only when called. */
+const operatorCommands: Readonly<Record<string, OperatorRun>> = {
+  memory: async (args, configFlag) => {
+    const [{ runMemoryCommand }, { openOperatorMemory }] = await Promise.all([import('./memory-cli.ts'), import('./daemon.ts')]);
+    return runMemoryCommand(args, () => openOperatorMemory(configFlag), process.stdout, process.stderr);
+  },
+  pairing: async (args, configFlag) => {
+    const [{ runPairingCommand }, { openOperatorPairing }] = await Promise.all([import('./pairing-cli.ts'), import('./daemon.ts')]);
+    return runPairingCommand(args, () => openOperatorPairing(configFlag), process.stdout, process.stderr);
+  },
+};
+
 /**
- * `switchboard [--config F] memory …`: the memory command has flags of its own, so it is
- * split off before the strict parse. Returns undefined for any other command.
+ * `switchboard [--config F] memory …`: operator commands have flags of their own, so they
+ * are split off before the strict parse. Returns undefined for any other command.
  */
-function operatorCommand(argv: readonly string[], name: string): { rest: string[]; config?: string } | undefined {
+function operatorCommand(argv: readonly string[]): { run: OperatorRun; rest: string[]; config?: string } | undefined {
   let config: string | undefined;
   const rest: string[] = [];
   let command: string | undefined;
@@ -106,29 +118,14 @@ function operatorCommand(argv: readonly string[], name: string): { rest: string[
     }
     rest.push(arg);
   }
-  if (command !== name) return undefined;
-  return config === undefined ? { rest } : { rest, config };
+  const run = command === undefined ? undefined : operatorCommands[command];
+  if (!run) return undefined;
+  return config === undefined ? { run, rest } : { run, rest, config };
 }
 
-async function runOperatorMemory(args: readonly string[], configFlag: string | undefined): Promise<number> {
+async function runOperator(run: OperatorRun, args: readonly string[], configFlag: string | undefined): Promise<number> {
   try {
-    const { runMemoryCommand } = await import('./memory-cli.ts');
-    const { openOperatorMemory } = await import('./daemon.ts');
-    return await runMemoryCommand(args, () => openOperatorMemory(configFlag), process.stdout, process.stderr);
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      return EXIT_CONFIG;
-    }
-    throw error;
-  }
-}
-
-async function runOperatorPairing(args: readonly string[], configFlag: string | undefined): Promise<number> {
-  try {
-    const { runPairingCommand } = await import('./pairing-cli.ts');
-    const { openOperatorPairing } = await import('./daemon.ts');
-    return await runPairingCommand(args, () => openOperatorPairing(configFlag), process.stdout, process.stderr);
+    return await run(args, configFlag);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
