@@ -100,3 +100,13 @@ export interface EmbeddingProvider {
 export function ownerOf(scope: MemoryScope, who: MemoryWho): string {
   return scope === 'person' ? who.person : scope === 'conversation' ? who.conversation : '';
 }
+
+/** Whose memories a turn or tool call may see: the sender on this channel, and this conversation. */
+export function whoOf(ctx: { readonly channel: string; readonly senderId: string; readonly conversation: string }): MemoryWho {
+  return { person: `${ctx.channel}:${ctx.senderId}`, conversation: ctx.conversation };
+}
+
+/** A memory shortened for the model: at most `max` characters, an ellipsis when cut. */
+export function clipMemory(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}

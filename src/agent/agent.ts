@@ -12,7 +12,7 @@ import { buildSystemPrompt } from './prompt.ts';
 import { sanitizeReply } from './sanitize.ts';
 import type { ToolRunner } from './tool-runner.ts';
 import type { TurnMemory } from './memory-context.ts';
-import { whoOf } from '../tools/memory.ts';
+import { whoOf } from '../memory.ts';
 
 export interface TurnInput {
   readonly message: InboundMessage;

@@ -6,8 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { InboundMessage } from '../channel.ts';
-import type { Memory, MemoryWho } from '../memory.ts';
-import { clip } from '../tools/memory.ts';
+import { clipMemory, type Memory, type MemoryWho } from '../memory.ts';
 
 export interface TurnMemoryOptions {
   readonly memory: Memory;
@@ -36,7 +35,7 @@ export function createTurnMemory(options: TurnMemoryOptions): TurnMemory {
         const entries = await options.memory.recall(message.text, who, { limit: options.limit, minScore: options.minScore });
         if (entries.length === 0) return undefined;
         log.debug({ recalled: entries.length }, 'memories recalled');
-        const lines = entries.map((entry) => `- (${entry.scope === 'person' ? 'about this person' : entry.scope === 'shared' ? 'shared' : 'this conversation'}) ${clip(entry.content, options.maxChars)}`);
+        const lines = entries.map((entry) => `- (${entry.scope === 'person' ? 'about this person' : entry.scope === 'shared' ? 'shared' : 'this conversation'}) ${clipMemory(entry.content, options.maxChars)}`);
         return ['Things you remember that may be relevant (use them only if they help):', ...lines].join('\n');
       } catch (error) {
         log.warn({ err: error }, 'memory recall failed; answering without it');

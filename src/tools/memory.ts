@@ -4,13 +4,8 @@
  * and shared ones. Writing a shared memory (which everyone's conversations can recall) needs
  * the person's approval in supervised mode.
  */
-import type { Memory, MemoryScope, MemoryWho } from '../memory.ts';
-import { ok, toolError, type Tool, type ToolContext } from '../tool.ts';
-
-export const whoOf = (ctx: Pick<ToolContext, 'channel' | 'senderId' | 'conversation'>): MemoryWho => ({
-  person: `${ctx.channel}:${ctx.senderId}`,
-  conversation: ctx.conversation,
-});
+import { clipMemory, whoOf, type Memory, type MemoryScope } from '../memory.ts';
+import { ok, toolError, type Tool } from '../tool.ts';
 
 export function createMemoryTools(memory: Memory, options: { maxChars?: number } = {}): Tool[] {
   const maxChars = options.maxChars ?? 800;
@@ -59,7 +54,7 @@ export function createMemoryTools(memory: Memory, options: { maxChars?: number }
     async execute(args, ctx) {
       const entries = await memory.recall(args.query, whoOf(ctx), { limit: args.limit ?? 5 });
       if (entries.length === 0) return ok('Nothing relevant remembered.');
-      return ok(entries.map((e) => `- [${e.scope}] ${e.key}: ${clip(e.content, maxChars)} (relevance ${(e.score ?? 0).toFixed(2)})`).join('\n'));
+      return ok(entries.map((e) => `- [${e.scope}] ${e.key}: ${clipMemory(e.content, maxChars)} (relevance ${(e.score ?? 0).toFixed(2)})`).join('\n'));
     },
   };
 
@@ -74,8 +69,4 @@ export function createMemoryTools(memory: Memory, options: { maxChars?: number }
   };
 
   return [store, recall, forget] as unknown as Tool[];
-}
-
-export function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
