@@ -6,6 +6,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { untilAborted } from '../abort.ts';
 import type { ToolCall } from '../provider.ts';
 import type { Tool, ToolAssessment, ToolContext, ToolResult } from '../tool.ts';
 import type { ArgsValidator } from './validate.ts';
@@ -98,7 +99,7 @@ async function execute(tool: Tool, args: Record<string, unknown>, ctx: ToolConte
   const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]);
   try {
     // A tool that ignores its signal must not hold the turn: stop waiting when it aborts.
-    return await Promise.race([tool.execute(args, { ...ctx, signal }), rejectOnAbort(signal)]);
+    return await untilAborted(tool.execute(args, { ...ctx, signal }), signal);
   } catch (error) {
     if (ctx.signal.aborted) throw error;
     ctx.log.warn({ err: error }, 'tool threw');
@@ -123,14 +124,6 @@ async function offload(text: string, toolName: string, ctx: ToolContext, maxChar
     kind: 'ok',
     text: `${head}\n… [${text.length - head.length} more characters; the full output (${text.length} characters) is saved as ${relative} in the workspace — read parts of it with file_read and offset/limit]`,
   };
-}
-
-function rejectOnAbort(signal: AbortSignal): Promise<never> {
-  return new Promise((_, reject) => {
-    const fail = (): void => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-    if (signal.aborted) fail();
-    else signal.addEventListener('abort', fail, { once: true });
-  });
 }
 
 /** The text the model reads for a result. */

@@ -11,6 +11,7 @@ import type http from 'node:http';
 import { isIPv6, type LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream';
+import { untilAborted } from '../abort.ts';
 
 export interface SsrfGuardOptions {
   /**
@@ -343,15 +344,6 @@ export async function guardedFetch(guard: SsrfGuard, url: URL | string, init: Gu
     const code = (err as { code?: string }).code;
     throw new GuardedFetchError('network', `Request to ${current.host} failed: ${code ? `${code} ` : ''}${(err as Error).message}`);
   }
-}
-
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
 
 /** A `lookup` that answers only with addresses the guard already checked (no second DNS query). */
