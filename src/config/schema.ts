@@ -94,8 +94,6 @@ const toolNames = [
   'current_time', 'shell', 'file_read', 'file_write', 'file_edit', 'glob', 'grep', 'http_request', 'web_fetch', 'schedule', 'delegate',
   'memory_store', 'memory_recall', 'memory_forget',
 ] as const;
-/** Every built-in tool, by name. */
-export const builtinToolNames: readonly (typeof toolNames)[number][] = toolNames;
 const toolList = (example: ToolNameList) => v.pipe(v.array(v.picklist(toolNames)), v.examples([example]));
 
 const Security = v.strictObject({
@@ -197,10 +195,8 @@ export const ConfigSchema = v.strictObject({
 
 /** The validated config, defaults filled in. */
 export type Config = v.InferOutput<typeof ConfigSchema>;
-export type TerminalConfig = v.InferOutput<typeof Terminal>;
 export type EndpointConfig = v.InferOutput<typeof Fallback>;
 export type RouteConfig = v.InferOutput<typeof Route>;
-export type SubAgentConfig = v.InferOutput<typeof SubAgent>;
 export type ToolName = (typeof toolNames)[number];
 
 /** A schema node as this module builds them: wrappers, pipes, objects and leaves. */
