@@ -113,11 +113,10 @@ export class Runtime {
     );
     this.#ready = new Promise((resolve) => (this.#resolveReady = resolve));
 
-    this.#commitTurn = options.db.transaction((seq: number, conversation: string, output: TurnOutput, reply: InboundMessage | undefined) => {
+    this.#commitTurn = options.db.transaction((seq: number, conversation: string, output: TurnOutput, message: InboundMessage) => {
       output.commit?.();
       this.#history.append(conversation, seq, output.messages);
-      const text = output.reply;
-      if (reply) this.#outbox.add({ ...refOf(reply), text, replyTo: reply.id }, seq);
+      if (output.reply !== '') this.#outbox.add({ ...refOf(message), text: output.reply, replyTo: message.id }, seq);
       return this.#inbox.markDone(seq);
     });
     this.#commitFailure = options.db.transaction((seq: number, message: InboundMessage, text: string, error: string) => {
@@ -248,7 +247,7 @@ export class Runtime {
         signal,
         log,
       });
-      this.#commitTurn(seq, conversation, output, output.reply === '' ? undefined : message);
+      this.#commitTurn(seq, conversation, output, message);
       this.#counters.answered++;
       if (output.reply === '') log.warn('the model returned an empty reply; nothing sent');
       log.info({ ms: Date.now() - started }, 'turn done');
