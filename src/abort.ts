@@ -1,0 +1,15 @@
+/** Waiting on work that cannot itself be cancelled. */
+
+/**
+ * Settles like `promise`, or rejects with the signal's reason as soon as it aborts — for work
+ * that ignores cancellation (a DNS lookup, a tool that does not watch its signal), so the
+ * caller stops waiting even though the work may go on.
+ */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
