@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync, realpathSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import type { Channel } from '../src/channel.ts';
+import type { Channel, ChannelContext } from '../src/channel.ts';
 import type { Memory } from '../src/memory.ts';
 import { createAgent } from '../src/agent/agent.ts';
 import { ApprovalStore } from '../src/agent/approvals.ts';
@@ -21,6 +21,7 @@ import { ScheduleStore } from '../src/schedule/store.ts';
 import { PairingStore } from '../src/policy/access.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { lockDataDir } from '../src/store/lock.ts';
+import { createAttachmentStore } from '../src/inbound/attachments.ts';
 import { buildMemory } from './compose/memory.ts';
 import { buildProvider } from './compose/provider.ts';
 import { buildTools } from './compose/tools.ts';
@@ -37,6 +38,8 @@ interface ChannelDeps {
   readonly log: Logger;
   /** Ends a `chat` session once its input has ended and every reply is out. */
   readonly finish: () => void;
+  /** What every chat channel gets (see ChannelContext). */
+  readonly context: ChannelContext;
 }
 
 /** One entry per channel kind; the import runs only when the channel is configured. */
@@ -51,6 +54,18 @@ const channelFactories: Record<keyof Config['channels'], (deps: ChannelDeps) => 
       interactive: process.stdin.isTTY === true,
       ...(mode === 'chat' ? { onEnd: finish } : {}),
     });
+  },
+  telegram: async ({ config, context }) => {
+    const { createTelegramChannel } = await import('../channels/telegram/index.ts');
+    return createTelegramChannel(config.channels.telegram!, context);
+  },
+  discord: async ({ config, context }) => {
+    const { createDiscordChannel } = await import('../channels/discord/index.ts');
+    return createDiscordChannel(config.channels.discord!, context);
+  },
+  slack: async ({ config, context }) => {
+    const { createSlackChannel } = await import('../channels/slack/index.ts');
+    return createSlackChannel(config.channels.slack!, context);
   },
 };
 
@@ -108,8 +123,13 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   });
 
   let finish = (): void => undefined;
+  const attachments = createAttachmentStore({ workspace, maxBytes: config.runtime.max_attachment_mb * 1024 * 1024 });
   const channels = await Promise.all(
-    names.map((name) => channelFactories[name]({ config, mode: options.mode, log: log.child({ channel: name }), finish: () => finish() })),
+    names.map((name) => {
+      const channelLog = log.child({ channel: name });
+      const context: ChannelContext = { name, log: channelLog, assistantName: config.agent.name, attachments };
+      return channelFactories[name]({ config, mode: options.mode, log: channelLog, finish: () => finish(), context });
+    }),
   );
   const maxInFlight = config.runtime.max_in_flight > 0 ? config.runtime.max_in_flight : Math.min(64, Math.max(8, channels.length * 4));
   const runtime = new Runtime({

@@ -5,6 +5,7 @@
  * Anything else a platform can do (typing, editing, reactions, threads) is an optional
  * capability interface, checked at run time — never a no-op method on this one.
  */
+import type { Logger } from 'pino';
 import type { ConversationRef } from './conversation.ts';
 
 /** Who sent a message, as the platform identifies them. */
@@ -26,8 +27,30 @@ export interface InboundMessage extends ConversationRef {
   readonly timestamp: number;
   /** A direct message (one person and the bot), as opposed to a group, room or channel. @default true */
   readonly direct?: boolean;
-  /** In a group: the bot was addressed (an @mention, a reply to it, or its name first). */
+  /**
+   * In a group: the bot was addressed (an @mention, a reply to it, or its name as the first
+   * word). The adapter strips a leading mention of the bot from `text` and normalises a
+   * command addressed to it (`/new@bot` → `/new`). Adapters never push the bot's own messages
+   * (nor other bots').
+   */
   readonly addressed?: boolean;
+  /** Files, photos and voice notes that came with the message, already saved in the workspace. */
+  readonly attachments?: readonly Attachment[];
+}
+
+/** A file a person sent, as saved by the {@link AttachmentStore} (or why it was not). */
+export interface Attachment {
+  readonly kind: 'file' | 'photo' | 'voice' | 'audio' | 'video' | 'sticker';
+  /** File name (sanitised), e.g. "report.pdf". */
+  readonly name: string;
+  /** MIME type, when the platform says. */
+  readonly mime?: string;
+  /** Bytes. */
+  readonly size: number;
+  /** Path relative to the workspace ("inbox/telegram/123/report.pdf"); absent when not saved. */
+  readonly path?: string;
+  /** Why the file was not saved (too large, download failed). */
+  readonly note?: string;
 }
 
 /** One reply to deliver to a conversation. */
@@ -35,6 +58,14 @@ export interface OutboundMessage extends ConversationRef {
   readonly text: string;
   /** Platform id of the inbound message this answers, when there is one. */
   readonly replyTo?: string;
+}
+
+/** A workspace file the agent sends back to a conversation. */
+export interface OutboundFile {
+  /** Absolute path. */
+  readonly path: string;
+  /** Name shown to people. */
+  readonly name: string;
 }
 
 /** What the runtime did with a pushed message. */
@@ -76,6 +107,81 @@ export interface LivenessWatched {
 
 export function isLivenessWatched(channel: Channel): channel is Channel & LivenessWatched {
   return typeof (channel as Partial<LivenessWatched>).livenessTimeoutMs === 'number';
+}
+
+/**
+ * Optional capability: a message-length limit. The outbox splits a longer reply (markdown) on
+ * paragraph / line / word boundaries, never inside a code fence, and sends the parts in order.
+ */
+export interface MessageLimit {
+  readonly maxMessageLength: number;
+  /** Length of a markdown part as the platform counts it once rendered. @default UTF-16 length */
+  measure?(markdown: string): number;
+}
+
+/** Optional capability: a typing indicator, shown when a turn starts and every `typingIntervalMs` while it runs. */
+export interface TypingIndicator {
+  readonly typingIntervalMs: number;
+  typing(ref: ConversationRef): Promise<void>;
+}
+
+/**
+ * Optional capability: messages that can be edited after they are sent. With `stream = true`
+ * the reply appears as a draft that grows as the model streams (edited at most every
+ * `editIntervalMs`); the outbox finalises it by editing it to the reply's first part.
+ */
+export interface MessageEditor {
+  readonly editIntervalMs: number;
+  /** Sends a new message (markdown, within the limit); returns its platform id. */
+  sendDraft(message: OutboundMessage): Promise<string>;
+  /** Replaces the text of a message this channel sent. Throw a permanent SendError when it is gone. */
+  edit(ref: ConversationRef, messageId: string, text: string): Promise<void>;
+}
+
+/** Optional capability: sending a file to a conversation. */
+export interface FileSender {
+  sendFile(ref: ConversationRef, file: OutboundFile): Promise<void>;
+}
+
+const has =
+  <T>(key: string, type: 'number' | 'function') =>
+  (channel: Channel): channel is Channel & T =>
+    typeof (channel as unknown as Record<string, unknown>)[key] === type;
+
+export const hasMessageLimit = has<MessageLimit>('maxMessageLength', 'number');
+export const hasTyping = has<TypingIndicator>('typing', 'function');
+export const canEdit = has<MessageEditor>('edit', 'function');
+export const canSendFiles = has<FileSender>('sendFile', 'function');
+
+/** Saves files people send into the workspace, within the size limit. */
+export interface AttachmentStore {
+  /** Bytes a file may have; larger ones are described to the model but not downloaded. */
+  readonly maxBytes: number;
+  save(input: AttachmentInput): Promise<Attachment>;
+}
+
+export interface AttachmentInput {
+  readonly channel: string;
+  /** Platform message id (files of one message share a folder). */
+  readonly messageId: string;
+  readonly kind: Attachment['kind'];
+  /** Name as sent; a safe one is made from it (or from kind + mime when absent). */
+  readonly name?: string;
+  readonly mime?: string;
+  /** Size the platform announces, checked before downloading. */
+  readonly size?: number;
+  /** Fetches the content (only called when within the limit). */
+  download(signal: AbortSignal): Promise<Uint8Array | AsyncIterable<Uint8Array>>;
+}
+
+/** What the composition root gives every channel factory besides the channel's own config. */
+export interface ChannelContext {
+  /** Instance name, e.g. "telegram": the first part of conversation keys. */
+  readonly name: string;
+  readonly log: Logger;
+  /** The agent's name, e.g. "Switchboard" (a group message starting with it is addressed to the bot). */
+  readonly assistantName: string;
+  readonly attachments: AttachmentStore;
 }
 
 /** A failed send, carrying what a retry decision needs. */

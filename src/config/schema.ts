@@ -169,14 +169,73 @@ const Runtime = v.strictObject({
   restart_initial_seconds: positive(3600, 2),
   restart_max_seconds: positive(86_400, 60),
   restart_reset_seconds: num(0, 86_400, 60),
+  /** Files people send larger than this are described to the model but not downloaded. */
+  max_attachment_mb: positive(2048, 20),
 });
 
 const Terminal = v.strictObject({
   user: v.optional(text('alice')),
 });
 
+/** host:port for a listener this daemon opens. */
+const listenAddress = (example: string) => v.pipe(v.string(), v.regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/), v.examples([example]));
+
+/** The conversation policy every chat channel shares (the terminal is exempt). */
+const policy = {
+  /** Sender ids let through; ["*"] = anyone. Without it, unknown senders get a pairing code. */
+  allow: v.optional(v.pipe(v.array(text('123456789')), v.examples([['123456789']]))),
+  /** In groups, rooms and channels answer only when addressed. */
+  mention_only: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
+  /** Show the reply growing as the model writes it (edits one message). */
+  stream: v.optional(v.pipe(v.boolean(), v.examples([false])), false),
+};
+
+const Telegram = v.strictObject({
+  token: text('${TELEGRAM_BOT_TOKEN}'),
+  /** Bot API server (a local Bot API server or a test peer). */
+  api_root: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://api.telegram.org']))),
+  /** Seconds a getUpdates long poll is held open. */
+  poll_timeout_seconds: int(1, 50, 25),
+  /** Webhook mode instead of long polling: Telegram POSTs updates to `url`, served on `listen`. */
+  webhook: v.optional(
+    v.strictObject({
+      url: v.pipe(v.string(), v.regex(/^https:\/\/\S+$/), v.examples(['https://bot.example.org/telegram'])),
+      listen: v.optional(listenAddress('127.0.0.1:8443'), '127.0.0.1:8443'),
+      /** Checked against X-Telegram-Bot-Api-Secret-Token. */
+      secret: text('${TELEGRAM_WEBHOOK_SECRET}'),
+    }),
+  ),
+  ...policy,
+});
+
+const Discord = v.strictObject({
+  token: text('${DISCORD_BOT_TOKEN}'),
+  /** REST API base (a local peer in tests); the gateway URL comes from GET /gateway/bot. */
+  api_base: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://discord.com/api']))),
+  ...policy,
+});
+
+const Slack = v.pipe(
+  v.strictObject({
+    bot_token: text('${SLACK_BOT_TOKEN}'),
+    /** Socket Mode (xapp-…). */
+    app_token: v.optional(text('${SLACK_APP_TOKEN}')),
+    /** HTTP Events API instead of Socket Mode: requests are verified with this. */
+    signing_secret: v.optional(text('${SLACK_SIGNING_SECRET}')),
+    /** Where the HTTP Events API listener binds (HTTP mode only). */
+    listen: v.optional(listenAddress('127.0.0.1:3000'), '127.0.0.1:3000'),
+    /** Web API base (a local peer in tests). */
+    api_url: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://slack.com/api/']))),
+    ...policy,
+  }),
+  v.check((slack) => slack.app_token !== undefined || slack.signing_secret !== undefined, 'needs app_token (Socket Mode) or signing_secret (HTTP events)'),
+);
+
 const Channels = v.strictObject({
   terminal: v.optional(Terminal),
+  telegram: v.optional(Telegram),
+  discord: v.optional(Discord),
+  slack: v.optional(Slack),
 });
 
 export const ConfigSchema = v.strictObject({
@@ -197,6 +256,11 @@ export const ConfigSchema = v.strictObject({
 export type Config = v.InferOutput<typeof ConfigSchema>;
 export type EndpointConfig = v.InferOutput<typeof Fallback>;
 export type RouteConfig = v.InferOutput<typeof Route>;
+export type TelegramConfig = v.InferOutput<typeof Telegram>;
+export type DiscordConfig = v.InferOutput<typeof Discord>;
+export type SlackConfig = v.InferOutput<typeof Slack>;
+/** The policy keys every chat channel section has. */
+export type ChannelPolicyConfig = Pick<TelegramConfig, 'allow' | 'mention_only' | 'stream'>;
 export type ToolName = (typeof toolNames)[number];
 
 /** A schema node as this module builds them: wrappers, pipes, objects and leaves. */

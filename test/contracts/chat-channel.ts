@@ -1,0 +1,253 @@
+/**
+ * The chat-channel contract: the real daemon (`switchboard start`), a scripted model on
+ * 127.0.0.1 and a local peer playing the platform. Every chat adapter (Telegram, Discord,
+ * Slack, …) runs it through its own {@link ChatPeer}: DM round trip, mention gating in groups,
+ * threads / topics as their own conversations, long replies split in order, streaming edits,
+ * the pairing flow, denied senders, chat commands and attachments.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { startFakeOpenAI, type FakeOpenAI } from '../fixtures/fake-openai.ts';
+import { runCli, startDaemon, tempConfig, type Daemon } from '../support/cli.ts';
+
+export type PeerUser = 'alice' | 'bob' | 'mallory';
+
+/** Where a person posts: a DM with the bot, the group (room / channel), or a thread / topic in it. */
+export type Place = { readonly kind: 'dm'; readonly user: PeerUser } | { readonly kind: 'group' } | { readonly kind: 'thread' };
+
+export interface BotMessage {
+  /** Final visible text (after edits; markup rendered the way the platform shows it). */
+  readonly text: string;
+  /** How many times the bot edited it. */
+  readonly edits: number;
+}
+
+/** A local peer playing one platform, as the contract suite drives it. */
+export interface ChatPeer {
+  /** Channel name in the config (`[channels.<name>]`). */
+  readonly channel: string;
+  /** The platform's message-length limit (as the platform counts it). */
+  readonly limit: number;
+  /** Platform sender ids of the test people (what `allow` lists). */
+  readonly users: Readonly<Record<PeerUser, string>>;
+  /** The `[channels.<name>]` section pointing at this peer; the suite appends the policy keys. */
+  configSection(): string;
+  /**
+   * A person posts `text`. In the group or a thread, `mention` addresses the bot the platform's
+   * way (an @mention). A thread post starts or continues the one test thread / topic.
+   */
+  post(user: PeerUser, place: Place, text: string, options?: { mention?: boolean }): Promise<void>;
+  /** A person posts a file (with an optional caption). */
+  postFile(user: PeerUser, place: Place, file: { name: string; mime: string; data: Uint8Array }, caption?: string): Promise<void>;
+  /** Messages the bot has posted in a place, in order. */
+  botMessages(place: Place): readonly BotMessage[];
+  /** Names of files the bot has posted in a place. */
+  botFiles(place: Place): readonly string[];
+  /** Typing indications the bot has sent to a place (platforms without one: always 0). */
+  typing(place: Place): number;
+  /** Whether the platform has a typing indicator (and the peer counts it). */
+  readonly hasTyping: boolean;
+  /** Forgets everything recorded so far (between tests). */
+  reset(): void;
+  close(): Promise<void>;
+}
+
+const env = { TEST_MODEL_KEY: 'sk-contract' };
+
+export function runChatChannelContract(name: string, makePeer: () => Promise<ChatPeer>): void {
+  describe(`chat channel contract: ${name}`, () => {
+    let peer: ChatPeer;
+    let model: FakeOpenAI;
+    let daemon: Daemon | undefined;
+    let config: ReturnType<typeof tempConfig> | undefined;
+    const dmAlice: Place = { kind: 'dm', user: 'alice' };
+    const dmMallory: Place = { kind: 'dm', user: 'mallory' };
+    const group: Place = { kind: 'group' };
+    const thread: Place = { kind: 'thread' };
+
+    before(async () => {
+      model = await startFakeOpenAI();
+      peer = await makePeer();
+    });
+    after(async () => {
+      await stop();
+      await peer.close();
+      await model.close();
+    });
+
+    async function start(policy: { allow?: readonly string[]; mentionOnly?: boolean; stream?: boolean } = {}): Promise<void> {
+      await stop();
+      peer.reset();
+      model.requests.length = 0;
+      const lines = [
+        ...(policy.allow ? [`allow = ${JSON.stringify(policy.allow)}`] : []),
+        ...(policy.mentionOnly === undefined ? [] : [`mention_only = ${policy.mentionOnly}`]),
+        ...(policy.stream === undefined ? [] : [`stream = ${policy.stream}`]),
+      ];
+      config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n${peer.configSection()}${lines.join('\n')}\n`);
+      daemon = startDaemon(['start', '--config', config.file], { env });
+      await daemon.waitFor(/"msg":"ready"/, 'stdout', 20_000);
+    }
+
+    async function stop(): Promise<void> {
+      if (daemon) {
+        daemon.child.kill('SIGTERM');
+        const { code } = await daemon.exited;
+        assert.equal(code, 0, `daemon exit code\n${daemon.stdout()}\n${daemon.stderr()}`);
+        daemon = undefined;
+      }
+      config?.cleanup();
+      config = undefined;
+    }
+
+    const texts = (place: Place): string[] => peer.botMessages(place).map((m) => m.text);
+    const failure = (): string => `\nbot messages: ${JSON.stringify(['dm', 'group', 'thread'].map((k) => peer.botMessages(k === 'dm' ? dmAlice : ({ kind: k } as Place))))}\ndaemon log:\n${daemon?.stdout().slice(-4000)}\n${daemon?.stderr().slice(-2000)}`;
+
+    async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+      const deadline = Date.now() + timeoutMs;
+      while (!condition()) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${failure()}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+
+    /** Waits a little to be sure nothing more arrives. */
+    const quiet = (ms = 600): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+    it('answers a direct message in the same DM', async () => {
+      await start({ allow: [peer.users.alice] });
+      await peer.post('alice', dmAlice, 'hello there');
+      await until(() => texts(dmAlice).length === 1, 'the reply');
+      assert.equal(texts(dmAlice)[0], 'echo: hello there');
+      await peer.post('alice', dmAlice, 'and again');
+      await until(() => texts(dmAlice).length === 2, 'the second reply');
+      const last = model.requests.at(-1)!.body.messages.map((m) => m.content);
+      assert.deepEqual(last.slice(1), ['hello there', 'echo: hello there', 'and again'], 'the first exchange is history');
+      if (peer.hasTyping) assert.ok(peer.typing(dmAlice) >= 1, 'a typing indicator was shown');
+    });
+
+    it('in the group answers only when addressed, with what was said before as context', async () => {
+      await start({ allow: ['*'] });
+      await peer.post('bob', group, 'just chatting among ourselves');
+      await quiet();
+      assert.equal(model.requests.length, 0, 'an unaddressed message never reaches the model on its own');
+      assert.deepEqual(texts(group), []);
+      await peer.post('alice', group, 'what do you think?', { mention: true });
+      await until(() => texts(group).length === 1, 'the reply to the mention');
+      assert.match(texts(group)[0]!, /what do you think\?/);
+      const prompt = JSON.stringify(model.requests.at(-1)!.body.messages);
+      assert.match(prompt, /just chatting among ourselves/, 'the earlier group message is context for the addressed turn');
+      assert.equal(model.requests.length, 1);
+    });
+
+    it('keeps a thread / topic as its own conversation and replies inside it', async () => {
+      await start({ allow: ['*'] });
+      await peer.post('alice', group, 'group question', { mention: true });
+      await until(() => texts(group).length === 1, 'the group reply');
+      await peer.post('alice', thread, 'thread question', { mention: true });
+      await until(() => texts(thread).length === 1, 'the thread reply');
+      assert.match(texts(thread)[0]!, /thread question/);
+      assert.equal(texts(group).length, 1, 'the thread reply did not land in the main group');
+      const threadPrompt = JSON.stringify(model.requests.at(-1)!.body.messages);
+      assert.doesNotMatch(threadPrompt, /group question/, 'the thread does not share the group history');
+    });
+
+    it('splits a reply longer than the limit into parts that arrive complete and in order', async () => {
+      await start({ allow: [peer.users.alice] });
+      const paragraphs = Array.from({ length: 12 }, (_, p) =>
+        Array.from({ length: Math.ceil(peer.limit / 40) }, (_, w) => `p${p}w${w}`).join(' '),
+      );
+      const long = paragraphs.join('\n\n');
+      model.script({ text: long });
+      await peer.post('alice', dmAlice, 'tell me a lot');
+      const words = long.split(/\s+/);
+      await until(() => texts(dmAlice).join(' ').split(/\s+/).length >= words.length, 'every part', 20_000);
+      await quiet();
+      const parts = texts(dmAlice);
+      assert.ok(parts.length > 1, 'more than one message');
+      for (const part of parts) assert.ok(part.length <= peer.limit, `a part of ${part.length} characters is over the ${peer.limit} limit`);
+      assert.deepEqual(parts.join(' ').split(/\s+/), words, 'every word, in order, once');
+    });
+
+    it('streams the reply into one message that ends as the full text', async () => {
+      await start({ allow: [peer.users.alice], stream: true });
+      const full = 'Streaming works: this sentence grows one piece at a time until it is complete.';
+      model.script({ text: full, deltas: full.match(/.{1,8}/g)!, deltaDelayMs: 150 });
+      await peer.post('alice', dmAlice, 'stream please');
+      await until(() => texts(dmAlice)[0] === full, 'the finished streamed message', 15_000);
+      await quiet();
+      const messages = peer.botMessages(dmAlice);
+      assert.equal(messages.length, 1, 'one message, edited, not several');
+      assert.ok(messages[0]!.edits >= 1, 'the message was edited as the model streamed');
+    });
+
+    it('pairs an unknown sender: one code, nothing else until the operator approves', async () => {
+      await start();
+      await peer.post('mallory', dmMallory, 'hi, who are you?');
+      await until(() => texts(dmMallory).length === 1, 'the pairing code');
+      const code = /pairing code is ([A-Z0-9]{6})/.exec(texts(dmMallory)[0]!)?.[1];
+      assert.ok(code, texts(dmMallory)[0]);
+      await peer.post('mallory', dmMallory, 'hello?');
+      await quiet();
+      assert.equal(texts(dmMallory).length, 1, 'the code is sent once');
+      assert.equal(model.requests.length, 0, 'nothing reached the model');
+      const approved = await runCli(['pairing', 'approve', peer.channel, code, '--config', config!.file], { env });
+      assert.equal(approved.code, 0, approved.stderr);
+      await peer.post('mallory', dmMallory, 'now?');
+      await until(() => texts(dmMallory).length === 2, 'the answer after approval');
+      assert.equal(texts(dmMallory)[1], 'echo: now?');
+    });
+
+    it('never lets a denied sender reach the model', async () => {
+      await start({ allow: [peer.users.alice] });
+      await peer.post('mallory', dmMallory, 'let me in');
+      await peer.post('mallory', group, 'hey bot', { mention: true });
+      await peer.post('alice', dmAlice, 'ping');
+      await until(() => texts(dmAlice).length === 1, 'the allowed reply');
+      await quiet();
+      assert.deepEqual(texts(dmMallory), []);
+      assert.deepEqual(texts(group), []);
+      assert.equal(model.requests.length, 1);
+      assert.doesNotMatch(JSON.stringify(model.requests), /let me in|hey bot/);
+    });
+
+    it('answers chat commands without the model: /help, /status, /model, /new', async () => {
+      await start({ allow: [peer.users.alice] });
+      await peer.post('alice', dmAlice, 'remember this line');
+      await until(() => texts(dmAlice).length === 1, 'the first reply');
+      await peer.post('alice', dmAlice, '/help');
+      await until(() => texts(dmAlice).length === 2, '/help');
+      assert.match(texts(dmAlice)[1]!, /\/new/);
+      await peer.post('alice', dmAlice, '/status');
+      await until(() => texts(dmAlice).length === 3, '/status');
+      assert.match(texts(dmAlice)[2]!, /up|running/i);
+      await peer.post('alice', dmAlice, '/model');
+      await until(() => texts(dmAlice).length === 4, '/model');
+      assert.match(texts(dmAlice)[3]!, /test-model/);
+      await peer.post('alice', dmAlice, '/new');
+      await until(() => texts(dmAlice).length === 5, '/new');
+      assert.equal(model.requests.length, 1, 'commands never reach the model');
+      await peer.post('alice', dmAlice, 'fresh start');
+      await until(() => texts(dmAlice).length === 6, 'the reply after /new');
+      const messages = model.requests.at(-1)!.body.messages.map((m) => m.content);
+      assert.deepEqual(messages.slice(1), ['fresh start'], '/new started a fresh history');
+    });
+
+    it('saves a file a person sends in the workspace and sends one back', async () => {
+      await start({ allow: [peer.users.alice] });
+      mkdirSync(join(config!.dir, 'data', 'workspace', 'out'), { recursive: true });
+      writeFileSync(join(config!.dir, 'data', 'workspace', 'out', 'back.txt'), 'the answer is 42\n');
+      model.script({ toolCalls: [{ name: 'send_file', arguments: { path: 'out/back.txt' } }] }, { text: 'sent it' });
+      await peer.postFile('alice', dmAlice, { name: 'report.txt', mime: 'text/plain', data: new TextEncoder().encode('quarterly numbers\n') }, 'see attached');
+      await until(() => texts(dmAlice).includes('sent it') && peer.botFiles(dmAlice).length === 1, 'the reply and the file');
+      const first = JSON.stringify(model.requests[0]!.body.messages);
+      assert.match(first, /see attached/);
+      const path = /(inbox\/[^"\\ ]+report\.txt)/.exec(first)?.[1];
+      assert.ok(path, `the model is told where the file is: ${first}`);
+      assert.equal(readFileSync(join(config!.dir, 'data', 'workspace', path), 'utf8'), 'quarterly numbers\n', 'the file is in the workspace');
+      assert.deepEqual(peer.botFiles(dmAlice), ['back.txt']);
+    });
+  });
+}
