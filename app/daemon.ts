@@ -11,10 +11,11 @@ import { createAgent } from '../src/agent/agent.ts';
 import { ApprovalStore } from '../src/agent/approvals.ts';
 import { createTurnMemory } from '../src/agent/memory-context.ts';
 import { ConfigError, loadConfig, locateConfig } from '../src/config/load.ts';
-import type { Config } from '../src/config/schema.ts';
+import type { ChannelPolicyConfig, Config } from '../src/config/schema.ts';
 import { createLogger, type Logger } from '../src/log.ts';
 import { defaultDeliveryOptions } from '../src/runtime/delivery.ts';
-import { Runtime } from '../src/runtime/runtime.ts';
+import { Runtime, type ChannelPolicy } from '../src/runtime/runtime.ts';
+import { ConversationSettings } from '../src/store/settings.ts';
 import { defaultSupervisorOptions } from '../src/runtime/supervisor.ts';
 import { Scheduler } from '../src/schedule/scheduler.ts';
 import { ScheduleStore } from '../src/schedule/store.ts';
@@ -131,6 +132,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       return channelFactories[name]({ config, mode: options.mode, log: channelLog, finish: () => finish(), context });
     }),
   );
+  const settings = new ConversationSettings(db);
   const maxInFlight = config.runtime.max_in_flight > 0 ? config.runtime.max_in_flight : Math.min(64, Math.max(8, channels.length * 4));
   const runtime = new Runtime({
     db,
@@ -149,6 +151,13 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       healthyAfterMs: config.runtime.restart_reset_seconds * 1000,
     },
     delivery: defaultDeliveryOptions,
+    policies: channelPolicies(config, names),
+    pairing: new PairingStore(db),
+    commands: {
+      models: configuredModels(config),
+      model: (conversation) => settings.model(conversation),
+      setModel: (conversation, model) => settings.setModel(conversation, model),
+    },
   });
 
   const scheduler = new Scheduler({ store: schedules, push: runtime.push, log: log.child({ component: 'scheduler' }) });
@@ -192,6 +201,24 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     log.info({ channels: names, maxInFlight, provider: provider.name, startupMs: Math.round(performance.now() - startedAt), config: file }, 'ready'),
   );
   return stopped;
+}
+
+/** The conversation policy of each configured chat channel (the terminal has none: it is exempt). */
+function channelPolicies(config: Config, names: ReadonlyArray<keyof Config['channels']>): Map<string, ChannelPolicy> {
+  const policies = new Map<string, ChannelPolicy>();
+  for (const name of names) {
+    if (name === 'terminal') continue;
+    const section = config.channels[name] as ChannelPolicyConfig | undefined;
+    if (!section) continue;
+    policies.set(name, { ...(section.allow ? { allow: section.allow } : {}), mentionOnly: section.mention_only, stream: section.stream });
+  }
+  return policies;
+}
+
+/** Models `/model` may switch between: the main one first, then fallbacks and routes. */
+function configuredModels(config: Config): string[] {
+  const models = [config.provider.model, ...config.provider.fallback_models, ...config.routes.map((route) => `hint:${route.hint}`)];
+  return [...new Set(models)];
 }
 
 function channelNames(config: Config, mode: 'start' | 'chat'): Array<keyof Config['channels']> {

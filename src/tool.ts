@@ -4,6 +4,7 @@
  * and must not throw (a throw is caught and turned into one anyway).
  */
 import type { Logger } from 'pino';
+import type { OutboundFile } from './channel.ts';
 
 /** What every tool call gets besides its arguments. */
 export interface ToolContext {
@@ -17,6 +18,8 @@ export interface ToolContext {
   readonly workspace: string;
   readonly signal: AbortSignal;
   readonly log: Logger;
+  /** Sends a workspace file to the conversation with the turn's reply (absent where a turn cannot, e.g. a sub-agent). */
+  readonly sendFile?: (file: OutboundFile) => void;
 }
 
 /**

@@ -37,6 +37,7 @@ const asTools = (...tools: Array<Tool<never>>): Tool[] => tools as unknown as To
 const factories: Record<Exclude<ToolName, 'delegate'>, Factory> = {
   current_time: async () => asTools(createClockTool()),
   shell: async ({ policy }) => asTools((await import('../../src/tools/shell.ts')).createShellTool(policy)),
+  send_file: async ({ policy }) => asTools((await import('../../src/tools/send-file.ts')).createSendFileTool(policy)),
   file_read: async ({ policy }) => asTools((await import('../../src/tools/files.ts')).createFileReadTool(policy)),
   file_write: async ({ policy }) => asTools((await import('../../src/tools/files.ts')).createFileWriteTool(policy)),
   file_edit: async ({ policy }) => asTools((await import('../../src/tools/files.ts')).createFileEditTool(policy)),

@@ -3,7 +3,7 @@
  * asked in the conversation. This is the runtime's only view of the agent (a TurnHandler).
  */
 import type { Logger } from 'pino';
-import type { InboundMessage } from '../channel.ts';
+import type { InboundMessage, OutboundFile } from '../channel.ts';
 import type { ChatMessage, Provider } from '../provider.ts';
 import type { ToolContext } from '../tool.ts';
 import { ApprovalStore, approvalQuestion, parseAnswer, type PendingApproval } from './approvals.ts';
@@ -23,6 +23,12 @@ export interface TurnInput {
   readonly history: readonly ChatMessage[];
   readonly signal: AbortSignal;
   readonly log: Logger;
+  /** The user turn as the model sees it (a group's speaker and context, attachments). @default message.text */
+  readonly prompt?: string;
+  /** This conversation's model, when `/model` switched it. */
+  readonly model?: string;
+  /** Receives the reply's text as the model streams it (for a growing draft message). */
+  readonly onTextDelta?: (delta: string) => void;
 }
 
 export interface TurnOutput {
@@ -32,6 +38,8 @@ export interface TurnOutput {
   readonly messages: readonly ChatMessage[];
   /** Writes that must commit atomically with the turn (runs inside its transaction). */
   readonly commit?: () => void;
+  /** Workspace files to send after the reply (the send_file tool). */
+  readonly files?: readonly OutboundFile[];
 }
 
 /** Answers one inbound message. The runtime's only view of the agent. */
@@ -60,8 +68,17 @@ export function createAgent(options: AgentOptions): TurnHandler {
   // Set once an `auto` endpoint rejects native tools: from then on XML, for every turn.
   let xmlFallback = options.toolCalling === 'xml';
 
-  return async ({ message, conversation, turnId, history, signal, log }) => {
-    const ctx: ToolContext = { conversation, channel: message.channel, senderId: message.sender.id, workspace: options.workspace, signal, log };
+  return async ({ message, conversation, turnId, history, signal, log, prompt, model, onTextDelta }) => {
+    const files: OutboundFile[] = [];
+    const ctx: ToolContext = {
+      conversation,
+      channel: message.channel,
+      senderId: message.sender.id,
+      workspace: options.workspace,
+      signal,
+      log,
+      sendFile: (file) => void files.push(file),
+    };
     const who = whoOf(ctx);
     const remembered = await options.memory?.context(message, who, log);
     const system = [buildSystemPrompt(options, message), ...(options.promptExtras ?? []), ...(remembered ? ['', remembered] : [])].join('\n');
@@ -77,6 +94,8 @@ export function createAgent(options: AgentOptions): TurnHandler {
         iteration,
         xml,
         onAsk: 'pause',
+        ...(model === undefined ? {} : { model }),
+        ...(onTextDelta === undefined ? {} : { onTextDelta }),
         ...(options.toolCalling === 'auto' ? { onXmlFallback: () => (xmlFallback = true) } : {}),
       });
 
@@ -98,12 +117,13 @@ export function createAgent(options: AgentOptions): TurnHandler {
     }
     // A pending question from this very message means it is being re-run after a crash: start afresh.
     const stale = pending !== undefined && pending.originTurn === turnId;
-    const outcome = await loop([{ role: 'user', content: message.text }], 0, xmlFallback);
+    const outcome = await loop([{ role: 'user', content: prompt ?? message.text }], 0, xmlFallback);
     await options.memory?.save(message, who, log);
     return finish(outcome, stale ? clearPending : undefined);
 
     function finish(outcome: LoopOutcome, before?: () => void): TurnOutput {
-      if (outcome.kind === 'done') return { reply: sanitizeReply(outcome.reply), messages: outcome.turn, ...(before ? { commit: before } : {}) };
+      const sent = files.length > 0 ? { files } : {};
+      if (outcome.kind === 'done') return { reply: sanitizeReply(outcome.reply), messages: outcome.turn, ...sent, ...(before ? { commit: before } : {}) };
       const next: PendingApproval = {
         conversation,
         originTurn: turnId,
@@ -116,6 +136,7 @@ export function createAgent(options: AgentOptions): TurnHandler {
       return {
         reply: approvalQuestion(questions),
         messages: [],
+        ...sent,
         commit: () => {
           before?.();
           options.approvals.save(next);

@@ -28,6 +28,8 @@ export interface LoopInput {
   /** `pause`: return the calls that need approval; `deny`: refuse them. */
   readonly onAsk: 'pause' | 'deny';
   readonly model?: string;
+  /** Streams the model's text as it arrives (the agent's reply preview). */
+  readonly onTextDelta?: (delta: string) => void;
   /** Called when an `auto` endpoint turned out not to support native tools. */
   readonly onXmlFallback?: () => void;
 }
@@ -53,6 +55,7 @@ export async function runLoop(input: LoopInput): Promise<LoopOutcome> {
           messages: [...history, ...turn],
           tools: xml ? [] : specs,
           ...(input.model === undefined ? {} : { model: input.model }),
+          ...(input.onTextDelta === undefined ? {} : { onTextDelta: input.onTextDelta }),
         },
         input.ctx.signal,
       );

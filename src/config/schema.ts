@@ -92,7 +92,7 @@ const Route = v.strictObject({
 type ToolNameList = Array<(typeof toolNames)[number]>;
 const toolNames = [
   'current_time', 'shell', 'file_read', 'file_write', 'file_edit', 'glob', 'grep', 'http_request', 'web_fetch', 'schedule', 'delegate',
-  'memory_store', 'memory_recall', 'memory_forget',
+  'memory_store', 'memory_recall', 'memory_forget', 'send_file',
 ] as const;
 const toolList = (example: ToolNameList) => v.pipe(v.array(v.picklist(toolNames)), v.examples([example]));
 

@@ -2,14 +2,20 @@
  * Sends recorded replies: in order per conversation, one delivery per conversation at a
  * time, each send retried with backoff (honouring the platform's retry-after). A reply that
  * still fails stays pending for the next round; a permanent failure is marked dead.
+ *
+ * A reply goes out as units: its text split to the channel's limit (the first part replacing
+ * a streamed draft, when there is one), then its files. Progress is recorded after every unit,
+ * so a retry — or a restart — resumes after the last unit that went out, never repeating one.
  */
 import type { Logger } from 'pino';
-import { SendError, type Channel } from '../channel.ts';
-import type { Outbox } from '../store/outbox.ts';
+import { canEdit, canSendFiles, hasMessageLimit, SendError, type Channel, type OutboundFile } from '../channel.ts';
+import { refOf } from '../conversation.ts';
+import { splitMessage } from '../outbound/split.ts';
+import type { Outbox, Reply } from '../store/outbox.ts';
 import { backoffDelay, sleep } from './backoff.ts';
 
 export interface DeliveryOptions {
-  /** Tries per reply within one round. @default 5 */
+  /** Tries per unit within one round. @default 5 */
   readonly attemptsPerRound: number;
   /** First retry delay. @default 500 */
   readonly initialBackoffMs: number;
@@ -21,6 +27,19 @@ export const defaultDeliveryOptions: DeliveryOptions = { attemptsPerRound: 5, in
 
 export interface DeliveryEvents {
   onSent?(channel: string): void;
+}
+
+/** One thing to put on the platform: a text part (the first may replace a draft) or a file. */
+type Unit = { readonly kind: 'text'; readonly text: string; readonly first: boolean } | { readonly kind: 'file'; readonly file: OutboundFile };
+
+/** The units of a reply on a channel, in order (deterministic: progress counts them). */
+export function unitsOf(reply: Reply, channel: Channel): Unit[] {
+  const parts = hasMessageLimit(channel)
+    ? splitMessage(reply.text, channel.maxMessageLength, channel.measure ? { measure: (text) => channel.measure!(text) } : {})
+    : reply.text === ''
+      ? []
+      : [reply.text];
+  return [...parts.map((text, index) => ({ kind: 'text' as const, text, first: index === 0 })), ...(reply.files ?? []).map((file) => ({ kind: 'file' as const, file }))];
 }
 
 export class Delivery {
@@ -71,45 +90,69 @@ export class Delivery {
         log.warn({ channel: entry.message.channel }, 'reply waits: its channel is not configured; it will be sent when the channel is back');
         return;
       }
-      if (!(await this.#sendWithRetries(channel, entry.id, entry.message, signal, log))) return; // keep order: later replies wait
+      const units = unitsOf(entry.message, channel);
+      let dead: string | undefined;
+      for (let index = entry.progress; index < units.length && dead === undefined; index++) {
+        const outcome = await this.#sendWithRetries(channel, entry.id, entry.message, units[index]!, signal, log);
+        if (outcome === 'retry later') return; // keep order: this unit and later replies wait
+        if (typeof outcome === 'object') dead = outcome.dead;
+        else if (index + 1 < units.length) this.#outbox.markProgress(entry.id, index + 1);
+      }
+      if (dead !== undefined) {
+        this.#outbox.markDead(entry.id, dead);
+      } else {
+        this.#outbox.markSent(entry.id);
+        this.#events.onSent?.(channel.name);
+      }
     }
   }
 
-  async #sendWithRetries(
-    channel: Channel,
-    id: number,
-    message: Parameters<Channel['send']>[0],
-    signal: AbortSignal,
-    log: Logger,
-  ): Promise<boolean> {
+  async #sendUnit(channel: Channel, reply: Reply, unit: Unit): Promise<void> {
+    const ref = refOf(reply);
+    if (unit.kind === 'file') {
+      if (canSendFiles(channel)) return channel.sendFile(ref, unit.file);
+      return channel.send({ ...ref, text: `(I attached the file ${unit.file.name}, but this channel cannot carry files.)` });
+    }
+    if (unit.first && reply.draftId !== undefined && canEdit(channel)) {
+      try {
+        return await channel.edit(ref, reply.draftId, unit.text);
+      } catch (error) {
+        if (!(error instanceof SendError && error.permanent)) throw error;
+        this.#log.warn({ err: error, conversation: ref.chat }, 'the streamed draft could not be finalised (deleted?); sending the reply as a new message');
+      }
+    }
+    return channel.send({ ...ref, text: unit.text, ...(unit.first && reply.replyTo !== undefined ? { replyTo: reply.replyTo } : {}) });
+  }
+
+  async #sendWithRetries(channel: Channel, id: number, reply: Reply, unit: Unit, signal: AbortSignal, log: Logger): Promise<'sent' | { dead: string } | 'retry later'> {
     for (let attempt = 0; attempt < this.#options.attemptsPerRound; attempt++) {
       try {
-        await channel.send(message);
-        this.#outbox.markSent(id);
-        this.#events.onSent?.(channel.name);
-        return true;
+        await this.#sendUnit(channel, reply, unit);
+        return 'sent';
       } catch (error) {
-        const text = error instanceof Error ? error.message : String(error);
         if (error instanceof SendError && error.permanent) {
-          this.#outbox.markDead(id, text);
+          if (unit.kind === 'file') {
+            log.error({ err: error, file: unit.file.name }, 'file cannot be delivered (permanent error); skipping it');
+            return 'sent';
+          }
           log.error({ err: error }, 'reply cannot be delivered (permanent error); giving up on it');
-          return true;
+          return { dead: error.message };
         }
-        this.#outbox.markAttempt(id, text);
+        this.#outbox.markAttempt(id, error instanceof Error ? error.message : String(error));
         const last = attempt + 1 >= this.#options.attemptsPerRound;
         const wait =
           error instanceof SendError && error.retryAfterMs !== undefined
             ? Math.min(error.retryAfterMs, this.#options.maxBackoffMs)
             : backoffDelay(attempt, { initialMs: this.#options.initialBackoffMs, maxMs: this.#options.maxBackoffMs });
         log.warn({ err: error, attempt: attempt + 1, retryInMs: last ? undefined : wait }, last ? 'send failed; reply stays pending for the next round' : 'send failed; retrying');
-        if (last) return false;
+        if (last) return 'retry later';
         try {
           await sleep(wait, signal);
         } catch {
-          return false;
+          return 'retry later';
         }
       }
     }
-    return false;
+    return 'retry later';
   }
 }

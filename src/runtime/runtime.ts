@@ -8,8 +8,13 @@
  * accepted-but-unanswered message is queued again and every unsent reply is sent.
  */
 import type { Logger } from 'pino';
-import type { Channel, InboundMessage, Push, PushResult } from '../channel.ts';
-import { refOf } from '../conversation.ts';
+import { canEdit, hasTyping, type Channel, type InboundMessage, type MessageEditor, type Push, type PushResult } from '../channel.ts';
+import { conversationKey, refOf } from '../conversation.ts';
+import { parseCommand, runCommand, type CommandDeps } from '../policy/commands.ts';
+import { decideAccess, pairingReply, type PairingStore } from '../policy/access.ts';
+import { turnText } from '../policy/turn-text.ts';
+import { Drafts } from '../store/settings.ts';
+import { startDraft, type Draft } from './draft.ts';
 import type { TurnHandler, TurnOutput } from '../agent/agent.ts';
 import { ProviderError } from '../provider.ts';
 import type { Db } from '../store/db.ts';
@@ -42,6 +47,23 @@ export interface RuntimeOptions {
   readonly retentionMs?: number;
   /** How often unsent replies are retried. @default 30000 */
   readonly sweepIntervalMs?: number;
+  /**
+   * The conversation policy per chat channel (access, mention gating, streaming). A channel
+   * without an entry (the terminal) is exempt: everything it pushes is answered.
+   */
+  readonly policies?: ReadonlyMap<string, ChannelPolicy>;
+  /** Pairing codes and approved senders (required when a policy has no `allow`). */
+  readonly pairing?: PairingStore;
+  /** Chat commands (/new, /model, /status, /help); omitted = commands go to the model. */
+  readonly commands?: Omit<CommandDeps, 'status' | 'clearHistory'>;
+}
+
+export interface ChannelPolicy {
+  /** Sender ids let through; ["*"] = anyone; undefined = pairing. */
+  readonly allow?: readonly string[];
+  readonly mentionOnly: boolean;
+  /** Stream the reply into a growing message (channels that can edit). */
+  readonly stream: boolean;
 }
 
 export interface RuntimeCounters {
@@ -49,6 +71,8 @@ export interface RuntimeCounters {
   duplicates: number;
   answered: number;
   failed: number;
+  /** Left unanswered by the policy (denied, awaiting pairing, not addressed). */
+  ignored: number;
   sent: number;
 }
 
@@ -73,11 +97,15 @@ export class Runtime {
   readonly #supervisors: ChannelSupervisor[];
   readonly #commitTurn;
   readonly #commitFailure;
+  readonly #commitAnswer;
+  readonly #drafts: Drafts;
+  readonly #channels: ReadonlyMap<string, Channel>;
+  readonly #startedAt = Date.now();
   /** Aborted on stop: listeners end. */
   readonly #listening = new AbortController();
   /** Aborted when the shutdown grace runs out: turns and sends end. */
   readonly #working = new AbortController();
-  readonly #counters: RuntimeCounters = { received: 0, duplicates: 0, answered: 0, failed: 0, sent: 0 };
+  readonly #counters: RuntimeCounters = { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 };
   readonly #readyChannels = new Set<string>();
   readonly #ready: Promise<void>;
   #resolveReady!: () => void;
@@ -104,6 +132,8 @@ export class Runtime {
       onError: (error, seq, conversation) => this.#log.error({ err: error, seq, conversation }, 'turn crashed; the message stays queued for the next start'),
     });
     const channels = new Map(options.channels.map((channel) => [channel.name, channel]));
+    this.#channels = channels;
+    this.#drafts = new Drafts(options.db);
     this.#delivery = new Delivery(this.#outbox, channels, options.delivery, this.#log, { onSent: () => this.#counters.sent++ });
     this.#supervisors = options.channels.map(
       (channel) =>
@@ -113,14 +143,33 @@ export class Runtime {
     );
     this.#ready = new Promise((resolve) => (this.#resolveReady = resolve));
 
-    this.#commitTurn = options.db.transaction((seq: number, conversation: string, output: TurnOutput, message: InboundMessage) => {
+    this.#commitTurn = options.db.transaction((seq: number, conversation: string, output: TurnOutput, message: InboundMessage, draftId: string | undefined) => {
       output.commit?.();
       this.#history.append(conversation, seq, output.messages);
-      if (output.reply !== '') this.#outbox.add({ ...refOf(message), text: output.reply, replyTo: message.id }, seq);
+      if (output.reply !== '' || (output.files?.length ?? 0) > 0) {
+        this.#outbox.add(
+          {
+            ...refOf(message),
+            text: output.reply,
+            replyTo: message.id,
+            ...(output.files?.length ? { files: output.files } : {}),
+            ...(draftId === undefined ? {} : { draftId }),
+          },
+          seq,
+        );
+      }
+      this.#drafts.delete(seq);
       return this.#inbox.markDone(seq);
     });
-    this.#commitFailure = options.db.transaction((seq: number, message: InboundMessage, text: string, error: string) => {
+    /** A reply the runtime gives itself (a pairing code, a command's answer). */
+    this.#commitAnswer = options.db.transaction((seq: number, message: InboundMessage, text: string, commit: (() => void) | undefined) => {
+      commit?.();
       this.#outbox.add({ ...refOf(message), text, replyTo: message.id }, seq);
+      return this.#inbox.markDone(seq);
+    });
+    this.#commitFailure = options.db.transaction((seq: number, message: InboundMessage, text: string, error: string, draftId: string | undefined) => {
+      this.#outbox.add({ ...refOf(message), text, replyTo: message.id, ...(draftId === undefined ? {} : { draftId }) }, seq);
+      this.#drafts.delete(seq);
       return this.#inbox.markFailed(seq, error);
     });
   }
@@ -236,8 +285,18 @@ export class Runtime {
     if (!entry) return; // answered before a crash; its reply (if unsent) goes out via the outbox
     const { message } = entry;
     const log = this.#log.child({ channel: message.channel, conversation, seq });
+    const policy = this.#options.policies?.get(message.channel);
+    if (policy && this.#applyPolicy(seq, conversation, message, policy, log)) {
+      await this.#delivery.deliver(conversation, this.#working.signal);
+      return;
+    }
+    const channel = this.#channels.get(message.channel);
     const started = Date.now();
     const signal = AbortSignal.any([this.#working.signal, AbortSignal.timeout(this.#options.turnTimeoutMs)]);
+    const stopTyping = channel ? this.#startTyping(channel, message, log) : () => undefined;
+    const draft = channel && policy?.stream && canEdit(channel) ? this.#startDraft(channel, seq, message, log) : undefined;
+    const context = policy && message.direct === false ? this.#inbox.contextBefore(seq, conversation, conversationKey({ ...refOf(message), thread: '' })) : [];
+    const model = this.#options.commands?.model(conversation);
     try {
       const output = await this.#options.agent({
         message,
@@ -246,21 +305,87 @@ export class Runtime {
         history: this.#history.recent(conversation, this.#options.historyTurns),
         signal,
         log,
+        prompt: turnText(message, context),
+        ...(model === undefined ? {} : { model }),
+        ...(draft ? { onTextDelta: draft.onTextDelta } : {}),
       });
-      this.#commitTurn(seq, conversation, output, message);
+      stopTyping();
+      const draftId = await draft?.finish();
+      this.#commitTurn(seq, conversation, output, message, draftId);
       this.#counters.answered++;
       if (output.reply === '') log.warn('the model returned an empty reply; nothing sent');
       log.info({ ms: Date.now() - started }, 'turn done');
     } catch (error) {
+      stopTyping();
+      const draftId = await draft?.finish();
       if (this.#working.signal.aborted) {
         log.warn('turn cut off by shutdown; it runs again on the next start');
         return;
       }
       this.#counters.failed++;
       log.error({ err: error, ms: Date.now() - started }, 'turn failed; telling the user');
-      this.#commitFailure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error));
+      this.#commitFailure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId);
     }
     await this.#delivery.deliver(conversation, this.#working.signal);
+  }
+
+  /**
+   * Access, mention gating, pairing and chat commands. Returns true when the message was dealt
+   * with here (ignored, or answered without the model).
+   */
+  #applyPolicy(seq: number, conversation: string, message: InboundMessage, policy: ChannelPolicy, log: Logger): boolean {
+    if (!this.#options.pairing && policy.allow === undefined) throw new Error('a channel without `allow` needs the pairing store');
+    const decision = decideAccess(message, { ...(policy.allow ? { allow: policy.allow } : {}), mentionOnly: policy.mentionOnly }, this.#options.pairing!);
+    if (decision.kind === 'ignore') {
+      this.#inbox.markIgnored(seq, decision.reason);
+      this.#counters.ignored++;
+      log.info({ sender: message.sender.id, reason: decision.reason }, decision.reason === 'not addressed' ? 'not addressed to the bot; kept as context' : 'message ignored');
+      return true;
+    }
+    if (decision.kind === 'pair') {
+      log.warn({ sender: message.sender.id, code: decision.code }, 'unknown sender: sent a pairing code; approve with `switchboard pairing approve`');
+      this.#commitAnswer(seq, message, pairingReply(message.channel, decision.code), undefined);
+      return true;
+    }
+    const commands = this.#options.commands;
+    const command = commands ? parseCommand(message.text) : undefined;
+    if (!commands || !command) return false;
+    const result = runCommand(command, conversation, {
+      ...commands,
+      clearHistory: (key) => this.#history.clear(key),
+      status: () => this.#statusLine(),
+    });
+    log.info({ command: command.name }, 'chat command');
+    this.#commitAnswer(seq, message, result.reply, result.commit);
+    return true;
+  }
+
+  #statusLine(): string {
+    const health = this.health();
+    const uptime = formatDuration(Date.now() - this.#startedAt);
+    const channels = health.channels.map((c) => `${c.name} ${c.state}`).join(', ');
+    return `Up ${uptime} and running · channels: ${channels || 'none'} · ${health.inFlight} in flight, ${health.queued} queued · ${health.counters.answered} answered since start`;
+  }
+
+  #startTyping(channel: Channel, message: InboundMessage, log: Logger): () => void {
+    if (!hasTyping(channel)) return () => undefined;
+    const ref = refOf(message);
+    const show = (): void => void channel.typing(ref).catch((error: unknown) => log.debug({ err: error }, 'typing indicator failed'));
+    show();
+    const timer = setInterval(show, Math.max(1000, channel.typingIntervalMs));
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  #startDraft(channel: Channel & MessageEditor, seq: number, message: InboundMessage, log: Logger): Draft {
+    const existing = this.#drafts.get(seq);
+    return startDraft({
+      channel,
+      target: { ...refOf(message), text: '', replyTo: message.id },
+      ...(existing === undefined ? {} : { existingId: existing }),
+      onCreated: (id) => this.#drafts.set(seq, id),
+      log,
+    });
   }
 
   #prune(): void {
@@ -269,6 +394,14 @@ export class Runtime {
     const outbox = this.#outbox.prune(before);
     if (inbox + outbox > 0) this.#log.debug({ inbox, outbox }, 'pruned finished messages');
   }
+}
+
+function formatDuration(ms: number): string {
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 1) return `${Math.max(1, Math.round(ms / 1000))}s`;
+  if (minutes < 60) return `${minutes}m`;
+  const hours = Math.floor(minutes / 60);
+  return hours < 48 ? `${hours}h ${minutes % 60}m` : `${Math.floor(hours / 24)}d ${hours % 24}h`;
 }
 
 /** What the user is told when their turn failed: what happened, without internals. */

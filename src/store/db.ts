@@ -136,6 +136,41 @@ const migrations: readonly string[] = [
   );
   CREATE UNIQUE INDEX pairing_code ON pairing (channel, code);
   `,
+  // Channels I: messages the policy let go unanswered ('ignored', reason in error) stay as
+  // context; replies are sent part by part (progress); a streamed draft is remembered per turn;
+  // per-conversation settings (/model).
+  `
+  CREATE TABLE inbox_new (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    channel      TEXT    NOT NULL,
+    platform_id  TEXT    NOT NULL,
+    conversation TEXT    NOT NULL,
+    payload      TEXT    NOT NULL,
+    status       TEXT    NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'done', 'failed', 'ignored')),
+    received_at  INTEGER NOT NULL,
+    done_at      INTEGER,
+    error        TEXT,
+    UNIQUE (channel, platform_id)
+  );
+  INSERT INTO inbox_new SELECT * FROM inbox;
+  DROP TABLE inbox;
+  ALTER TABLE inbox_new RENAME TO inbox;
+  CREATE INDEX inbox_queued ON inbox (seq) WHERE status = 'queued';
+  CREATE INDEX inbox_done_at ON inbox (done_at) WHERE status <> 'queued';
+  CREATE INDEX inbox_conversation ON inbox (conversation, seq);
+
+  ALTER TABLE outbox ADD COLUMN progress INTEGER NOT NULL DEFAULT 0;
+
+  CREATE TABLE drafts (
+    inbox_seq  INTEGER PRIMARY KEY,
+    message_id TEXT    NOT NULL
+  );
+
+  CREATE TABLE conversation_settings (
+    conversation TEXT PRIMARY KEY,
+    model        TEXT
+  );
+  `,
 ];
 
 export interface OpenOptions {

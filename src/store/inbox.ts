@@ -18,6 +18,7 @@ export class Inbox {
   readonly #queued;
   readonly #finish;
   readonly #prune;
+  readonly #context;
 
   constructor(db: Db) {
     this.#insert = db.prepare<[string, string, string, string, number], { seq: number }>(
@@ -34,6 +35,28 @@ export class Inbox {
       "UPDATE inbox SET status = ?, done_at = ?, error = ? WHERE seq = ? AND status = 'queued'",
     );
     this.#prune = db.prepare<[number]>("DELETE FROM inbox WHERE status <> 'queued' AND done_at < ?");
+    this.#context = db.prepare<[string, string, number, string, number, number], { payload: string }>(
+      `SELECT payload FROM inbox
+        WHERE conversation IN (?, ?) AND status = 'ignored' AND error = 'not addressed' AND seq < ?
+          AND seq > coalesce((SELECT max(seq) FROM inbox WHERE conversation = ? AND status IN ('done', 'failed') AND seq < ?), 0)
+        ORDER BY seq DESC LIMIT ?`,
+    );
+  }
+
+  /** Marks a message the policy let go unanswered; `reason` says why ('not addressed' ones stay as context). */
+  markIgnored(seq: number, reason: string, now = Date.now()): boolean {
+    return this.#finish.run('ignored', now, reason, seq).changes === 1;
+  }
+
+  /**
+   * Unaddressed messages since the conversation's last turn (in it, or in its parent chat when
+   * it is a thread), oldest first: what was said around the bot before it was addressed.
+   */
+  contextBefore(seq: number, conversation: string, parent: string, limit = 20): InboundMessage[] {
+    return this.#context
+      .all(conversation, parent, seq, conversation, seq, limit)
+      .map((row) => JSON.parse(row.payload) as InboundMessage)
+      .reverse();
   }
 
   /** Stores a message; returns its entry, or undefined when it was stored before (a redelivery). */

@@ -2,15 +2,24 @@
  * The outbox: a reply is recorded (in the turn's transaction) before it is sent and marked
  * sent after, so after a crash every recorded-but-unsent reply is sent once more.
  */
-import type { OutboundMessage } from '../channel.ts';
+import type { OutboundFile, OutboundMessage } from '../channel.ts';
 import { conversationKey } from '../conversation.ts';
 import type { Db } from './db.ts';
+
+/** A recorded reply: its text, the files that go after it, and the streamed draft it finalises. */
+export interface Reply extends OutboundMessage {
+  readonly files?: readonly OutboundFile[];
+  /** Platform id of the message streamed during the turn; the reply's first part replaces its text. */
+  readonly draftId?: string;
+}
 
 export interface OutboxEntry {
   readonly id: number;
   readonly conversation: string;
-  readonly message: OutboundMessage;
+  readonly message: Reply;
   readonly attempts: number;
+  /** Units (text parts, then files) already sent. */
+  readonly progress: number;
 }
 
 interface Row {
@@ -18,13 +27,15 @@ interface Row {
   conversation: string;
   payload: string;
   attempts: number;
+  progress: number;
 }
 
 const toEntry = (row: Row): OutboxEntry => ({
   id: row.id,
   conversation: row.conversation,
   attempts: row.attempts,
-  message: JSON.parse(row.payload) as OutboundMessage,
+  progress: row.progress,
+  message: JSON.parse(row.payload) as Reply,
 });
 
 export class Outbox {
@@ -36,13 +47,14 @@ export class Outbox {
   readonly #dead;
   readonly #count;
   readonly #prune;
+  readonly #progress;
 
   constructor(db: Db) {
     this.#add = db.prepare<[number | null, string, string, string, number], { id: number }>(
       'INSERT INTO outbox (inbox_seq, channel, conversation, payload, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id',
     );
     this.#pending = db.prepare<[string], Row>(
-      "SELECT id, conversation, payload, attempts FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id",
+      "SELECT id, conversation, payload, attempts, progress FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id",
     );
     this.#conversations = db.prepare<[], { conversation: string; channel: string }>(
       "SELECT conversation, channel, min(id) AS first FROM outbox WHERE status = 'pending' GROUP BY conversation ORDER BY first",
@@ -54,10 +66,16 @@ export class Outbox {
     );
     this.#count = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM outbox WHERE status = 'pending'");
     this.#prune = db.prepare<[number]>("DELETE FROM outbox WHERE status <> 'pending' AND sent_at < ?");
+    this.#progress = db.prepare<[number, number]>('UPDATE outbox SET progress = ? WHERE id = ?');
+  }
+
+  /** Records that the first `units` parts of a reply are out (so a retry resumes after them). */
+  markProgress(id: number, units: number): void {
+    this.#progress.run(units, id);
   }
 
   /** Records a reply to send (call inside the turn's transaction). */
-  add(message: OutboundMessage, inboxSeq: number | null, now = Date.now()): number {
+  add(message: Reply, inboxSeq: number | null, now = Date.now()): number {
     return this.#add.get(inboxSeq, message.channel, conversationKey(message), JSON.stringify(message), now)!.id;
   }
 
