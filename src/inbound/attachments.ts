@@ -81,6 +81,7 @@ function safePart(part: string): string {
 }
 
 function safeName(name: string | undefined, kind: Attachment['kind'], mime: string | undefined): string {
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is removed
   const cleaned = (name ?? '').split(/[\\/]/).pop()!.replace(/[\u0000-\u001f<>:"|?*]/g, '_').replace(/^\.+/, '').trim().slice(-120);
   if (cleaned !== '') return cleaned;
   return `${kind}${(mime && extensions[mime]) ?? (extname(name ?? '') || '.bin')}`;

@@ -44,6 +44,7 @@ export function createSendFileTool(policy: SecurityPolicy): Tool<SendFileArgs> {
       }
       if (!info.isFile()) return toolError(`${JSON.stringify(args.path)} is not a regular file.`);
       if (info.size > MAX_SEND_BYTES) return toolError(`${JSON.stringify(args.path)} is ${(info.size / 1048576).toFixed(1)} MB; files over ${MAX_SEND_BYTES / 1048576} MB cannot be sent.`);
+      // eslint-disable-next-line no-control-regex -- control characters are exactly what is removed
       const name = (args.name ?? basename(target.path)).replace(/[\\/\u0000-\u001f]/g, '_').slice(0, 120) || basename(target.path);
       ctx.sendFile({ path: target.path, name });
       return ok(`${name} (${info.size} bytes) will be sent after your reply.`);
