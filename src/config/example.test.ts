@@ -1,0 +1,40 @@
+/** The shipped example config parses, and the README embeds it word for word. */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { loadConfig } from './load.ts';
+
+const root = join(import.meta.dirname, '..', '..');
+
+describe('switchboard.example.toml', () => {
+  it('is a valid config as shipped', () => {
+    const { config } = loadConfig(join(root, 'switchboard.example.toml'), { OPENAI_API_KEY: 'sk-x' });
+    assert.ok(config.channels.terminal);
+  });
+
+  it('is embedded in the README exactly', () => {
+    const example = readFileSync(join(root, 'switchboard.example.toml'), 'utf8');
+    assert.ok(readFileSync(join(root, 'README.md'), 'utf8').includes(example), 'README is out of date: paste switchboard.example.toml into its Configuration section');
+  });
+
+  it('with every commented channel table enabled is still valid', () => {
+    const example = readFileSync(join(root, 'switchboard.example.toml'), 'utf8');
+    const start = example.indexOf('# [channels.telegram]');
+    const enabled = example.slice(0, start) + example.slice(start).replace(/^# (\[|[a-z_]+ = )/gm, '$1');
+    const dir = mkdtempSync(join(tmpdir(), 'sb-example-'));
+    try {
+      writeFileSync(join(dir, 'switchboard.toml'), enabled);
+      const env = Object.fromEntries(
+        ['OPENAI_API_KEY', 'TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET', 'DISCORD_BOT_TOKEN', 'SLACK_BOT_TOKEN', 'SLACK_APP_TOKEN', 'SLACK_SIGNING_SECRET'].map((name) => [name, 'x']),
+      );
+      const { config } = loadConfig(join(dir, 'switchboard.toml'), env);
+      assert.equal(config.channels.telegram?.webhook?.listen, '127.0.0.1:8443');
+      assert.deepEqual(config.channels.discord?.allow, ['80351110224678912']);
+      assert.equal(config.channels.slack?.listen, '127.0.0.1:3000');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
