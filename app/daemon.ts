@@ -68,6 +68,18 @@ const channelFactories: Record<keyof Config['channels'], (deps: ChannelDeps) => 
     const { createSlackChannel } = await import('../channels/slack/index.ts');
     return createSlackChannel(config.channels.slack!, context);
   },
+  matrix: async ({ config, context }) => {
+    const { createMatrixChannel } = await import('../channels/matrix/index.ts');
+    return createMatrixChannel(config.channels.matrix!, context);
+  },
+  irc: async ({ config, context }) => {
+    const { createIrcChannel } = await import('../channels/irc/index.ts');
+    return createIrcChannel(config.channels.irc!, context);
+  },
+  email: async ({ config, context }) => {
+    const { createEmailChannel } = await import('../channels/email/index.ts');
+    return createEmailChannel(config.channels.email!, context);
+  },
 };
 
 /** Runs `start` or `chat` until it is told to stop; returns the exit code. Throws ConfigError. */
@@ -210,7 +222,7 @@ function channelPolicies(config: Config, names: ReadonlyArray<keyof Config['chan
     if (name === 'terminal') continue;
     const section = config.channels[name] as ChannelPolicyConfig | undefined;
     if (!section) continue;
-    policies.set(name, { ...(section.allow ? { allow: section.allow } : {}), mentionOnly: section.mention_only, stream: section.stream });
+    policies.set(name, { ...(section.allow ? { allow: section.allow } : {}), mentionOnly: section.mention_only ?? true, stream: section.stream ?? false });
   }
   return policies;
 }

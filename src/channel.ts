@@ -14,6 +14,8 @@ export interface Sender {
   readonly id: string;
   /** Display name, when the platform has one. */
   readonly name?: string;
+  /** Other forms an `allow` entry may name this sender by (IRC: `nick!user@host`). */
+  readonly aliases?: readonly string[];
 }
 
 /** One message received from a platform, normalized. */

@@ -231,11 +231,73 @@ const Slack = v.pipe(
   v.check((slack) => slack.app_token !== undefined || slack.signing_secret !== undefined, 'needs app_token (Socket Mode) or signing_secret (HTTP events)'),
 );
 
+const Matrix = v.pipe(
+  v.strictObject({
+    homeserver: v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://matrix.example.org'])),
+    user_id: v.pipe(v.string(), v.regex(/^@[^:]+:\S+$/), v.examples(['@switchboard:example.org'])),
+    access_token: v.optional(text('${MATRIX_ACCESS_TOKEN}')),
+    password: v.optional(text('${MATRIX_PASSWORD}')),
+    /** Rooms to join at start (ids or aliases); invites from allowed senders are accepted too. */
+    rooms: v.optional(v.pipe(v.array(text('#general:example.org')), v.examples([['#general:example.org']])), []),
+    ...policy,
+  }),
+  v.check((matrix) => matrix.access_token !== undefined || matrix.password !== undefined, 'needs access_token or password'),
+);
+
+const Irc = v.strictObject({
+  host: text('irc.libera.chat'),
+  port: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(65_535), v.examples([6697]))),
+  tls: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
+  nick: v.pipe(v.string(), v.regex(/^[A-Za-z[\]\\`_^{|}][A-Za-z0-9[\]\\`_^{|}-]{0,29}$/), v.examples(['switchboard'])),
+  /** Channels to join (with their key after a space, if any). */
+  channels: v.optional(v.pipe(v.array(text('#switchboard')), v.examples([['#switchboard']])), []),
+  /** Server password (PASS). */
+  password: v.optional(text('${IRC_SERVER_PASSWORD}')),
+  sasl: v.optional(v.strictObject({ user: text('switchboard'), password: text('${IRC_SASL_PASSWORD}') })),
+  nickserv_password: v.optional(text('${IRC_NICKSERV_PASSWORD}')),
+  /** Rejoin a channel after being kicked from it. */
+  rejoin_on_kick: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
+  /** Reply lines sent per second (servers throttle floods). */
+  lines_per_second: num(0.1, 50, 1),
+  /** Nick or nick!user@host masks (* and ? wildcards); ["*"] = anyone. */
+  allow: policy.allow,
+  mention_only: policy.mention_only,
+});
+
+const mailServer = (port: number) =>
+  v.strictObject({
+    host: text('mail.example.org'),
+    port: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(65_535), v.examples([port]))),
+    /** Implicit TLS (993 / 465); false = plain, upgraded with STARTTLS when the server offers it. */
+    tls: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
+    user: text('bot@example.org'),
+    password: text('${EMAIL_PASSWORD}'),
+  });
+
+const Email = v.strictObject({
+  /** The bot's address: replies come from it. */
+  address: v.pipe(v.string(), v.regex(/^[^@\s]+@[^@\s]+$/), v.examples(['bot@example.org'])),
+  imap: mailServer(993),
+  smtp: mailServer(465),
+  /** Sender addresses (or globs like "*@example.org") answered; required: strangers are never answered (no backscatter). */
+  allow: v.pipe(v.array(text('alice@example.org')), v.minLength(1), v.examples([['alice@example.org', '*@example.org']])),
+  folder: textOr('INBOX', 'INBOX'),
+  /** Polling interval when IDLE is unavailable or as a safety net (seconds). */
+  poll_seconds: int(5, 86_400, 60),
+  /** Mails larger than this are not read (bytes of the whole message, MB). */
+  max_message_mb: positive(200, 25),
+  /** Send an HTML part next to the plain text. */
+  html: v.optional(v.pipe(v.boolean(), v.examples([false])), false),
+});
+
 const Channels = v.strictObject({
   terminal: v.optional(Terminal),
   telegram: v.optional(Telegram),
   discord: v.optional(Discord),
   slack: v.optional(Slack),
+  matrix: v.optional(Matrix),
+  irc: v.optional(Irc),
+  email: v.optional(Email),
 });
 
 export const ConfigSchema = v.strictObject({
@@ -259,8 +321,11 @@ export type RouteConfig = v.InferOutput<typeof Route>;
 export type TelegramConfig = v.InferOutput<typeof Telegram>;
 export type DiscordConfig = v.InferOutput<typeof Discord>;
 export type SlackConfig = v.InferOutput<typeof Slack>;
+export type MatrixConfig = v.InferOutput<typeof Matrix>;
+export type IrcConfig = v.InferOutput<typeof Irc>;
+export type EmailConfig = v.InferOutput<typeof Email>;
 /** The policy keys every chat channel section has. */
-export type ChannelPolicyConfig = Pick<TelegramConfig, 'allow' | 'mention_only' | 'stream'>;
+export type ChannelPolicyConfig = Pick<TelegramConfig, 'allow'> & Partial<Pick<TelegramConfig, 'mention_only' | 'stream'>>;
 export type ToolName = (typeof toolNames)[number];
 
 /** A schema node as this module builds them: wrappers, pipes, objects and leaves. */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { InboundMessage } from '../channel.ts';
 import { openDatabase } from '../store/db.ts';
-import { PairingStore, decideAccess, pairingReply } from './access.ts';
+import { PairingStore, decideAccess, isAllowed, pairingReply } from './access.ts';
 
 const message = (over: Partial<InboundMessage> = {}): InboundMessage => ({
   channel: 'telegram',
@@ -66,5 +66,19 @@ describe('access policy', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('isAllowed', () => {
+  it('matches ids exactly (case-insensitively), globs against any alias, and * for anyone', () => {
+    assert.equal(isAllowed(['123'], ['123']), true);
+    assert.equal(isAllowed(['123'], ['1234']), false);
+    assert.equal(isAllowed(['Alice'], ['alice']), true);
+    assert.equal(isAllowed(['*!*@trusted.host'], ['bob', 'bob!~b@trusted.host']), true);
+    assert.equal(isAllowed(['*!*@trusted.host'], ['bob', 'bob!~b@evil.host']), false);
+    assert.equal(isAllowed(['*@example.org'], ['ann@example.org']), true);
+    assert.equal(isAllowed(['*@example.org'], ['ann@example.org.evil.com']), false);
+    assert.equal(isAllowed(['a.b'], ['aXb']), false, 'dots are literal');
+    assert.equal(isAllowed(['*'], ['anyone']), true);
   });
 });

@@ -88,7 +88,7 @@ export function decideAccess(message: InboundMessage, options: AccessOptions, pa
   const sender = message.sender.id;
   let allowed: boolean;
   if (options.allow !== undefined) {
-    allowed = options.allow.includes('*') || options.allow.includes(sender);
+    allowed = isAllowed(options.allow, [sender, ...(message.sender.aliases ?? [])]);
     if (!allowed) return { kind: 'ignore', reason: 'not allowed' };
   } else if (!pairing.isApproved(message.channel, sender)) {
     if (!direct) return { kind: 'ignore', reason: 'not allowed' };
@@ -97,6 +97,22 @@ export function decideAccess(message: InboundMessage, options: AccessOptions, pa
   }
   if (!direct && options.mentionOnly && !message.addressed) return { kind: 'ignore', reason: 'not addressed' };
   return { kind: 'allow' };
+}
+
+/**
+ * Whether an allow list lets a sender in: an entry equals one of the sender's names
+ * (case-insensitively — IRC nicks and mail addresses are), or is a glob with `*` / `?`
+ * matching one (`*!*@trusted.host`, `*@example.org`); `*` alone lets anyone in.
+ */
+export function isAllowed(allow: readonly string[], names: readonly string[]): boolean {
+  const lowered = names.map((name) => name.toLowerCase());
+  return allow.some((entry) => {
+    const wanted = entry.toLowerCase();
+    if (wanted === '*') return true;
+    if (!/[*?]/.test(wanted)) return lowered.includes(wanted);
+    const pattern = new RegExp(`^${wanted.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 's');
+    return lowered.some((name) => pattern.test(name));
+  });
 }
 
 /** The one message an unknown sender gets. */

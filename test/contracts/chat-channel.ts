@@ -56,7 +56,21 @@ export interface ChatPeer {
 
 const env = { TEST_MODEL_KEY: 'sk-contract' };
 
-export function runChatChannelContract(name: string, makePeer: () => Promise<ChatPeer>): void {
+/** What a platform does not have at all; the tests that need it are skipped with that reason. */
+export interface PlatformLacks {
+  /** No group chats (email: every thread is between one person and the bot). */
+  readonly groups?: string;
+  /** No threads / topics inside a group (IRC). */
+  readonly threads?: string;
+  /** Messages cannot be edited, so nothing streams (IRC, email). */
+  readonly edits?: string;
+  /** No files (IRC). */
+  readonly files?: string;
+  /** Strangers are never answered, not even with a pairing code (email: no backscatter). */
+  readonly pairing?: string;
+}
+
+export function runChatChannelContract(name: string, makePeer: () => Promise<ChatPeer>, lacks: PlatformLacks = {}): void {
   describe(`chat channel contract: ${name}`, () => {
     let peer: ChatPeer;
     let model: FakeOpenAI;
@@ -128,7 +142,7 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
       if (peer.hasTyping) assert.ok(peer.typing(dmAlice) >= 1, 'a typing indicator was shown');
     });
 
-    it('in the group answers only when addressed, with what was said before as context', async () => {
+    it('in the group answers only when addressed, with what was said before as context', { skip: lacks.groups ?? false }, async () => {
       await start({ allow: ['*'] });
       await peer.post('bob', group, 'just chatting among ourselves');
       await quiet();
@@ -142,7 +156,7 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
       assert.equal(model.requests.length, 1);
     });
 
-    it('keeps a thread / topic as its own conversation and replies inside it', async () => {
+    it('keeps a thread / topic as its own conversation and replies inside it', { skip: lacks.groups ?? lacks.threads ?? false }, async () => {
       await start({ allow: ['*'] });
       await peer.post('alice', group, 'group question', { mention: true });
       await until(() => texts(group).length === 1, 'the group reply');
@@ -171,7 +185,7 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
       assert.deepEqual(parts.join(' ').split(/\s+/), words, 'every word, in order, once');
     });
 
-    it('streams the reply into one message that ends as the full text', async () => {
+    it('streams the reply into one message that ends as the full text', { skip: lacks.edits ?? false }, async () => {
       await start({ allow: [peer.users.alice], stream: true });
       const full = 'Streaming works: this sentence grows one piece at a time until it is complete.';
       model.script({ text: full, deltas: full.match(/.{1,8}/g)!, deltaDelayMs: 150 });
@@ -183,7 +197,7 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
       assert.ok(messages[0]!.edits >= 1, 'the message was edited as the model streamed');
     });
 
-    it('pairs an unknown sender: one code, nothing else until the operator approves', async () => {
+    it('pairs an unknown sender: one code, nothing else until the operator approves', { skip: lacks.pairing ?? false }, async () => {
       await start();
       await peer.post('mallory', dmMallory, 'hi, who are you?');
       await until(() => texts(dmMallory).length === 1, 'the pairing code');
@@ -203,7 +217,7 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
     it('never lets a denied sender reach the model', async () => {
       await start({ allow: [peer.users.alice] });
       await peer.post('mallory', dmMallory, 'let me in');
-      await peer.post('mallory', group, 'hey bot', { mention: true });
+      if (!lacks.groups) await peer.post('mallory', group, 'hey bot', { mention: true });
       await peer.post('alice', dmAlice, 'ping');
       await until(() => texts(dmAlice).length === 1, 'the allowed reply');
       await quiet();
@@ -235,7 +249,7 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
       assert.deepEqual(messages.slice(1), ['fresh start'], '/new started a fresh history');
     });
 
-    it('saves a file a person sends in the workspace and sends one back', async () => {
+    it('saves a file a person sends in the workspace and sends one back', { skip: lacks.files ?? false }, async () => {
       await start({ allow: [peer.users.alice] });
       mkdirSync(join(config!.dir, 'data', 'workspace', 'out'), { recursive: true });
       writeFileSync(join(config!.dir, 'data', 'workspace', 'out', 'back.txt'), 'the answer is 42\n');
