@@ -140,7 +140,9 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const channels = await Promise.all(
     names.map((name) => {
       const channelLog = log.child({ channel: name });
-      const context: ChannelContext = { name, log: channelLog, assistantName: config.agent.name, attachments };
+      const stateDir = join(dataDir, 'channels', name);
+      mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+      const context: ChannelContext = { name, log: channelLog, assistantName: config.agent.name, attachments, stateDir };
       return channelFactories[name]({ config, mode: options.mode, log: channelLog, finish: () => finish(), context });
     }),
   );

@@ -184,6 +184,11 @@ export interface ChannelContext {
   /** The agent's name, e.g. "Switchboard" (a group message starting with it is addressed to the bot). */
   readonly assistantName: string;
   readonly attachments: AttachmentStore;
+  /**
+   * A directory of this channel's own (created, private to it) for state that must survive a
+   * restart, e.g. a sync token: `<data_dir>/channels/<name>/`.
+   */
+  readonly stateDir: string;
 }
 
 /** A failed send, carrying what a retry decision needs. */
