@@ -1,0 +1,145 @@
+/**
+ * Telegram message → InboundMessage: ids, conversation refs (chat, forum topic), sender,
+ * whether the bot was addressed, mention stripping and the files that came with it.
+ * Pure functions, no I/O: the channel downloads the files this describes.
+ */
+import type { Message, MessageEntity } from 'grammy/types';
+import type { Attachment, InboundMessage } from '../../src/channel.ts';
+
+/** Who the bot is (from getMe). */
+export interface BotIdentity {
+  readonly id: number;
+  /** Without the "@". */
+  readonly username: string;
+  readonly firstName: string;
+}
+
+/** A file a message carries, before it is downloaded. */
+export interface FileRef {
+  readonly kind: Attachment['kind'];
+  readonly fileId: string;
+  readonly name?: string;
+  readonly mime?: string;
+  readonly size?: number;
+}
+
+export interface Normalised {
+  readonly message: InboundMessage;
+  readonly files: readonly FileRef[];
+}
+
+export interface NormaliseOptions {
+  /** Channel instance name. */
+  readonly channel: string;
+  /** The bot account id (conversation keys). */
+  readonly account: string;
+  /** The agent's name: a group message starting with it is addressed to the bot. */
+  readonly assistantName: string;
+}
+
+/**
+ * The platform id of a message: stable across redeliveries (unlike update_id, which a webhook
+ * retry keeps but a re-sent getUpdates batch after a restart may not), unique per bot.
+ */
+export const messageId = (chatId: number | string, messageIdInChat: number | string): string => `${chatId}:${messageIdInChat}`;
+
+/** The message_id part of an id made by {@link messageId}. */
+export function telegramMessageId(id: string): number | undefined {
+  const n = Number(id.slice(id.lastIndexOf(':') + 1));
+  return Number.isSafeInteger(n) && n > 0 ? n : undefined;
+}
+
+/** Normalises a message, or returns undefined for what the bot never answers (bots, service messages). */
+export function normalise(msg: Message, bot: BotIdentity, options: NormaliseOptions): Normalised | undefined {
+  const from = msg.from;
+  if (!from || from.is_bot) return undefined; // the bot itself, other bots, anonymous admins (GroupAnonymousBot)
+  const files = filesOf(msg);
+  const raw = msg.text ?? msg.caption ?? '';
+  if (raw === '' && files.length === 0) return undefined; // joins, pins, topic creation…: nothing to answer
+  const entities = msg.entities ?? msg.caption_entities ?? [];
+  const direct = msg.chat.type === 'private';
+  const id = messageId(msg.chat.id, msg.message_id);
+  const text = cleanText(raw, entities, bot);
+  const addressed = direct || isAddressed(msg, raw, entities, bot, options.assistantName);
+  const name = [from.first_name, from.last_name].filter(Boolean).join(' ') || from.username;
+  const thread = msg.is_topic_message && msg.message_thread_id !== undefined ? String(msg.message_thread_id) : undefined;
+  const message: InboundMessage = {
+    channel: options.channel,
+    account: options.account,
+    chat: String(msg.chat.id),
+    ...(thread === undefined ? {} : { thread }),
+    id,
+    sender: name ? { id: String(from.id), name } : { id: String(from.id) },
+    text,
+    timestamp: msg.date * 1000,
+    direct,
+    addressed,
+  };
+  return { message, files };
+}
+
+const entityText = (text: string, entity: MessageEntity): string => text.slice(entity.offset, entity.offset + entity.length);
+const same = (a: string, b: string): boolean => a.toLowerCase() === b.toLowerCase();
+
+function isAddressed(msg: Message, text: string, entities: readonly MessageEntity[], bot: BotIdentity, assistantName: string): boolean {
+  for (const entity of entities) {
+    if (entity.type === 'mention' && same(entityText(text, entity), `@${bot.username}`)) return true;
+    if (entity.type === 'text_mention' && entity.user.id === bot.id) return true;
+    if (entity.type === 'bot_command' && same(entityText(text, entity).split('@')[1] ?? '', bot.username)) return true;
+  }
+  // In a forum topic every message "replies" to the topic's creation message: that is not a reply to the bot.
+  const reply = msg.reply_to_message;
+  if (reply && reply.from?.id === bot.id && !reply.forum_topic_created) return true;
+  return [bot.firstName, assistantName].some((name) => name.trim() !== '' && startsWithName(text, name.trim()));
+}
+
+/** "Testbot, what's up?" / "testbot: hi" / "Testbot" — but not "Testbots are…". */
+function startsWithName(text: string, name: string): boolean {
+  const head = text.trimStart();
+  if (!same(head.slice(0, name.length), name)) return false;
+  const next = head.charAt(name.length);
+  return next === '' || /[\s,.:;!?]/.test(next);
+}
+
+/** Drops a leading @mention of the bot and turns `/cmd@bot` into `/cmd`. */
+function cleanText(text: string, entities: readonly MessageEntity[], bot: BotIdentity): string {
+  let result = text;
+  // right to left, so earlier offsets stay valid
+  for (const entity of [...entities].sort((a, b) => b.offset - a.offset)) {
+    const part = entityText(result, entity);
+    if (entity.type === 'bot_command' && part.includes('@') && same(part.split('@')[1]!, bot.username)) {
+      result = result.slice(0, entity.offset) + part.split('@')[0] + result.slice(entity.offset + entity.length);
+    }
+  }
+  const mention = entities.find((e) => e.type === 'mention' && same(entityText(text, e), `@${bot.username}`));
+  if (mention && text.slice(0, mention.offset).trim() === '') {
+    result = result.slice(mention.offset + mention.length).replace(/^[\s,:;]+/, '');
+  }
+  return result.trim();
+}
+
+/** The files a message carries (the largest size of a photo). */
+export function filesOf(msg: Message): FileRef[] {
+  const files: FileRef[] = [];
+  const add = (kind: FileRef['kind'], file: { file_id: string; file_size?: number; file_name?: string; mime_type?: string } | undefined, mime?: string): void => {
+    if (!file) return;
+    files.push({
+      kind,
+      fileId: file.file_id,
+      ...(file.file_name ? { name: file.file_name } : {}),
+      ...(file.mime_type || mime ? { mime: file.mime_type ?? mime } : {}),
+      ...(file.file_size === undefined ? {} : { size: file.file_size }),
+    });
+  };
+  if (msg.photo && msg.photo.length > 0) {
+    const largest = msg.photo.reduce((a, b) => (b.width * b.height > a.width * a.height || (b.width * b.height === a.width * a.height && (b.file_size ?? 0) > (a.file_size ?? 0)) ? b : a));
+    add('photo', largest, 'image/jpeg');
+  }
+  add('file', msg.document); // animations come with a document too
+  add('voice', msg.voice, 'audio/ogg');
+  add('audio', msg.audio);
+  add('video', msg.video);
+  add('video', msg.video_note, 'video/mp4');
+  if (msg.sticker && !msg.sticker.is_animated && !msg.sticker.is_video) add('sticker', msg.sticker, 'image/webp');
+  return files;
+}

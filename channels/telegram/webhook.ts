@@ -1,0 +1,112 @@
+/**
+ * Webhook mode: Telegram POSTs each update to `webhook.url`; we serve `webhook.listen` (a
+ * reverse proxy terminates TLS in front of it). A request counts only with the secret header;
+ * it is answered 200 once the update is pushed (durably in the inbox), 500 otherwise so
+ * Telegram delivers it again.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Api } from 'grammy';
+import type { Update } from 'grammy/types';
+import type { Logger } from 'pino';
+import type { ListenLink } from '../../src/channel.ts';
+import { describeError, grammySignal } from './errors.ts';
+import { ALLOWED_UPDATES, whileAlive } from './poll.ts';
+
+export interface WebhookConfig {
+  readonly url: string;
+  readonly listen: string;
+  readonly secret: string;
+}
+
+export interface WebhookOptions {
+  readonly api: Api;
+  readonly token: string;
+  readonly config: WebhookConfig;
+  readonly livenessMs: number;
+  readonly log: Logger;
+  handle(update: Update): Promise<void>;
+}
+
+/** Updates are small; anything bigger is not Telegram. */
+const MAX_BODY = 1024 * 1024;
+
+export async function serveWebhook(options: WebhookOptions, signal: AbortSignal, link: ListenLink): Promise<void> {
+  const { config, log } = options;
+  const path = new URL(config.url).pathname;
+  const secret = Buffer.from(config.secret);
+  const server = createServer((request, response) => {
+    const reply = (status: number, body = ''): void => {
+      if (!response.headersSent) response.writeHead(status, { 'content-type': 'text/plain' }).end(body);
+    };
+    void (async () => {
+      if (request.method !== 'POST' || new URL(request.url ?? '/', 'http://localhost').pathname !== path) return reply(404, 'not found');
+      const given = Buffer.from(String(request.headers['x-telegram-bot-api-secret-token'] ?? ''));
+      if (given.length !== secret.length || !timingSafeEqual(given, secret)) {
+        log.warn({ remote: request.socket.remoteAddress }, 'webhook request without the right secret token; rejected');
+        request.resume();
+        return reply(401, 'unauthorized');
+      }
+      let update: Update;
+      try {
+        update = JSON.parse(await readBody(request)) as Update;
+      } catch (error) {
+        return reply(400, describeError(error, options.token));
+      }
+      link.alive();
+      try {
+        await whileAlive(link, options.livenessMs, () => options.handle(update));
+        reply(200);
+      } catch (error) {
+        log.warn({ reason: describeError(error, options.token), update: update.update_id }, 'update not accepted; Telegram will deliver it again');
+        reply(500, 'not accepted');
+      }
+    })();
+  });
+  const { host, port } = parseListen(config.listen);
+  await listenOn(server, host, port);
+  try {
+    await options.api.setWebhook(config.url, { secret_token: config.secret, allowed_updates: [...ALLOWED_UPDATES] }, grammySignal(signal));
+    if (!signal.aborted) {
+      link.ready();
+      log.info({ listen: config.listen, path }, 'webhook set; receiving updates');
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    }
+  } finally {
+    server.close();
+    server.closeAllConnections();
+  }
+}
+
+function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY) {
+        reject(new Error('request body too large'));
+        request.destroy();
+      } else chunks.push(chunk);
+    });
+    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    request.on('error', reject);
+  });
+}
+
+/** "127.0.0.1:8443" or "[::1]:8443". */
+export function parseListen(listen: string): { host: string; port: number } {
+  const match = /^\[?([^\]]*?)\]?:(\d+)$/.exec(listen);
+  if (!match) throw new Error(`bad listen address ${listen}`);
+  return { host: match[1]!, port: Number(match[2]) };
+}
+
+function listenOn(server: Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
