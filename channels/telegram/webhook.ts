@@ -66,7 +66,8 @@ export async function serveWebhook(options: WebhookOptions, signal: AbortSignal,
   const { host, port } = parseListen(config.listen);
   await listenOn(server, host, port);
   try {
-    await options.api.setWebhook(config.url, { secret_token: config.secret, allowed_updates: [...ALLOWED_UPDATES] }, grammySignal(signal));
+    // One connection at a time: Telegram then sends a chat's updates strictly in order (the inbox keeps arrival order).
+    await options.api.setWebhook(config.url, { secret_token: config.secret, allowed_updates: [...ALLOWED_UPDATES], max_connections: 1 }, grammySignal(signal));
     if (!signal.aborted) {
       link.ready();
       log.info({ listen: config.listen, path }, 'webhook set; receiving updates');
