@@ -1,0 +1,175 @@
+/**
+ * The Slack channel: Socket Mode (app_token) or the HTTP Events API (signing_secret; when
+ * both are configured, Socket Mode), replies with chat.postMessage in mrkdwn.
+ *
+ * - account = the bot's user id (U…) from auth.test: unique per app and workspace, and what
+ *   <@…> mentions of the bot carry. (The team id would make two bots in one workspace share
+ *   conversation keys.)
+ * - chat = the channel id (C…, G…, D…); thread = thread_ts, see inbound.ts for which
+ *   messages get one. Replies go to `thread_ts = message.thread`.
+ * - id = `<channel>:<ts>`, stable across redeliveries and across the message / app_mention
+ *   pair of one mention.
+ * - Ack after push, never before: socket.ts (envelope ack), http.ts (HTTP 200).
+ * - No typing indicator: Slack has none for bots using the Events API.
+ * - Streaming: chat.postMessage, then chat.update at most every 1.2 s (Slack's
+ *   chat.update is a tier-3 method: ~50 calls a minute).
+ * - Files out: files.getUploadURLExternal → POST the bytes → files.completeUploadExternal.
+ */
+import { readFile } from 'node:fs/promises';
+import type { Channel, ChannelContext, FileSender, ListenLink, LivenessWatched, MessageEditor, MessageLimit, OutboundFile, OutboundMessage, Push } from '../../src/channel.ts';
+import { SendError } from '../../src/channel.ts';
+import type { ConversationRef } from '../../src/conversation.ts';
+import type { SlackConfig } from '../../src/config/schema.ts';
+import { toSendError } from './errors.ts';
+import { runEventsListener } from './http.ts';
+import type { SlackIdentity } from './inbound.ts';
+import { BotThreads, Receiver } from './receive.ts';
+import { measureMrkdwn, renderMrkdwn } from './render.ts';
+import { runSocketMode } from './socket.ts';
+import { botClient } from './web.ts';
+
+export type SlackChannel = Channel & MessageLimit & MessageEditor & FileSender & Partial<LivenessWatched>;
+
+/** Tuning for tests; the daemon uses the defaults. */
+export interface SlackChannelOptions {
+  /** How long Socket Mode waits for a pong to its pings before reconnecting. @default 5000 */
+  readonly clientPingTimeoutMs?: number;
+  /** Socket Mode: no frame, ping or pong for this long → the connection is abandoned. @default 12000 */
+  readonly silenceMs?: number;
+}
+
+/** Slack's guidance: keep a message's text within 4,000 characters (longer ones get truncated). */
+export const slackMessageLimit = 4000;
+
+export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, options: SlackChannelOptions = {}): SlackChannel {
+  const web = botClient(config.bot_token, config.api_url, ctx.log);
+  const threads = new BotThreads();
+  let identity: SlackIdentity | undefined;
+  const apiOrigin = config.api_url === undefined ? undefined : new URL(config.api_url).origin;
+  const socketMode = config.app_token !== undefined;
+
+  /** auth.test, once per process (retried by the supervisor when it fails). */
+  async function identify(signal: AbortSignal): Promise<SlackIdentity> {
+    if (identity) return identity;
+    const auth = await abortable(web.auth.test(), signal);
+    if (!auth.user_id || !auth.team_id) throw new Error('auth.test did not say who the bot is');
+    identity = {
+      userId: auth.user_id,
+      teamId: auth.team_id,
+      ...(auth.bot_id ? { botId: auth.bot_id } : {}),
+      names: [...new Set([auth.user, ctx.assistantName].filter((name): name is string => typeof name === 'string' && name.trim() !== ''))],
+    };
+    ctx.log.info({ team: auth.team_id, bot: auth.user_id, mode: socketMode ? 'socket' : 'http' }, 'slack bot identified');
+    return identity;
+  }
+
+  /** Posts rendered text; returns the message's ts. */
+  async function post(ref: ConversationRef, markdown: string, what: string): Promise<string> {
+    const text = renderMrkdwn(markdown);
+    try {
+      const result = await web.chat.postMessage({ channel: ref.chat, text: text.trim() === '' ? '…' : text, ...(ref.thread ? { thread_ts: ref.thread } : {}) });
+      if (ref.thread) threads.mark(ref.chat, ref.thread);
+      if (!result.ts) throw new SendError(`${what}: Slack did not return the message's ts`);
+      return result.ts;
+    } catch (error) {
+      throw toSendError(error, what);
+    }
+  }
+
+  const channel: SlackChannel = {
+    name: ctx.name,
+    maxMessageLength: slackMessageLimit,
+    measure: measureMrkdwn,
+    editIntervalMs: 1200,
+    ...(socketMode ? { livenessTimeoutMs: 60_000 } : {}),
+
+    async listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
+      const me = await identify(signal);
+      if (signal.aborted) return;
+      const receiver = new Receiver({
+        channel: ctx.name,
+        identity: me,
+        web,
+        botToken: config.bot_token,
+        fileOrigins: (url) => url.origin === apiOrigin || (url.protocol === 'https:' && (url.hostname === 'slack.com' || url.hostname.endsWith('.slack.com'))),
+        attachments: ctx.attachments,
+        threads,
+        log: ctx.log,
+      });
+      if (config.app_token !== undefined) {
+        const socket = {
+          appToken: config.app_token,
+          apiUrl: config.api_url,
+          receiver,
+          log: ctx.log,
+          ...(options.clientPingTimeoutMs === undefined ? {} : { clientPingTimeoutMs: options.clientPingTimeoutMs }),
+          ...(options.silenceMs === undefined ? {} : { silenceMs: options.silenceMs }),
+        };
+        return runSocketMode(socket, push, signal, link);
+      }
+      return runEventsListener({ signingSecret: config.signing_secret!, listen: config.listen, receiver, log: ctx.log }, push, signal, link);
+    },
+
+    async send(message: OutboundMessage): Promise<void> {
+      if (message.text.trim() === '') return;
+      await post(message, message.text, 'chat.postMessage');
+    },
+
+    sendDraft(message: OutboundMessage): Promise<string> {
+      return post(message, message.text, 'chat.postMessage (draft)');
+    },
+
+    async edit(ref: ConversationRef, messageId: string, text: string): Promise<void> {
+      const rendered = renderMrkdwn(text);
+      try {
+        await web.chat.update({ channel: ref.chat, ts: messageId, text: rendered.trim() === '' ? '…' : rendered });
+      } catch (error) {
+        throw toSendError(error, 'chat.update');
+      }
+    },
+
+    async sendFile(ref: ConversationRef, file: OutboundFile): Promise<void> {
+      let data: Buffer;
+      try {
+        data = await readFile(file.path);
+      } catch (error) {
+        throw new SendError(`cannot read ${file.name}: ${error instanceof Error ? error.message : String(error)}`, { permanent: true, cause: error });
+      }
+      try {
+        const slot = await web.files.getUploadURLExternal({ filename: file.name, length: data.length });
+        if (!slot.upload_url || !slot.file_id) throw new SendError('files.getUploadURLExternal gave no upload URL');
+        // The upload URL is pre-signed: no token goes with the bytes.
+        const uploaded = await fetch(slot.upload_url, { method: 'POST', body: data, headers: { 'content-type': 'application/octet-stream' }, signal: AbortSignal.timeout(120_000) });
+        await uploaded.body?.cancel();
+        if (!uploaded.ok) throw new SendError(`file upload: HTTP ${uploaded.status}`, { permanent: uploaded.status >= 400 && uploaded.status < 500 && uploaded.status !== 429 });
+        await web.files.completeUploadExternal({
+          files: [{ id: slot.file_id, title: file.name }],
+          channel_id: ref.chat,
+          ...(ref.thread ? { thread_ts: ref.thread } : {}),
+        });
+        if (ref.thread) threads.mark(ref.chat, ref.thread);
+      } catch (error) {
+        throw toSendError(error, 'file upload');
+      }
+    },
+  };
+  return channel;
+}
+
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

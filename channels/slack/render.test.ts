@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { escapeSlack, measureMrkdwn, renderMrkdwn } from './render.ts';
+
+describe('slack mrkdwn rendering', () => {
+  it('converts emphasis, strike-through and links', () => {
+    assert.equal(renderMrkdwn('**bold**, __also bold__, *it*, _it_ and ~~gone~~'), '*bold*, *also bold*, _it_, _it_ and ~gone~');
+    assert.equal(renderMrkdwn('***both***'), '*_both_*');
+    assert.equal(renderMrkdwn('see [the docs](https://example.org/a?b=1&c=2)'), 'see <https://example.org/a?b=1&amp;c=2|the docs>');
+    assert.equal(renderMrkdwn('<https://example.org>'), '<https://example.org>');
+    assert.equal(renderMrkdwn('[https://example.org](https://example.org)'), '<https://example.org>');
+    assert.equal(renderMrkdwn('![a cat](https://example.org/cat.png)'), '<https://example.org/cat.png|a cat>');
+    assert.equal(renderMrkdwn('[a|b](https://x.org/p|q)'), '<https://x.org/p%7Cq|a¦b>');
+    assert.equal(renderMrkdwn('[relative](/docs/x)'), 'relative (/docs/x)');
+  });
+
+  it('leaves what is not markup alone', () => {
+    assert.equal(renderMrkdwn('snake_case_name and file_name.txt'), 'snake_case_name and file_name.txt');
+    assert.equal(renderMrkdwn('2*3*4 = 24'), '2*3*4 = 24');
+    assert.equal(renderMrkdwn('plain text, line one\nline two'), 'plain text, line one\nline two');
+    assert.equal(renderMrkdwn(''), '');
+  });
+
+  it('turns headings into bold lines and keeps lists and quotes', () => {
+    assert.equal(renderMrkdwn('# Title **x**\n## Sub ##\n#'), '*Title x*\n*Sub*\n');
+    assert.equal(renderMrkdwn('- one\n* two\n  + three\n- [ ] todo\n- [x] done'), '• one\n• two\n  • three\n• ☐ todo\n• ☑ done');
+    assert.equal(renderMrkdwn('1. first\n2) second'), '1. first\n2. second');
+    assert.equal(renderMrkdwn('> quoted **b**'), '> quoted *b*');
+    assert.equal(renderMrkdwn('above\n\n---\n\nbelow'), 'above\n\n———\n\nbelow');
+  });
+
+  it('keeps code fences and inline code, without reading markup inside them', () => {
+    assert.equal(renderMrkdwn('```ts\nconst a = **b** * c_d_e;\n```\nafter'), '```\nconst a = **b** * c_d_e;\n```\nafter');
+    assert.equal(renderMrkdwn('run `npm **i**` now'), 'run `npm **i**` now');
+    assert.equal(renderMrkdwn('~~~\ntilde fence\n~~~'), '```\ntilde fence\n```');
+    assert.equal(renderMrkdwn('```\nnever closed'), '```\nnever closed\n```');
+  });
+
+  it('escapes &, < and > everywhere, code included, so nothing becomes a mention or a broadcast', () => {
+    assert.equal(renderMrkdwn('a < b && c > d <!channel> <@U123>'), 'a &lt; b &amp;&amp; c &gt; d &lt;!channel&gt; &lt;@U123&gt;');
+    assert.equal(renderMrkdwn('`<!here>`'), '`&lt;!here&gt;`');
+    assert.equal(renderMrkdwn('```\nif (a < b && c) {}\n```'), '```\nif (a &lt; b &amp;&amp; c) {}\n```');
+    assert.equal(escapeSlack('&amp;'), '&amp;amp;');
+  });
+
+  it('measures the rendered length (escapes count)', () => {
+    assert.equal(measureMrkdwn('**ab**'), 4);
+    assert.equal(measureMrkdwn('a<b'), 6);
+  });
+});

@@ -1,0 +1,313 @@
+/**
+ * Slack end to end: the daemon-level chat contract (Socket Mode), the channel-level contract,
+ * the HTTP Events API (signatures, retries, url_verification) and faults — a dropped and a
+ * silent socket, a lost ack, a disconnect envelope, a 429 and a SIGKILL between receiving
+ * and replying — each with exact reply counts.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createSlackChannel } from '../channels/slack/index.ts';
+import { pino } from 'pino';
+import type { InboundMessage } from '../src/channel.ts';
+import type { SlackConfig } from '../src/config/schema.ts';
+import { createAttachmentStore } from '../src/inbound/attachments.ts';
+import { runChannelContract } from './contracts/channel.ts';
+import { runChatChannelContract, type Place } from './contracts/chat-channel.ts';
+import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
+import { startSlackPeer, type SlackPeer } from './peers/slack.ts';
+import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { testLogger } from './support/log.ts';
+
+runChatChannelContract('slack', () => startSlackPeer());
+
+runChannelContract('slack', async () => {
+  const peer = await startSlackPeer();
+  const workspace = mkdtempSync(join(tmpdir(), 'sb-slack-'));
+  const config = { bot_token: peer.botToken, app_token: peer.appToken, api_url: peer.apiUrl, listen: '127.0.0.1:0', mention_only: true, stream: false } satisfies SlackConfig;
+  const channel = createSlackChannel(config, { name: 'slack', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), stateDir: workspace });
+  const dm: Place = { kind: 'dm', user: 'alice' };
+  return {
+    channel,
+    say: (text) => peer.post('alice', dm, text),
+    received: async () => peer.botMessages(dm).map((m) => m.text),
+    close: async () => {
+      await peer.close();
+      rmSync(workspace, { recursive: true, force: true });
+    },
+  };
+});
+
+describe('slack acknowledges an event only once push resolved', () => {
+  let peer: SlackPeer;
+  let workspace: string;
+  before(async () => {
+    peer = await startSlackPeer();
+    workspace = mkdtempSync(join(tmpdir(), 'sb-slack-'));
+  });
+  after(async () => {
+    await peer.close();
+    rmSync(workspace, { recursive: true, force: true });
+  });
+
+  /** Runs the channel in this process with a push that rejects (like a runtime shutting down) while `refusing`. */
+  async function listening(config: SlackConfig, body: (state: { refusing: boolean; pushed: InboundMessage[]; logs: string[] }) => Promise<void>): Promise<void> {
+    peer.reset();
+    const state = { refusing: true, pushed: [] as InboundMessage[], logs: [] as string[] };
+    const log = pino({ level: 'info' }, { write: (line: string) => void state.logs.push(line) });
+    const channel = createSlackChannel(config, { name: 'slack', log, assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), stateDir: workspace });
+    const abort = new AbortController();
+    let ready = false;
+    const push = async (message: InboundMessage): Promise<'accepted'> => {
+      state.pushed.push(message);
+      if (state.refusing) throw new Error('Switchboard is shutting down; the message was not accepted');
+      return 'accepted';
+    };
+    const done = channel.listen(push, abort.signal, { ready: () => void (ready = true), alive: () => undefined, deaf: () => undefined });
+    try {
+      await until(() => ready, 'ready');
+      await body(state);
+    } finally {
+      abort.abort();
+      await done;
+    }
+  }
+
+  it('Socket Mode: no ack while push rejects; the redelivery is pushed and acked', async () => {
+    const config = { bot_token: peer.botToken, app_token: peer.appToken, api_url: peer.apiUrl, listen: '127.0.0.1:0', mention_only: true, stream: false } satisfies SlackConfig;
+    await listening(config, async (state) => {
+      await peer.post('alice', dm, 'refused at first');
+      await until(() => state.pushed.length === 1, 'the first push');
+      await quiet(300);
+      assert.deepEqual(peer.envelopes().map((e) => e.acked), [false], 'not acknowledged');
+      state.refusing = false;
+      peer.dropSocket();
+      await until(() => peer.envelopes().every((e) => e.acked), 'the ack of the redelivery');
+      assert.equal(state.pushed.length, 2);
+      assert.equal(state.pushed[0]!.id, state.pushed[1]!.id, 'the redelivery has the same id');
+    });
+  });
+
+  it('HTTP: 503 while push rejects, 200 for the retry once it resolves', async () => {
+    const config = { bot_token: peer.botToken, signing_secret: peer.signingSecret, api_url: peer.apiUrl, listen: '127.0.0.1:0', mention_only: true, stream: false } satisfies SlackConfig;
+    await listening(config, async (state) => {
+      peer.useHttp(/"url":"([^"]+)"/.exec(state.logs.find((line) => line.includes('slack events listener'))!)![1]!);
+      const body = peer.eventBody('alice', dm, 'refused at first');
+      assert.equal((await peer.sendHttpEvent(body)).status, 503);
+      state.refusing = false;
+      assert.equal((await peer.sendHttpEvent(body, { retryNum: 1 })).status, 200);
+      assert.equal((await peer.sendHttpEvent(body, { retryNum: 2 })).status, 200);
+      assert.equal(state.pushed.length, 2, 'pushed while refused, pushed once more; the second retry was known');
+    });
+  });
+});
+
+const env = { TEST_MODEL_KEY: 'sk-slack' };
+const dm: Place = { kind: 'dm', user: 'alice' };
+
+async function until(condition: () => boolean, what: string, timeoutMs = 10_000, log?: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${log ? `\n${log()}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const quiet = (ms = 600): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A daemon on one config (kept across restarts) talking to the peer. */
+function harness(): {
+  peer: () => SlackPeer;
+  model: () => FakeOpenAI;
+  start: (section?: string) => Promise<Daemon>;
+  restart: () => Promise<Daemon>;
+  stop: () => Promise<void>;
+  log: () => string;
+  texts: (place?: Place) => string[];
+} {
+  let peer: SlackPeer;
+  let model: FakeOpenAI;
+  let daemon: Daemon | undefined;
+  let config: ReturnType<typeof tempConfig> | undefined;
+  before(async () => {
+    model = await startFakeOpenAI();
+    peer = await startSlackPeer({ pingIntervalMs: 1000 });
+  });
+  after(async () => {
+    await stopDaemon();
+    config?.cleanup();
+    await peer.close();
+    await model.close();
+  });
+  async function stopDaemon(): Promise<void> {
+    if (!daemon) return;
+    const running = daemon.child.exitCode === null && daemon.child.signalCode === null;
+    if (running) daemon.child.kill('SIGTERM');
+    const { code } = await daemon.exited;
+    if (running) assert.equal(code, 0, `daemon exit code\n${daemon.stdout().slice(-4000)}\n${daemon.stderr()}`);
+    daemon = undefined;
+  }
+  async function launch(): Promise<Daemon> {
+    daemon = startDaemon(['start', '--config', config!.file], { env });
+    await daemon.waitFor(/"msg":"ready"/, 'stdout', 20_000);
+    return daemon;
+  }
+  return {
+    peer: () => peer,
+    model: () => model,
+    async start(section = peer.configSection()) {
+      await stopDaemon();
+      config?.cleanup();
+      peer.reset();
+      model.requests.length = 0;
+      config = tempConfig(model.baseUrl, `[log]\nformat = "json"\nlevel = "debug"\n[runtime]\nrestart_initial_seconds = 0.2\n${section}allow = ["${peer.users.alice}"]\n`);
+      return launch();
+    },
+    async restart() {
+      await stopDaemon();
+      return launch();
+    },
+    stop: stopDaemon,
+    log: () => `daemon stdout:\n${daemon?.stdout().slice(-6000)}\nstderr:\n${daemon?.stderr().slice(-2000)}`,
+    texts: (place = dm) => peer.botMessages(place).map((m) => m.text),
+  };
+}
+
+describe('slack Socket Mode faults', () => {
+  const h = harness();
+
+  it('reconnects after the socket is dropped mid-conversation; nothing is lost or answered twice', async () => {
+    await h.start();
+    const peer = h.peer();
+    await peer.post('alice', dm, 'first');
+    await until(() => h.texts().length === 1, 'the first reply', 10_000, h.log);
+    // The model is answering when the socket goes: the reply still goes out over the Web API.
+    h.model().script({ text: 'slow answer', delayMs: 800 });
+    await peer.post('alice', dm, 'second');
+    await h.model().waitForRequests(2);
+    peer.dropSocket();
+    // Posted while the bot is away: delivered when it is back.
+    await peer.post('alice', dm, 'third');
+    await until(() => h.texts().length === 3, 'every reply', 15_000, h.log);
+    await quiet();
+    assert.deepEqual(h.texts(), ['echo: first', 'slow answer', 'echo: third']);
+    assert.ok(peer.stats.connections >= 2, 'the channel reconnected');
+    assert.ok(peer.envelopes().every((e) => e.acked), 'every envelope was acknowledged');
+  });
+
+  it('an envelope whose ack was lost at a drop is redelivered and answered once', async () => {
+    await h.start();
+    const peer = h.peer();
+    peer.dropOnNextAck();
+    await peer.post('alice', dm, 'only once');
+    await until(() => peer.stats.redeliveries >= 1 && peer.envelopes().every((e) => e.acked), 'the redelivery and its ack', 15_000, h.log);
+    await until(() => h.texts().length === 1, 'the reply', 10_000, h.log);
+    await quiet(800);
+    assert.deepEqual(h.texts(), ['echo: only once']);
+    assert.equal(h.model().requests.length, 1, 'the redelivered event did not reach the model again');
+  });
+
+  it('notices a silent socket (no pings, pongs or events) and reconnects', async () => {
+    await h.start();
+    const peer = h.peer();
+    const connections = peer.stats.connections;
+    peer.goSilent();
+    await peer.post('alice', dm, 'are you there?');
+    await until(() => h.texts().length === 1, 'the reply after reconnecting', 25_000, h.log);
+    assert.ok(peer.stats.connections > connections, 'a new connection was made');
+    await quiet();
+    assert.deepEqual(h.texts(), ['echo: are you there?']);
+  });
+
+  it('reconnects at once on a disconnect envelope', async () => {
+    await h.start();
+    const peer = h.peer();
+    peer.sendDisconnect();
+    await until(() => peer.stats.connections === 2 && peer.liveSockets() >= 1, 'the new connection', 10_000, h.log);
+    await peer.post('alice', dm, 'after refresh');
+    await until(() => h.texts().length === 1, 'the reply', 10_000, h.log);
+    assert.deepEqual(h.texts(), ['echo: after refresh']);
+  });
+
+  it('waits out a 429 and delivers the reply once', async () => {
+    await h.start();
+    const peer = h.peer();
+    peer.rateLimitNextPost(1);
+    await peer.post('alice', dm, 'rate me');
+    await until(() => h.texts().length === 1, 'the reply', 15_000, h.log);
+    await quiet(800);
+    assert.equal(peer.stats.rateLimited, 1);
+    assert.deepEqual(h.texts(), ['echo: rate me']);
+    assert.equal(peer.calls.filter((c) => c.method === 'chat.postMessage').length, 2, 'one refused post, one that went through');
+  });
+
+  it('SIGKILLed between receiving and replying: exactly one reply after the restart', async () => {
+    const daemon = await h.start();
+    const peer = h.peer();
+    h.model().script({ text: 'never sent', delayMs: 30_000 });
+    // The ack is lost too, so Slack redelivers the event to the restarted daemon: its inbox must know it.
+    peer.loseAcks(true);
+    await peer.post('alice', dm, 'survive this');
+    await h.model().waitForRequests(1);
+    daemon.child.kill('SIGKILL');
+    await daemon.exited;
+    peer.loseAcks(false);
+    await h.restart();
+    await until(() => h.texts().length === 1, 'the reply after the restart', 15_000, h.log);
+    await until(() => peer.envelopes().every((e) => e.acked), 'the redelivered event acknowledged', 10_000, h.log);
+    await quiet(800);
+    assert.ok(peer.stats.redeliveries >= 1, 'the event was delivered again after the restart');
+    assert.deepEqual(h.texts(), ['echo: survive this']);
+    assert.equal(h.model().requests.length, 2, 'asked once before the kill, once after — not again for the redelivery');
+  });
+});
+
+describe('slack HTTP Events API', () => {
+  const h = harness();
+  let url: string;
+
+  before(async () => {
+    const daemon = await h.start(h.peer().httpConfigSection());
+    url = /"url":"(http:\/\/[^"]+\/slack\/events)"/.exec(daemon.stdout())![1]!;
+    h.peer().useHttp(url);
+  });
+
+  it('answers a signed event, echoes url_verification, and rejects bad or stale signatures with 401', async () => {
+    const peer = h.peer();
+    await peer.post('alice', dm, 'over http');
+    await until(() => h.texts().length === 1, 'the reply', 10_000, h.log);
+    assert.deepEqual(h.texts(), ['echo: over http']);
+    await quiet();
+    assert.ok(peer.stats.httpDeliveries.length >= 2, 'the message and the echo of the reply were POSTed');
+    assert.ok(peer.stats.httpDeliveries.every((d) => d.status === 200), JSON.stringify(peer.stats.httpDeliveries));
+
+    const challenge = await peer.sendHttpEvent({ token: 'x', challenge: 'c-123', type: 'url_verification' });
+    assert.equal(challenge.status, 200);
+    assert.deepEqual(JSON.parse(challenge.body), { challenge: 'c-123' });
+
+    const forged = await peer.sendHttpEvent(peer.eventBody('alice', dm, 'forged message'), { badSignature: true });
+    assert.equal(forged.status, 401);
+    const stale = await peer.sendHttpEvent(peer.eventBody('alice', dm, 'stale message'), { timestamp: Math.floor(Date.now() / 1000) - 10 * 60 });
+    assert.equal(stale.status, 401);
+    await quiet();
+    assert.equal(h.model().requests.length, 1, 'nothing unsigned reached the model');
+    assert.doesNotMatch(JSON.stringify(h.model().requests), /forged|stale/);
+    assert.equal(h.texts().length, 1);
+  });
+
+  it('answers a retried event (X-Slack-Retry-Num) 200 and only once', async () => {
+    const peer = h.peer();
+    const before = h.texts().length;
+    const requests = h.model().requests.length;
+    const body = peer.eventBody('alice', dm, 'said twice');
+    assert.equal((await peer.sendHttpEvent(body)).status, 200);
+    assert.equal((await peer.sendHttpEvent(body, { retryNum: 1 })).status, 200);
+    await until(() => h.texts().length === before + 1, 'the reply', 10_000, h.log);
+    await quiet(800);
+    assert.equal(h.texts().at(-1), 'echo: said twice');
+    assert.equal(h.texts().length, before + 1, 'answered once');
+    assert.equal(h.model().requests.length, requests + 1);
+  });
+});
