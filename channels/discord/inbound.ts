@@ -1,0 +1,172 @@
+/**
+ * Discord message (the API's JSON, as the gateway dispatches it and REST returns it) →
+ * InboundMessage. Pure: the channel kind (DM, guild text, thread + parent) is looked up by the
+ * caller, since REST messages do not say.
+ */
+import type { Attachment, InboundMessage } from '../../src/channel.ts';
+
+export interface RawUser {
+  readonly id: string;
+  readonly username?: string;
+  readonly global_name?: string | null;
+  readonly bot?: boolean;
+}
+
+export interface RawAttachment {
+  readonly id: string;
+  readonly filename: string;
+  readonly size?: number;
+  readonly url: string;
+  readonly content_type?: string;
+}
+
+/** The fields of a Discord message object this adapter reads. */
+export interface RawMessage {
+  readonly id: string;
+  readonly channel_id: string;
+  readonly guild_id?: string;
+  /** Gateway MESSAGE_CREATE only. */
+  readonly channel_type?: number;
+  readonly author: RawUser;
+  readonly member?: { readonly nick?: string | null } | null;
+  readonly content: string;
+  readonly timestamp?: string;
+  readonly type?: number;
+  readonly flags?: number;
+  readonly webhook_id?: string;
+  readonly mentions?: readonly RawUser[];
+  readonly message_reference?: { readonly message_id?: string; readonly channel_id?: string } | null;
+  readonly referenced_message?: { readonly author?: RawUser } | null;
+  readonly attachments?: readonly RawAttachment[];
+}
+
+/** Where a message was posted. */
+export interface ChannelInfo {
+  /** Discord channel type: 1 DM, 3 group DM, 0/5 guild text, 10/11/12 threads… */
+  readonly type: number;
+  /** A thread's parent channel. */
+  readonly parentId?: string;
+}
+
+export interface BotIdentity {
+  readonly id: string;
+  /** Names that address the bot as a message's first word (username, display name, assistant name). */
+  readonly names: readonly string[];
+}
+
+export const THREAD_TYPES: ReadonlySet<number> = new Set([10, 11, 12]);
+const DIRECT_TYPES: ReadonlySet<number> = new Set([1, 3]);
+/** DEFAULT and REPLY; the rest are system messages (joins, pins, thread created…). */
+const PERSON_TYPES: ReadonlySet<number> = new Set([0, 19]);
+const VOICE_MESSAGE_FLAG = 1 << 13;
+const DISCORD_EPOCH = 1_420_070_400_000n;
+
+export interface NormaliseOptions {
+  /** Channel instance name (ctx.name). */
+  readonly channel: string;
+  readonly bot: BotIdentity;
+  readonly info: ChannelInfo;
+  /** Whether the bot sent this message id (a reply to it addresses the bot). */
+  readonly sentByBot?: (messageId: string) => boolean;
+}
+
+/** The normalised message (without attachments), or undefined when it is not for the runtime. */
+export function normalise(raw: RawMessage, options: NormaliseOptions): Omit<InboundMessage, 'attachments'> | undefined {
+  const { bot, info } = options;
+  if (raw.author.bot === true || raw.webhook_id !== undefined || raw.author.id === bot.id) return undefined;
+  if (raw.type !== undefined && !PERSON_TYPES.has(raw.type)) return undefined;
+  if (raw.content.trim() === '' && (raw.attachments?.length ?? 0) === 0) return undefined;
+
+  const direct = DIRECT_TYPES.has(info.type);
+  const thread = THREAD_TYPES.has(info.type);
+  const mentionPattern = new RegExp(`<@!?${bot.id}>`);
+  const mentioned = mentionPattern.test(raw.content);
+  const referenced = raw.message_reference?.message_id;
+  const repliedToBot =
+    raw.referenced_message?.author?.id === bot.id || (referenced !== undefined && (options.sentByBot?.(referenced) ?? false));
+  const text = cleanText(raw.content, bot, raw.mentions ?? []);
+  const named = bot.names.some((name) => startsWithName(text, name));
+
+  return {
+    channel: options.channel,
+    account: bot.id,
+    chat: thread ? (info.parentId ?? raw.channel_id) : raw.channel_id,
+    ...(thread ? { thread: raw.channel_id } : {}),
+    id: raw.id,
+    sender: { id: raw.author.id, name: raw.member?.nick || raw.author.global_name || raw.author.username || raw.author.id },
+    text,
+    timestamp: timestampOf(raw),
+    direct,
+    addressed: direct || mentioned || repliedToBot || named,
+  };
+}
+
+/**
+ * Strips a leading mention of the bot, shows other user mentions as @name, and turns
+ * `/cmd@bot` into `/cmd`.
+ */
+export function cleanText(content: string, bot: BotIdentity, mentions: readonly RawUser[]): string {
+  let text = content.replace(new RegExp(`^\\s*<@!?${bot.id}>[\\s,:]*`), '');
+  const names = new Map(mentions.map((user) => [user.id, user.global_name || user.username || user.id]));
+  text = text.replace(/<@!?(\d+)>/g, (whole, id: string) => {
+    if (id === bot.id) return `@${bot.names[0] ?? 'bot'}`;
+    const name = names.get(id);
+    return name ? `@${name}` : whole;
+  });
+  const command = /^([/!][A-Za-z0-9_]+)@(\S+)/.exec(text);
+  if (command && bot.names.some((name) => name.toLowerCase() === command[2]!.toLowerCase())) text = command[1]! + text.slice(command[0].length);
+  return text.trim();
+}
+
+function startsWithName(text: string, name: string): boolean {
+  if (name.trim() === '') return false;
+  const head = text.slice(0, name.length);
+  if (head.toLowerCase() !== name.toLowerCase()) return false;
+  const next = text.charAt(name.length);
+  return next === '' || /[\s,.:;!?]/.test(next);
+}
+
+function timestampOf(raw: RawMessage): number {
+  const parsed = raw.timestamp === undefined ? Number.NaN : Date.parse(raw.timestamp);
+  return Number.isFinite(parsed) ? parsed : snowflakeTime(raw.id);
+}
+
+/** When a snowflake was made (ms since the epoch). */
+export function snowflakeTime(id: string): number {
+  try {
+    return Number((BigInt(id) >> 22n) + DISCORD_EPOCH);
+  } catch {
+    return Date.now();
+  }
+}
+
+/** The smallest snowflake made at `ms` (ms since the epoch). */
+export function snowflakeAt(ms: number): string {
+  return ((BigInt(Math.max(0, Math.floor(ms))) - DISCORD_EPOCH) << 22n).toString();
+}
+
+/** Whether snowflake `a` is after `b`. */
+export function isAfter(a: string, b: string): boolean {
+  try {
+    return BigInt(a) > BigInt(b);
+  } catch {
+    return a.length === b.length ? a > b : a.length > b.length;
+  }
+}
+
+/** The snowflake just before `id` (a position from which `id` itself is fetched again). */
+export function before(id: string): string {
+  try {
+    return (BigInt(id) - 1n).toString();
+  } catch {
+    return '0';
+  }
+}
+
+export function attachmentKind(attachment: RawAttachment, messageFlags = 0): Attachment['kind'] {
+  const mime = attachment.content_type ?? '';
+  if (mime.startsWith('image/')) return 'photo';
+  if (mime.startsWith('audio/')) return (messageFlags & VOICE_MESSAGE_FLAG) !== 0 ? 'voice' : 'audio';
+  if (mime.startsWith('video/')) return 'video';
+  return 'file';
+}

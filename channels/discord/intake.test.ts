@@ -1,0 +1,150 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { DiscordAPIError, type REST } from 'discord.js';
+import { pino } from 'pino';
+import type { AttachmentStore, InboundMessage, Push } from '../../src/channel.ts';
+import type { BotIdentity, RawMessage } from './inbound.ts';
+import { snowflakeAt } from './inbound.ts';
+import { Intake } from './intake.ts';
+import { Positions } from './positions.ts';
+
+const log = pino({ level: 'silent' });
+const dirs: string[] = [];
+const stateDir = (): string => {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-discord-state-'));
+  dirs.push(dir);
+  return dir;
+};
+after(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+const bot: BotIdentity = { id: '900', names: ['testbot'] };
+const base = BigInt(snowflakeAt(Date.now() - 60_000));
+const id = (n: number): string => (base + BigInt(n)).toString();
+const dmMessage = (n: number, content = `m${n}`): RawMessage => ({ id: id(n), channel_id: '400', author: { id: '101', username: 'alice' }, content, type: 0, channel_type: 1 });
+const noAttachments: AttachmentStore = { maxBytes: 0, save: async () => assert.fail('no attachments here') };
+
+/** A REST stand-in answering GET /channels/{id}/messages from `history` (newest first, as Discord does). */
+function fakeRest(history: Map<string, RawMessage[]>, calls: string[] = []): REST {
+  return {
+    get: async (route: string, options: { query: URLSearchParams }) => {
+      calls.push(`${route}?${options.query.toString()}`);
+      const channel = /^\/channels\/(\d+)\/messages$/.exec(route)?.[1];
+      if (!channel || !history.has(channel)) throw new DiscordAPIError({ message: 'Unknown Channel', code: 10003 }, 10003, 404, 'GET', route, { files: undefined, body: undefined });
+      const after = BigInt(options.query.get('after') ?? '0');
+      const limit = Number(options.query.get('limit'));
+      return history.get(channel)!.filter((m) => BigInt(m.id) > after).slice(0, limit).reverse();
+    },
+  } as unknown as REST;
+}
+
+const intake = (rest: REST, dir?: string) =>
+  new Intake({ name: 'discord', log, attachments: noAttachments, rest, ...(dir ? { stateDir: dir } : {}), channelInfo: async () => ({ type: 0 }), sentByBot: () => false });
+
+const recorder = (): { push: Push; pushed: InboundMessage[] } => {
+  const pushed: InboundMessage[] = [];
+  return {
+    pushed,
+    push: async (message) => {
+      pushed.push(message);
+      return 'accepted';
+    },
+  };
+};
+
+describe('discord read positions', () => {
+  it('saves a new channel at once, advances only forward, and reloads what was saved', () => {
+    const dir = stateDir();
+    const positions = new Positions(dir, log);
+    positions.track('400', id(5));
+    const saved = JSON.parse(readFileSync(join(dir, 'positions.json'), 'utf8')) as { positions: Record<string, { after: string }> };
+    assert.equal(saved.positions['400']!.after, id(4), 'a new channel is remembered just before its first message');
+    positions.advance('400', id(7));
+    positions.advance('400', id(6));
+    positions.get('400')!.info = { type: 11, parentId: '300' };
+    positions.flush();
+    const reloaded = new Positions(dir, log);
+    assert.deepEqual(reloaded.entries(), [['400', { after: id(7), info: { type: 11, parentId: '300' } }]]);
+  });
+
+  it('starts empty from a missing or unreadable file', () => {
+    const dir = stateDir();
+    assert.equal(new Positions(dir, log).size, 0);
+    writeFileSync(join(dir, 'positions.json'), '{not json');
+    assert.equal(new Positions(dir, log).size, 0);
+  });
+});
+
+describe('discord intake', () => {
+  it('pushes in order and moves the position only past what was pushed', async () => {
+    const history = new Map([['400', [dmMessage(1), dmMessage(2), dmMessage(3)]]]);
+    const calls: string[] = [];
+    const subject = intake(fakeRest(history, calls));
+    const { push, pushed } = recorder();
+    await subject.process(dmMessage(1), bot, push, true);
+    await assert.rejects(subject.process(dmMessage(2), bot, async () => Promise.reject(new Error('shutting down')), true));
+    // a new session: read again from the position, which is still at message 1
+    const read = await subject.backfill(bot, push, new AbortController().signal);
+    assert.equal(read, 2);
+    assert.deepEqual(
+      pushed.map((m) => m.text),
+      ['m1', 'm2', 'm3'],
+    );
+    assert.deepEqual(calls, [`/channels/400/messages?after=${id(1)}&limit=100`]);
+    assert.equal(await subject.backfill(bot, push, new AbortController().signal), 0, 'nothing new the second time');
+    assert.equal(pushed.length, 3);
+  });
+
+  it('never pushes a message twice, whether replayed by the gateway or read back over REST', async () => {
+    const history = new Map([['400', [dmMessage(1), dmMessage(2)]]]);
+    const subject = intake(fakeRest(history));
+    const { push, pushed } = recorder();
+    await subject.process(dmMessage(1), bot, push, true);
+    await subject.process(dmMessage(2), bot, push, true);
+    await subject.process(dmMessage(2), bot, push, true);
+    await subject.backfill(bot, push, new AbortController().signal);
+    assert.deepEqual(
+      pushed.map((m) => m.id),
+      [id(1), id(2)],
+    );
+  });
+
+  it('catches up after a restart from the saved positions, and forgets a channel that is gone', async () => {
+    const dir = stateDir();
+    const history = new Map([['400', [dmMessage(1), dmMessage(2, 'sent while down')]]]);
+    const first = intake(fakeRest(history), dir);
+    await first.process(dmMessage(1), bot, recorder().push, true);
+    first.flush();
+    const restarted = intake(fakeRest(history), dir);
+    const { push, pushed } = recorder();
+    await restarted.backfill(bot, push, new AbortController().signal);
+    assert.deepEqual(
+      pushed.map((m) => [m.text, m.direct]),
+      [['sent while down', true]],
+    );
+    history.delete('400');
+    await restarted.backfill(bot, push, new AbortController().signal);
+    assert.equal(restarted.tracked, 0);
+  });
+
+  it('ends a run whose processing failed, but not one that is stopping', async () => {
+    const subject = intake(fakeRest(new Map()));
+    const failing = subject.start(async () => Promise.reject(new Error('database is locked')), new AbortController().signal);
+    failing.identify(bot);
+    failing.received(dmMessage(1));
+    await assert.rejects(failing.failed, /database is locked/);
+
+    const abort = new AbortController();
+    const stopping = subject.start(async () => {
+      abort.abort();
+      throw new Error('Switchboard is shutting down');
+    }, abort.signal);
+    stopping.identify(bot);
+    stopping.received(dmMessage(2));
+    await stopping.idle();
+    const outcome = await Promise.race([stopping.failed.then(() => 'failed', () => 'failed'), new Promise((resolve) => setTimeout(() => resolve('quiet'), 50))]);
+    assert.equal(outcome, 'quiet');
+  });
+});

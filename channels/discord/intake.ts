@@ -1,0 +1,228 @@
+/**
+ * What happens to a message between the gateway and the runtime, one at a time and in order:
+ * classify the channel, normalise, save attachments, push — and only once the push resolved,
+ * move the channel's position past it (the adapter's "ack").
+ *
+ * Positions outlive a listen and, saved in the state directory, a restart: when a gateway
+ * session could not be resumed (a new IDENTIFY after INVALID_SESSION, a restarted listen or
+ * daemon), the events sent meanwhile are gone from the gateway, so every channel that had
+ * traffic is read again over REST from its position (`GET /channels/{id}/messages?after=`),
+ * at most {@link CATCH_UP_WINDOW_MS} back. Re-pushing is safe: ids are Discord's message ids
+ * and the inbox dedupes on them.
+ */
+import { makeURLSearchParams, Routes, type REST } from 'discord.js';
+import type { Logger } from 'pino';
+import type { Attachment, AttachmentStore, Push } from '../../src/channel.ts';
+import { isGone } from './errors.ts';
+import { attachmentKind, isAfter, normalise, snowflakeAt, THREAD_TYPES, type BotIdentity, type ChannelInfo, type RawMessage } from './inbound.ts';
+import { Positions } from './positions.ts';
+
+export interface IntakeDeps {
+  /** Channel instance name. */
+  readonly name: string;
+  readonly log: Logger;
+  readonly attachments: AttachmentStore;
+  readonly rest: REST;
+  /** Where read positions are saved (none: kept in memory only). */
+  readonly stateDir?: string;
+  /** Looks a channel up (a thread's parent, a channel's type): cache first, then REST. */
+  channelInfo(id: string): Promise<ChannelInfo>;
+  /** Whether the bot sent this message (a reply to it addresses the bot). */
+  sentByBot(id: string): boolean;
+}
+
+/** Messages older than this are not caught up on (like Telegram keeping updates for a day). */
+export const CATCH_UP_WINDOW_MS = 24 * 3600_000;
+const PAGE = 100;
+const MAX_PAGES = 20;
+
+export class Intake {
+  readonly #deps: IntakeDeps;
+  readonly #positions: Positions;
+  readonly #done = new RecentIds(20_000);
+
+  constructor(deps: IntakeDeps) {
+    this.#deps = deps;
+    this.#positions = new Positions(deps.stateDir, deps.log);
+  }
+
+  /** Channels with traffic (that have a position). */
+  get tracked(): number {
+    return this.#positions.size;
+  }
+
+  /** Starts one listen's processing. */
+  start(push: Push, signal: AbortSignal): IntakeRun {
+    return new IntakeRun(this, push, signal);
+  }
+
+  /** Remembers a channel the moment one of its messages arrives, before it is pushed. */
+  track(channelId: string, messageId: string): void {
+    this.#positions.track(channelId, messageId);
+  }
+
+  /** Saves the positions now. */
+  flush(): void {
+    this.#positions.flush();
+  }
+
+  async process(raw: RawMessage, bot: BotIdentity, push: Push, fromGateway: boolean): Promise<void> {
+    const position = this.#positions.track(raw.channel_id, raw.id);
+    if (!this.#done.has(raw.id)) {
+      position.info ??= await this.#info(raw, fromGateway);
+      const message = normalise(raw, { channel: this.#deps.name, bot, info: position.info, sentByBot: (id) => this.#deps.sentByBot(id) });
+      if (message) {
+        const attachments = await this.#saveAttachments(raw);
+        const result = await push(attachments.length > 0 ? { ...message, attachments } : message);
+        this.#deps.log.debug({ id: raw.id, chat: message.chat, result }, 'message pushed');
+      }
+      this.#done.add(raw.id);
+    }
+    this.#positions.advance(raw.channel_id, raw.id);
+  }
+
+  /** Reads every tracked channel again from its position. Returns how many messages were read. */
+  async backfill(bot: BotIdentity, push: Push, signal: AbortSignal): Promise<number> {
+    let read = 0;
+    const floor = snowflakeAt(Date.now() - CATCH_UP_WINDOW_MS);
+    for (const [channelId, position] of this.#positions.entries()) {
+      let after = isAfter(floor, position.after) ? floor : position.after;
+      for (let page = 0; page < MAX_PAGES && !signal.aborted; page++) {
+        let batch: RawMessage[];
+        try {
+          batch = (await this.#deps.rest.get(Routes.channelMessages(channelId), { query: makeURLSearchParams({ after, limit: PAGE }), signal })) as RawMessage[];
+        } catch (error) {
+          if (!isGone(error)) throw error;
+          this.#deps.log.warn({ err: error, discordChannel: channelId }, 'channel no longer readable; not catching up on it');
+          this.#positions.forget(channelId);
+          break;
+        }
+        batch.sort((a, b) => (isAfter(a.id, b.id) ? 1 : -1));
+        for (const raw of batch) {
+          if (signal.aborted) return read;
+          read++;
+          await this.process(raw, bot, push, false);
+          after = raw.id;
+        }
+        if (batch.length < PAGE) break;
+      }
+    }
+    return read;
+  }
+
+  async #info(raw: RawMessage, fromGateway: boolean): Promise<ChannelInfo> {
+    if (raw.channel_type !== undefined && !THREAD_TYPES.has(raw.channel_type)) return { type: raw.channel_type };
+    // the gateway marks guild messages with guild_id; REST messages never carry it
+    if (fromGateway && raw.guild_id === undefined && raw.channel_type === undefined) return { type: 1 };
+    return this.#deps.channelInfo(raw.channel_id);
+  }
+
+  async #saveAttachments(raw: RawMessage): Promise<Attachment[]> {
+    const saved: Attachment[] = [];
+    for (const attachment of raw.attachments ?? []) {
+      saved.push(
+        await this.#deps.attachments.save({
+          channel: this.#deps.name,
+          messageId: raw.id,
+          kind: attachmentKind(attachment, raw.flags),
+          name: attachment.filename,
+          ...(attachment.content_type ? { mime: attachment.content_type } : {}),
+          ...(attachment.size === undefined ? {} : { size: attachment.size }),
+          download: async (signal) => {
+            const response = await fetch(attachment.url, { signal });
+            if (!response.ok || !response.body) throw new Error(`download failed: HTTP ${response.status}`);
+            return response.body as unknown as AsyncIterable<Uint8Array>;
+          },
+        }),
+      );
+    }
+    return saved;
+  }
+}
+
+/** One listen's serial queue: gateway messages and catch-ups, in arrival order. */
+export class IntakeRun {
+  readonly #intake: Intake;
+  readonly #push: Push;
+  readonly #signal: AbortSignal;
+  #tail: Promise<void> = Promise.resolve();
+  #bot: BotIdentity | undefined;
+  #stopped = false;
+  #fail!: (error: unknown) => void;
+  /** Rejects when processing failed (the listen should end so the supervisor restarts it). */
+  readonly failed: Promise<never>;
+
+  constructor(intake: Intake, push: Push, signal: AbortSignal) {
+    this.#intake = intake;
+    this.#push = push;
+    this.#signal = signal;
+    this.failed = new Promise<never>((_, reject) => (this.#fail = reject));
+    this.failed.catch(() => undefined);
+  }
+
+  /** The bot's identity, from READY (before any message). */
+  identify(bot: BotIdentity): void {
+    this.#bot = bot;
+  }
+
+  received(raw: RawMessage): void {
+    if (this.#stopped) return;
+    this.#intake.track(raw.channel_id, raw.id);
+    this.#enqueue(() => this.#intake.process(raw, this.#requireBot(), this.#push, true));
+  }
+
+  /** A new gateway session began: catch up on every channel that had traffic. */
+  catchUp(log: Logger): void {
+    if (this.#intake.tracked === 0) return;
+    this.#enqueue(async () => {
+      const read = await this.#intake.backfill(this.#requireBot(), this.#push, this.#signal);
+      log.info({ channels: this.#intake.tracked, read }, 'caught up over REST after a new gateway session');
+    });
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    this.#intake.flush();
+  }
+
+  /** Resolves when everything queued so far has been handled. */
+  idle(): Promise<void> {
+    return this.#tail;
+  }
+
+  #requireBot(): BotIdentity {
+    if (!this.#bot) throw new Error('a message arrived before READY');
+    return this.#bot;
+  }
+
+  #enqueue(task: () => Promise<void>): void {
+    this.#tail = this.#tail
+      .then(async () => {
+        if (this.#stopped || this.#signal.aborted) return;
+        await task();
+      })
+      .catch((error: unknown) => {
+        if (!this.#stopped && !this.#signal.aborted) this.#fail(error);
+        this.#stopped = true;
+      });
+  }
+}
+
+/** A set that forgets its oldest entries beyond `max`. */
+export class RecentIds {
+  readonly #ids = new Set<string>();
+  readonly #max: number;
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  has(id: string): boolean {
+    return this.#ids.has(id);
+  }
+
+  add(id: string): void {
+    this.#ids.add(id);
+    if (this.#ids.size > this.#max) this.#ids.delete(this.#ids.values().next().value!);
+  }
+}

@@ -1,0 +1,343 @@
+/**
+ * Discord end to end: the contract suites over the local Discord peer (discord.js against a
+ * real gateway protocol), then faults — a dropped socket (resumed, missed events replayed), a
+ * refused resume (what was sent meanwhile is caught up over REST), a zombie connection,
+ * rate limits, and a SIGKILL between receiving and replying — each message answered once.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createDiscordChannel, type DiscordChannel } from '../channels/discord/index.ts';
+import { SendError, type InboundMessage } from '../src/channel.ts';
+import { refOf } from '../src/conversation.ts';
+import { createAttachmentStore } from '../src/inbound/attachments.ts';
+import { runChannelContract } from './contracts/channel.ts';
+import { runChatChannelContract, type Place } from './contracts/chat-channel.ts';
+import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
+import { startDiscordPeer, type DiscordPeer } from './peers/discord.ts';
+import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { testLogger } from './support/log.ts';
+
+const dm: Place = { kind: 'dm', user: 'alice' };
+const group: Place = { kind: 'group' };
+const thread: Place = { kind: 'thread' };
+const env = { TEST_MODEL_KEY: 'sk-discord' };
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(condition: () => boolean, what: string, timeoutMs = 10_000, detail: () => string = () => ''): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${detail()}`);
+    await sleep(20);
+  }
+}
+
+/** A channel (no daemon) wired to a peer, with what it pushed. */
+async function directChannel(peer: DiscordPeer): Promise<{ channel: DiscordChannel; pushed: InboundMessage[]; stop(): Promise<void> }> {
+  const workspace = mkdtempSync(join(tmpdir(), 'sb-discord-'));
+  const channel = createDiscordChannel(
+    { token: peer.token, api_base: peer.apiBase, mention_only: true, stream: false },
+    { name: 'discord', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), stateDir: join(workspace, 'state') },
+  );
+  const pushed: InboundMessage[] = [];
+  const abort = new AbortController();
+  let ready = false;
+  const listening = channel.listen(
+    async (message) => {
+      pushed.push(message);
+      return 'accepted';
+    },
+    abort.signal,
+    { ready: () => (ready = true), alive: () => undefined, deaf: () => undefined },
+  );
+  await until(() => ready, 'the channel to be ready');
+  return {
+    channel,
+    pushed,
+    async stop() {
+      abort.abort();
+      await listening;
+      rmSync(workspace, { recursive: true, force: true });
+    },
+  };
+}
+
+runChatChannelContract('discord', () => startDiscordPeer());
+
+runChannelContract('discord', async () => {
+  const peer = await startDiscordPeer();
+  const workspace = mkdtempSync(join(tmpdir(), 'sb-discord-'));
+  const channel = createDiscordChannel(
+    { token: peer.token, api_base: peer.apiBase, mention_only: true, stream: false },
+    { name: 'discord', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), stateDir: join(workspace, 'state') },
+  );
+  return {
+    channel,
+    say: (text) => peer.post('alice', dm, text),
+    received: async () => peer.botMessages(dm).map((message) => message.text),
+    close: async () => {
+      await peer.close();
+      rmSync(workspace, { recursive: true, force: true });
+    },
+  };
+});
+
+describe('discord channel: replies, addressing and errors', () => {
+  let peer: DiscordPeer;
+  let direct: Awaited<ReturnType<typeof directChannel>>;
+
+  before(async () => {
+    peer = await startDiscordPeer();
+    direct = await directChannel(peer);
+  });
+  after(async () => {
+    await direct.stop();
+    await peer.close();
+  });
+
+  it('references the answered message on the first part only, and never pings anyone', async () => {
+    await peer.post('alice', group, 'question', { mention: true });
+    await until(() => direct.pushed.length === 1, 'the push');
+    const inbound = direct.pushed[0]!;
+    assert.equal(inbound.text, 'question');
+    assert.equal(inbound.addressed, true);
+    await direct.channel.send({ ...refOf(inbound), text: 'part one @everyone', replyTo: inbound.id });
+    await direct.channel.send({ ...refOf(inbound), text: 'part two', replyTo: inbound.id });
+    const records = peer.botRecords(group);
+    assert.deepEqual(
+      records.map((r) => [r.content, r.reference]),
+      [
+        ['part one @everyone', inbound.id],
+        ['part two', undefined],
+      ],
+    );
+    for (const record of records) assert.deepEqual(record.allowedMentions, { parse: [], replied_user: false });
+  });
+
+  it('cuts a part that is still over the limit once rendered into several messages, losing nothing', async () => {
+    const inbound = direct.pushed[0]!;
+    const before = peer.botRecords(group).length;
+    const words = Array.from({ length: 900 }, (_, i) => `w${i}`).join(' ');
+    await direct.channel.send({ ...refOf(inbound), text: words });
+    const sent = peer.botRecords(group).slice(before);
+    assert.ok(sent.length > 1);
+    for (const record of sent) assert.ok(record.content.length <= 2000);
+    assert.equal(sent.map((r) => r.content).join(' '), words);
+  });
+
+  it('treats a reply to one of its messages as addressed, a plain group message as not', async () => {
+    direct.pushed.length = 0;
+    await peer.post('bob', group, 'just talking');
+    const botMessage = peer.botRecords(group)[0]!.id;
+    await peer.post('bob', group, 'about your answer', { replyTo: botMessage });
+    await peer.post('bob', group, 'testbot, are you there?');
+    await until(() => direct.pushed.length === 3, 'three pushes');
+    assert.deepEqual(
+      direct.pushed.map((m) => [m.text, m.addressed, m.direct]),
+      [
+        ['just talking', false, false],
+        ['about your answer', true, false],
+        ['testbot, are you there?', true, false],
+      ],
+    );
+  });
+
+  it('puts a thread message in its parent channel’s chat with the thread id, and answers inside the thread', async () => {
+    direct.pushed.length = 0;
+    await peer.post('alice', thread, 'in the thread', { mention: true });
+    await until(() => direct.pushed.length === 1, 'the push');
+    const inbound = direct.pushed[0]!;
+    assert.equal(inbound.chat, peer.channelId(group));
+    assert.equal(inbound.thread, peer.channelId(thread));
+    await direct.channel.send({ ...refOf(inbound), text: 'thread answer', replyTo: inbound.id });
+    assert.deepEqual(
+      peer.botMessages(thread).map((m) => m.text),
+      ['thread answer'],
+    );
+  });
+
+  it('maps Discord errors: unknown channel and unknown message are permanent, a long rate limit carries its wait', async () => {
+    const ref = { channel: 'discord', account: peer.botId, chat: '399999999999999999' };
+    await assert.rejects(direct.channel.send({ ...ref, text: 'hello' }), (error: unknown) => error instanceof SendError && error.permanent);
+    const dmRef = { channel: 'discord', account: peer.botId, chat: peer.channelId(dm) };
+    await assert.rejects(direct.channel.edit(dmRef, '1234567890123456789', 'x'), (error: unknown) => error instanceof SendError && error.permanent);
+    peer.rateLimitNext(5);
+    await assert.rejects(
+      direct.channel.send({ ...dmRef, text: 'too fast' }),
+      (error: unknown) => error instanceof SendError && !error.permanent && error.retryAfterMs !== undefined && error.retryAfterMs >= 4000 && error.retryAfterMs <= 6000,
+    );
+    assert.equal(peer.stats.rateLimited, 1);
+    assert.deepEqual(peer.unknownRoutes, []);
+  });
+});
+
+describe('discord channel: connecting', () => {
+  let workspace: string;
+  before(() => void (workspace = mkdtempSync(join(tmpdir(), 'sb-discord-'))));
+  after(() => rmSync(workspace, { recursive: true, force: true }));
+  const context = () => ({ name: 'discord', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), stateDir: join(workspace, 'state') });
+  const link = { ready: () => undefined, alive: () => undefined, deaf: () => undefined };
+
+  it('fails listen with a bad token, so the supervisor backs off', async () => {
+    const peer = await startDiscordPeer();
+    try {
+      const channel = createDiscordChannel({ token: 'wrong', api_base: peer.apiBase, mention_only: true, stream: false }, context());
+      await assert.rejects(channel.listen(async () => 'accepted', new AbortController().signal, link), /token/i);
+    } finally {
+      await peer.close();
+    }
+  });
+
+  it('fails listen when the gateway cannot be reached at first, leaving nothing reconnecting behind', async () => {
+    const peer = await startDiscordPeer();
+    try {
+      peer.gatewayDown();
+      const channel = createDiscordChannel({ token: peer.token, api_base: peer.apiBase, mention_only: true, stream: false }, context());
+      await assert.rejects(channel.listen(async () => 'accepted', new AbortController().signal, link), /503/);
+      const attempts = peer.stats.attempts;
+      await sleep(1100);
+      assert.equal(peer.stats.attempts, attempts, 'no reconnecting after listen returned');
+    } finally {
+      await peer.close();
+    }
+  });
+
+  it('returns promptly on abort while reconnecting to a lost gateway, and stops reconnecting', async () => {
+    const peer = await startDiscordPeer();
+    try {
+      const channel = createDiscordChannel({ token: peer.token, api_base: peer.apiBase, mention_only: true, stream: false }, context());
+      const abort = new AbortController();
+      let ready = false;
+      const listening = channel.listen(async () => 'accepted', abort.signal, { ...link, ready: () => (ready = true) });
+      await until(() => ready, 'ready');
+      peer.gatewayDown();
+      await until(() => peer.stats.attempts >= 3, 'reconnect attempts');
+      const started = Date.now();
+      abort.abort();
+      await listening;
+      assert.ok(Date.now() - started < 2000);
+      const attempts = peer.stats.attempts;
+      await sleep(1100);
+      assert.ok(peer.stats.attempts <= attempts + 1, `no reconnecting after listen returned (${attempts} → ${peer.stats.attempts})`);
+    } finally {
+      await peer.close();
+    }
+  });
+});
+
+describe('discord faults (daemon)', () => {
+  let peer: DiscordPeer;
+  let model: FakeOpenAI;
+  let config: ReturnType<typeof tempConfig>;
+  let daemon: Daemon;
+
+  const texts = (place: Place): string[] => peer.botMessages(place).map((message) => message.text);
+  const detail = (): string => `\nbot messages: ${JSON.stringify([texts(dm), texts(group)])}\npeer: ${JSON.stringify(peer.stats)}\ndaemon log:\n${daemon.stdout().slice(-5000)}\n${daemon.stderr().slice(-2000)}`;
+  const start = async (): Promise<void> => {
+    daemon = startDaemon(['start', '--config', config.file], { env });
+    await daemon.waitFor(/"msg":"ready"/, 'stdout', 20_000);
+  };
+
+  before(async () => {
+    model = await startFakeOpenAI();
+    peer = await startDiscordPeer();
+    config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n${peer.configSection()}allow = ["${peer.users.alice}"]\n`);
+    await start();
+  });
+  after(async () => {
+    daemon.child.kill('SIGTERM');
+    const { code } = await daemon.exited;
+    await peer.close();
+    await model.close();
+    config.cleanup();
+    assert.equal(code, 0, 'the daemon stopped cleanly');
+  });
+
+  it('resumes after the socket drops mid-conversation, and answers every message exactly once', async () => {
+    await peer.post('alice', group, 'group hello', { mention: true });
+    await peer.post('alice', dm, 'one');
+    await until(() => texts(dm).length === 1 && texts(group).length === 1, 'the first replies', 10_000, detail);
+
+    model.script({ text: 'two, answered late', delayMs: 700 });
+    const asked = model.requests.length;
+    await peer.post('alice', dm, 'two');
+    await model.waitForRequests(asked + 1);
+    peer.dropConnection(4000); // while the reply is being written
+    await peer.post('alice', dm, 'three'); // lands while the socket is closing: replayed on resume
+    await until(() => texts(dm).length === 3, 'the replies after the resume', 10_000, detail);
+
+    peer.gatewayDown(); // an abrupt close, and no gateway for a while
+    await peer.post('alice', dm, 'four');
+    await sleep(800);
+    peer.gatewayUp();
+    await until(() => texts(dm).length === 4, 'the reply after the second resume', 10_000, detail);
+    await sleep(600);
+    assert.deepEqual(texts(dm), ['echo: one', 'two, answered late', 'echo: three', 'echo: four'], detail());
+    assert.equal(peer.stats.identifies, 1, 'resumed, never identified again');
+    assert.ok(peer.stats.resumes >= 2 && peer.stats.replayed >= 2, JSON.stringify(peer.stats));
+  });
+
+  it('catches up over REST when the resume is refused, answering what was sent meanwhile exactly once', async () => {
+    const before = { dm: texts(dm).length, group: texts(group).length };
+    peer.gatewayDown();
+    await peer.post('alice', dm, 'sent while away');
+    await peer.post('alice', group, 'also while away', { mention: true });
+    await sleep(300);
+    peer.gatewayUp({ refuseResume: true });
+    await until(() => texts(dm).length === before.dm + 1 && texts(group).length === before.group + 1, 'the caught-up replies', 10_000, detail);
+    await peer.post('alice', dm, 'back to normal');
+    await until(() => texts(dm).length === before.dm + 2, 'the next reply', 10_000, detail);
+    await sleep(600);
+    assert.deepEqual(texts(dm).slice(before.dm), ['echo: sent while away', 'echo: back to normal'], detail());
+    assert.equal(texts(group).length, before.group + 1, detail());
+    assert.match(texts(group).at(-1)!, /also while away/);
+    assert.equal(peer.stats.invalidSessions, 1);
+    assert.equal(peer.stats.identifies, 2, 'a new session after the refused resume');
+    assert.match(daemon.stdout(), /caught up over REST/);
+  });
+
+  it('notices a zombie connection (no heartbeat acks) and resumes', async () => {
+    const resumes = peer.stats.resumes;
+    const before = texts(dm).length;
+    peer.zombie();
+    await until(() => peer.stats.resumes > resumes, 'a resume after the zombie connection', 10_000, detail);
+    await peer.post('alice', dm, 'after the zombie');
+    await until(() => texts(dm).length === before + 1, 'the reply', 10_000, detail);
+    await sleep(300);
+    assert.deepEqual(texts(dm).slice(before), ['echo: after the zombie']);
+  });
+
+  it('delivers a reply exactly once through a short and a long rate limit', async () => {
+    const before = texts(dm).length;
+    const limited = peer.stats.rateLimited;
+    peer.rateLimitNext(0.3); // waited out inside the REST client
+    await peer.post('alice', dm, 'rate one');
+    await until(() => texts(dm).length === before + 1, 'the reply after a short rate limit', 10_000, detail);
+    peer.rateLimitNext(2.5); // longer than the REST client waits: the outbox retries after retry_after
+    await peer.post('alice', dm, 'rate two');
+    await until(() => texts(dm).length === before + 2, 'the reply after a long rate limit', 15_000, detail);
+    await sleep(400);
+    assert.deepEqual(texts(dm).slice(before), ['echo: rate one', 'echo: rate two']);
+    assert.equal(peer.stats.rateLimited, limited + 2);
+  });
+
+  it('answers exactly once when killed between receiving a message and replying, and catches up on what came while it was down', async () => {
+    model.script({ text: 'the answer that never left', delayMs: 5000 });
+    const asked = model.requests.length;
+    const before = texts(dm).length;
+    await peer.post('alice', dm, 'slow question');
+    await model.waitForRequests(asked + 1);
+    daemon.child.kill('SIGKILL');
+    await daemon.exited;
+    await peer.post('alice', dm, 'sent while the daemon was down');
+    await start();
+    await until(() => texts(dm).length === before + 2, 'the replies after the restart', 15_000, detail);
+    await sleep(800);
+    assert.deepEqual(texts(dm).slice(before), ['echo: slow question', 'echo: sent while the daemon was down'], detail());
+    assert.deepEqual(peer.unknownRoutes, []);
+    assert.doesNotMatch(daemon.stderr(), /discord|warning/i, 'discord.js keeps off the console');
+  });
+});
