@@ -1,0 +1,184 @@
+/**
+ * The email channel: mail in over IMAP (imapflow, IDLE with a polling fallback), replies
+ * out over SMTP (nodemailer), MIME parsed by mailparser.
+ *
+ * A conversation is a mail thread: `chat` is the thread's root Message-ID, `id` the mail's
+ * Message-ID, `account` the bot's address, `sender.id` the From address (lower-cased).
+ * Replies go to the From address of the mail answered, as a proper reply ("Re: …",
+ * In-Reply-To, References) from the bot's address, and are saved in the Sent folder. What a
+ * reply needs about the mail it answers is kept in a small file in the channel's state
+ * directory (threads.ts); if that was lost, the mail is looked up by Message-ID over IMAP.
+ * Mail that must never be answered (bounces, lists, autoresponders, the bot's own) is
+ * marked \Seen and logged, never pushed.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
+import nodemailer from 'nodemailer';
+import MailComposer from 'nodemailer/lib/mail-composer/index.js';
+import type Mail from 'nodemailer/lib/mailer/index.js';
+import {
+  SendError,
+  type Channel,
+  type ChannelContext,
+  type FileSender,
+  type ListenLink,
+  type LivenessWatched,
+  type MessageLimit,
+  type OutboundFile,
+  type OutboundMessage,
+  type Push,
+} from '../../src/channel.ts';
+import type { EmailConfig } from '../../src/config/schema.ts';
+import type { ConversationRef } from '../../src/conversation.ts';
+import { describeSmtpError, toSendError } from './errors.ts';
+import { closeClient, findReplyTarget, findSentFolder, imapClient, savesSentMailItself } from './imap.ts';
+import { replySubject } from './inbound.ts';
+import { HEARTBEAT_MS, receive } from './receive.ts';
+import { renderHtml, renderPlain } from './render.ts';
+import { ThreadBook, type ReplyTarget } from './threads.ts';
+
+/** A reply is one mail: the limit only guards against absurd lengths. */
+export const EMAIL_LIMIT = 100_000;
+/** References kept in a reply: the thread's root and the most recent ones (RFC 5322 §3.6.4). */
+const MAX_REFERENCES = 20;
+
+export type EmailChannel = Channel & MessageLimit & FileSender & LivenessWatched;
+
+export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): EmailChannel {
+  const log = ctx.log;
+  const address = config.address.toLowerCase();
+  const domain = address.split('@')[1]!;
+  const threads = new ThreadBook(ctx.stateDir);
+  const { smtp } = config;
+  const transport = nodemailer.createTransport({
+    host: smtp.host,
+    port: smtp.port ?? (smtp.tls ? 465 : 587),
+    secure: smtp.tls,
+    auth: { user: smtp.user, pass: smtp.password },
+    connectionTimeout: 30_000,
+    greetingTimeout: 30_000,
+    socketTimeout: 60_000,
+  });
+  /** Per thread, the mail the reply being sent answers: a reply's later parts (sent without replyTo) answer it too. */
+  const answering = new Map<string, ReplyTarget>();
+  /** undefined: not looked up yet; null: the server has no Sent folder (or saves sent mail itself). */
+  let sentFolder: string | null | undefined;
+
+  async function withImap<T>(work: (client: ReturnType<typeof imapClient>) => Promise<T>): Promise<T> {
+    const client = imapClient(config);
+    try {
+      await client.connect();
+      return await work(client);
+    } finally {
+      await closeClient(client);
+    }
+  }
+
+  /** The mail a reply answers: the one replied to, else the latest of the thread; from the thread book, else from the mailbox. */
+  async function replyTarget(ref: ConversationRef, replyTo: string | undefined): Promise<ReplyTarget> {
+    const known = (replyTo === undefined ? answering.get(ref.chat) : threads.byId(replyTo)) ?? threads.byChat(ref.chat);
+    if (known) return known;
+    // Not in the record (state lost): the mail answered, else the thread's first, as the mailbox has them.
+    const wanted = [...new Set([replyTo ?? ref.chat, ref.chat])];
+    log.info({ messageIds: wanted }, 'thread not in the local record; looking the mail up over IMAP');
+    let found: ReplyTarget | undefined;
+    try {
+      found = await withImap(async (client) => {
+        for (const id of wanted) {
+          const target = await findReplyTarget(client, config.folder, id);
+          if (target) return target;
+        }
+        return undefined;
+      });
+    } catch (error) {
+      throw new SendError(`looking up ${wanted.join(', ')} over IMAP failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    if (!found) throw new SendError(`no mail to answer in thread ${ref.chat}: neither in the local record nor in ${config.folder}`, { permanent: true });
+    threads.record(found);
+    return found;
+  }
+
+  /** Mail options for a reply to `target` (headers, subject, addresses). */
+  function replyHeaders(target: ReplyTarget): Mail.Options {
+    const references = [...new Set([...target.references, target.id])];
+    const kept = references.length > MAX_REFERENCES ? [references[0]!, ...references.slice(-(MAX_REFERENCES - 1))] : references;
+    return {
+      from: { name: ctx.assistantName, address: config.address },
+      to: target.name ? { name: target.name, address: target.address } : target.address,
+      subject: replySubject(target.subject),
+      inReplyTo: target.id,
+      references: kept,
+      messageId: `<${randomUUID()}@${domain}>`,
+      date: new Date(),
+      // RFC 3834: other responders must not answer us (no loops); Exchange: no out-of-office replies to the bot
+      headers: { 'Auto-Submitted': 'auto-replied', 'X-Auto-Response-Suppress': 'All' },
+      disableFileAccess: true,
+      disableUrlAccess: true,
+    };
+  }
+
+  /** Sends a composed mail to `to` and files a copy in Sent. */
+  async function deliver(options: Mail.Options, to: string, what: string): Promise<void> {
+    const raw = await new MailComposer(options).compile().build();
+    try {
+      await transport.sendMail({ envelope: { from: config.address, to: [to] }, raw });
+    } catch (error) {
+      const failure = toSendError(error, what);
+      log.warn({ reason: describeSmtpError(error), permanent: failure.permanent }, `${what} failed`);
+      throw failure;
+    }
+    // The mail is out: a failure from here on must not make the outbox send it again.
+    await fileInSent(raw).catch((error: unknown) =>
+      log.warn({ reason: error instanceof Error ? error.message : String(error) }, 'the reply was sent but could not be saved in the Sent folder'),
+    );
+  }
+
+  async function fileInSent(raw: Buffer): Promise<void> {
+    if (sentFolder === null) return;
+    await withImap(async (client) => {
+      if (sentFolder === undefined) {
+        sentFolder = savesSentMailItself(client) ? null : ((await findSentFolder(client)) ?? null);
+        log.info({ folder: sentFolder }, sentFolder ? 'replies are saved in the Sent folder' : 'no Sent folder to save replies in');
+      }
+      if (sentFolder) await client.append(sentFolder, raw, ['\\Seen']);
+    });
+  }
+
+  const heartbeatMs = Math.min(config.poll_seconds * 1000, HEARTBEAT_MS);
+
+  return {
+    name: ctx.name,
+    maxMessageLength: EMAIL_LIMIT,
+    // a poll or NOOP at least every heartbeat; allow for one slow round and a reconnect
+    livenessTimeoutMs: heartbeatMs * 2 + 30_000,
+
+    listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
+      return receive({ config, ctx, threads, log }, push, signal, link);
+    },
+
+    async send(message: OutboundMessage): Promise<void> {
+      const target = await replyTarget(message, message.replyTo);
+      answering.delete(message.chat); // re-inserted at the end: the thread answered longest ago is dropped first
+      answering.set(message.chat, target);
+      if (answering.size > 1000) answering.delete(answering.keys().next().value!);
+      await deliver(
+        { ...replyHeaders(target), text: renderPlain(message.text), ...(config.html ? { html: renderHtml(message.text) } : {}) },
+        target.address,
+        'sending the reply',
+      );
+    },
+
+    async sendFile(ref: ConversationRef, file: OutboundFile): Promise<void> {
+      const size = (await stat(file.path)).size;
+      if (size > config.max_message_mb * 1024 * 1024) {
+        throw new SendError(`${file.name} is ${(size / 1024 / 1024).toFixed(1)} MB, over the ${config.max_message_mb} MB mail limit`, { permanent: true });
+      }
+      const target = await replyTarget(ref, undefined);
+      await deliver(
+        { ...replyHeaders(target), text: `Attached: ${file.name}`, attachments: [{ filename: file.name, content: await readFile(file.path) }] },
+        target.address,
+        'sending a file',
+      );
+    },
+  };
+}

@@ -1,0 +1,121 @@
+/**
+ * Replies are written in markdown; a mail carries them as plain text (markdown flattened
+ * lightly: emphasis markers, heading hashes and link syntax removed, code indented) and, when
+ * configured, as an HTML alternative.
+ */
+
+const fence = /^\s*(```|~~~)/;
+
+/** Splits markdown into code-fence blocks and the prose between them. */
+function blocks(markdown: string): Array<{ code: boolean; lines: string[] }> {
+  const result: Array<{ code: boolean; lines: string[] }> = [];
+  let current: { code: boolean; lines: string[]; language?: string } = { code: false, lines: [] };
+  for (const line of markdown.replace(/\r\n?/g, '\n').split('\n')) {
+    if (fence.test(line)) {
+      if (current.lines.length > 0 || current.code) result.push(current);
+      current = { code: !current.code, lines: [] };
+      continue;
+    }
+    current.lines.push(line);
+  }
+  if (current.lines.length > 0) result.push(current);
+  return result;
+}
+
+/** Inline markdown → plain text. */
+function plainInline(line: string): string {
+  return line
+    .replace(/<(https?:\/\/[^>\s]+)>/g, '$1')
+    .replace(/!\[([^\]]*)\]\(([^)\s]+)\)/g, (_, alt: string, url: string) => (alt ? `${alt} <${url}>` : url))
+    .replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (_, text: string, url: string) => (text === url ? url : `${text} <${url}>`))
+    .replace(/\*\*(?=\S)(.+?)(?<=\S)\*\*/g, '$1')
+    .replace(/(^|\W)__(?=\S)(.+?)(?<=\S)__(?!\w)/g, '$1$2')
+    .replace(/(^|[^\w*])\*(?=[^\s*])([^*]+?)(?<=[^\s*])\*(?![\w*])/g, '$1$2')
+    .replace(/~~(?=\S)(.+?)(?<=\S)~~/g, '$1')
+    .replace(/\\([\\`*_{}[\]()#+\-.!>~|])/g, '$1');
+}
+
+/** Markdown → the plain-text body of a mail. */
+export function renderPlain(markdown: string): string {
+  const out: string[] = [];
+  for (const block of blocks(markdown)) {
+    if (block.code) {
+      out.push(...block.lines.map((line) => (line === '' ? '' : `    ${line}`)));
+      continue;
+    }
+    for (const line of block.lines) {
+      const heading = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+      if (heading) {
+        out.push(plainInline(heading[1]!));
+        continue;
+      }
+      out.push(plainInline(line.replace(/^(\s*)[*+](\s+)/, '$1-$2')).replace(/\s+$/, ''));
+    }
+  }
+  return out.join('\n').trim();
+}
+
+export function escapeHtml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+const safeUrl = (url: string): boolean => /^(https?:|mailto:)/i.test(url);
+
+/** Inline markdown → HTML (input not yet escaped; code spans are protected from the other rules). */
+function htmlInline(line: string): string {
+  const codes: string[] = [];
+  const protectedLine = line.replace(/`([^`]+)`/g, (_, code: string) => `\uE000${codes.push(`<code>${escapeHtml(code)}</code>`) - 1}\uE001`);
+  return escapeHtml(protectedLine)
+    .replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (whole, text: string, url: string) => (safeUrl(url) ? `<a href="${url}">${text}</a>` : whole))
+    .replace(/&lt;(https?:\/\/[^&\s]+)&gt;/g, '<a href="$1">$1</a>')
+    .replace(/\*\*(?=\S)(.+?)(?<=\S)\*\*/g, '<strong>$1</strong>')
+    .replace(/(^|\W)__(?=\S)(.+?)(?<=\S)__(?!\w)/g, '$1<strong>$2</strong>')
+    .replace(/(^|[^\w*])\*(?=[^\s*])([^*]+?)(?<=[^\s*])\*(?![\w*])/g, '$1<em>$2</em>')
+    .replace(/~~(?=\S)(.+?)(?<=\S)~~/g, '<del>$1</del>')
+    .replace(/\uE000(\d+)\uE001/g, (_, index: string) => codes[Number(index)]!);
+}
+
+/** Markdown → a small, self-contained HTML document for the alternative part. */
+export function renderHtml(markdown: string): string {
+  const out: string[] = [];
+  for (const block of blocks(markdown)) {
+    if (block.code) {
+      out.push(`<pre><code>${escapeHtml(block.lines.join('\n'))}</code></pre>`);
+      continue;
+    }
+    let paragraph: string[] = [];
+    let list: { tag: 'ul' | 'ol'; items: string[] } | undefined;
+    const flush = (): void => {
+      if (paragraph.length > 0) out.push(`<p>${paragraph.join('<br>\n')}</p>`);
+      paragraph = [];
+      if (list) out.push(`<${list.tag}>${list.items.map((item) => `<li>${item}</li>`).join('')}</${list.tag}>`);
+      list = undefined;
+    };
+    for (const line of block.lines) {
+      const heading = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line);
+      const bullet = /^\s*[-*+]\s+(.*)$/.exec(line);
+      const numbered = /^\s*\d+[.)]\s+(.*)$/.exec(line);
+      const quote = /^\s*>\s?(.*)$/.exec(line);
+      if (line.trim() === '') {
+        flush();
+      } else if (heading) {
+        flush();
+        const level = Math.min(heading[1]!.length + 1, 6);
+        out.push(`<h${level}>${htmlInline(heading[2]!)}</h${level}>`);
+      } else if (bullet || numbered) {
+        const tag = bullet ? 'ul' : 'ol';
+        if (paragraph.length > 0 || (list && list.tag !== tag)) flush();
+        list ??= { tag, items: [] };
+        list.items.push(htmlInline((bullet ?? numbered)![1]!));
+      } else if (quote) {
+        flush();
+        out.push(`<blockquote>${htmlInline(quote[1]!)}</blockquote>`);
+      } else {
+        if (list) flush();
+        paragraph.push(htmlInline(line));
+      }
+    }
+    flush();
+  }
+  return `<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>\n${out.join('\n')}\n</body></html>`;
+}
