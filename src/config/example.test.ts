@@ -27,12 +27,15 @@ describe('switchboard.example.toml', () => {
     try {
       writeFileSync(join(dir, 'switchboard.toml'), enabled);
       const env = Object.fromEntries(
-        ['OPENAI_API_KEY', 'TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET', 'DISCORD_BOT_TOKEN', 'SLACK_BOT_TOKEN', 'SLACK_APP_TOKEN', 'SLACK_SIGNING_SECRET'].map((name) => [name, 'x']),
+        ['OPENAI_API_KEY', 'TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET', 'DISCORD_BOT_TOKEN', 'SLACK_BOT_TOKEN', 'SLACK_APP_TOKEN', 'SLACK_SIGNING_SECRET', 'MATRIX_ACCESS_TOKEN', 'IRC_SASL_PASSWORD', 'IRC_NICKSERV_PASSWORD', 'EMAIL_PASSWORD'].map((name) => [name, 'x']),
       );
       const { config } = loadConfig(join(dir, 'switchboard.toml'), env);
       assert.equal(config.channels.telegram?.webhook?.listen, '127.0.0.1:8443');
       assert.deepEqual(config.channels.discord?.allow, ['80351110224678912']);
       assert.equal(config.channels.slack?.listen, '127.0.0.1:3000');
+      assert.deepEqual(config.channels.matrix?.rooms, ['#general:example.org']);
+      assert.equal(config.channels.irc?.sasl?.user, 'switchboard');
+      assert.equal(config.channels.email?.imap.port, 993);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
