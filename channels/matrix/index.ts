@@ -1,0 +1,212 @@
+/**
+ * The Matrix channel (client-server API through matrix-js-sdk's MatrixClient, our own /sync
+ * loop — see sync.ts for why): DMs and rooms, threads, invites from allowed senders, markdown
+ * rendered as Matrix HTML, typing, streaming by edits (m.replace) and files both ways.
+ * Encrypted rooms are not supported (no crypto): they are reported in the log, never dropped
+ * silently.
+ *
+ * Ids: a message is its event id (globally unique, stable across redeliveries), the account is
+ * the bot's user id, the chat is the room id, a thread is its root event id.
+ */
+import { createHash } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
+import { extname } from 'node:path';
+import {
+  SendError,
+  type Channel,
+  type ChannelContext,
+  type FileSender,
+  type ListenLink,
+  type LivenessWatched,
+  type MessageEditor,
+  type MessageLimit,
+  type OutboundFile,
+  type OutboundMessage,
+  type Push,
+  type TypingIndicator,
+} from '../../src/channel.ts';
+import type { MatrixConfig } from '../../src/config/schema.ts';
+import type { ConversationRef } from '../../src/conversation.ts';
+import { MatrixApi } from './client.ts';
+import { describeError, matrixFailure, toSendError } from './errors.ts';
+import { Bounded, Intake, type MatrixStats } from './intake.ts';
+import { editContent, fileContent, MATRIX_LIMIT, measure, relation, textContent, type Content } from './render.ts';
+import { Rooms } from './rooms.ts';
+import { SyncTokenStore } from './state.ts';
+import { FIRST_SYNC_TIMEOUT_MS, localSlack, runSync } from './sync.ts';
+
+export interface MatrixChannelOptions {
+  /** How long the homeserver may hold a /sync open. @default 30000 */
+  readonly syncTimeoutMs?: number;
+}
+
+export type MatrixChannel = Channel & MessageLimit & TypingIndicator & MessageEditor & FileSender & LivenessWatched & { readonly stats: MatrixStats };
+
+/** Files the bot uploads are read into memory: keep them reasonable. */
+const MAX_UPLOAD = 100 * 1024 * 1024;
+const MIME: Record<string, string> = {
+  '.txt': 'text/plain',
+  '.md': 'text/markdown',
+  '.csv': 'text/csv',
+  '.json': 'application/json',
+  '.pdf': 'application/pdf',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.webp': 'image/webp',
+  '.svg': 'image/svg+xml',
+  '.mp3': 'audio/mpeg',
+  '.ogg': 'audio/ogg',
+  '.mp4': 'video/mp4',
+  '.zip': 'application/zip',
+  '.html': 'text/html',
+};
+
+/**
+ * A transaction id for a message: the same reply part again (the outbox retrying after a
+ * response was lost) is the same transaction, which the homeserver answers with the event it
+ * already made instead of posting twice. Without the inbound id it answers, a random one.
+ */
+export function transactionId(kind: string, message: OutboundMessage): string | undefined {
+  if (message.replyTo === undefined) return undefined;
+  const digest = createHash('sha256').update(JSON.stringify([kind, message.chat, message.thread ?? '', message.replyTo, message.text])).digest('base64url');
+  return `sb-${digest.slice(0, 32)}`;
+}
+
+export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, options: MatrixChannelOptions = {}): MatrixChannel {
+  const log = ctx.log;
+  const stateDir = ctx.stateDir === '' ? undefined : ctx.stateDir;
+  const api = new MatrixApi(config, log, stateDir);
+  const rooms = new Rooms();
+  const tokens = new SyncTokenStore(stateDir, { homeserver: api.homeserver, userId: api.userId });
+  const senders = new Bounded<boolean>(5000);
+  const threadLatest = new Bounded<string>(1000);
+  const stats: MatrixStats = { encryptedEvents: 0, invitesAccepted: 0, invitesIgnored: 0 };
+  const syncTimeoutMs = options.syncTimeoutMs ?? 30_000;
+  // A sync returns at least every syncTimeoutMs and is cut off locally a little after that; the
+  // first one of a listen may take up to FIRST_SYNC_TIMEOUT_MS.
+  const livenessMs = Math.max(2 * (syncTimeoutMs + localSlack(syncTimeoutMs)), FIRST_SYNC_TIMEOUT_MS) + 30_000;
+  let displayName: string | undefined;
+  let editsBlockedUntil = 0;
+  const intake = new Intake({ api, ctx, config, rooms, log, stats, senders, threadLatest, displayName: () => displayName });
+
+  /** Signs in when the outbox sends before listen did (pending replies after a restart). */
+  const ready = (): Promise<void> => api.connect(AbortSignal.timeout(30_000)).catch((error: unknown) => {
+    throw toSendError(error, 'sign-in', api.token);
+  });
+
+  /** Sends one event; when the server finds it too large, the same text without its HTML. */
+  async function post(roomId: string, build: (html: boolean) => Content, txnId: string | undefined, what: string): Promise<string> {
+    await ready();
+    let eventId: string;
+    try {
+      eventId = await api.send(roomId, build(true), txnId);
+    } catch (error) {
+      if (matrixFailure(error)?.errcode !== 'M_TOO_LARGE') throw toSendError(error, what, api.token);
+      log.warn({ room: roomId }, `${what}: the homeserver found the message too large; sending it without HTML`);
+      try {
+        eventId = await api.send(roomId, build(false), txnId === undefined ? undefined : `${txnId}-plain`);
+      } catch (retryError) {
+        throw toSendError(retryError, what, api.token);
+      }
+    }
+    senders.set(eventId, true);
+    return eventId;
+  }
+
+  function relationFor(message: ConversationRef & { replyTo?: string }): Content | undefined {
+    return relation({
+      thread: message.thread,
+      replyTo: message.replyTo,
+      latest: message.thread === undefined ? undefined : (message.replyTo ?? threadLatest.get(message.thread)),
+      direct: rooms.isDirect(message.chat),
+    });
+  }
+
+  async function sendText(message: OutboundMessage, kind: 'send' | 'draft'): Promise<string> {
+    const relates = relationFor(message);
+    const eventId = await post(message.chat, (html) => ({ ...textContent(message.text, { html }), ...(relates ? { 'm.relates_to': relates } : {}) }), transactionId(kind, message), kind === 'send' ? 'send' : 'sendDraft');
+    if (message.thread !== undefined) threadLatest.set(message.thread, eventId);
+    void api.typing(message.chat, false).catch(() => undefined); // the reply is here: stop "typing…"
+    return eventId;
+  }
+
+  const channel: MatrixChannel = {
+    name: ctx.name,
+    maxMessageLength: MATRIX_LIMIT,
+    measure,
+    typingIntervalMs: 20_000, // typing is announced for 30 s each time
+    editIntervalMs: 1000,
+    livenessTimeoutMs: livenessMs,
+    stats,
+
+    async listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
+      await api.connect(signal);
+      displayName = (await api.displayName()) ?? displayName;
+      for (const room of config.rooms) {
+        if (signal.aborted) return;
+        try {
+          const id = await api.join(room, signal);
+          log.info({ room, id }, 'joined a configured room');
+        } catch (error) {
+          if (signal.aborted) return;
+          log.warn({ room, reason: describeError(error, api.token) }, 'could not join a configured room');
+        }
+      }
+      if (signal.aborted) return;
+      await runSync({ api, log, tokens, timeoutMs: syncTimeoutMs, livenessMs, handle: (response, context) => intake.handle(response, context, push) }, signal, link);
+    },
+
+    async send(message: OutboundMessage): Promise<void> {
+      await sendText(message, 'send');
+    },
+
+    async sendDraft(message: OutboundMessage): Promise<string> {
+      return sendText(message, 'draft');
+    },
+
+    async edit(ref: ConversationRef, messageId: string, text: string): Promise<void> {
+      if (!messageId.startsWith('$')) throw new SendError(`edit: ${messageId} is not a Matrix event id`, { permanent: true });
+      // Homeservers rate-limit messages per user (Synapse: 0.2/s, bursts of 10): after a 429, streaming
+      // edits wait it out here instead of hammering the server (the preview skips; the final edit waits).
+      const blockedMs = editsBlockedUntil - Date.now();
+      if (blockedMs > 0) throw new SendError('edit: rate limited by the homeserver', { retryAfterMs: blockedMs });
+      try {
+        await post(ref.chat, (html) => editContent(messageId, text, { html }), undefined, 'edit');
+      } catch (error) {
+        if (error instanceof SendError && error.retryAfterMs !== undefined) editsBlockedUntil = Date.now() + error.retryAfterMs;
+        throw error;
+      }
+    },
+
+    async typing(ref: ConversationRef): Promise<void> {
+      try {
+        await ready();
+        await api.typing(ref.chat, true);
+      } catch (error) {
+        log.debug({ reason: describeError(error, api.token) }, 'typing indicator not shown'); // best effort
+      }
+    },
+
+    async sendFile(ref: ConversationRef, file: OutboundFile): Promise<void> {
+      const size = await stat(file.path).then(
+        (s) => s.size,
+        () => undefined,
+      );
+      if (size === undefined) throw new SendError(`sendFile: ${file.name} does not exist`, { permanent: true });
+      if (size > MAX_UPLOAD) throw new SendError(`sendFile: ${file.name} is over the ${MAX_UPLOAD / 1024 / 1024} MB the channel uploads`, { permanent: true });
+      await ready();
+      const mime = MIME[extname(file.name).toLowerCase()] ?? 'application/octet-stream';
+      let url: string;
+      try {
+        url = await api.upload(new Uint8Array(await readFile(file.path)), file.name, mime);
+      } catch (error) {
+        throw toSendError(error, 'upload', api.token);
+      }
+      const relates = relationFor(ref);
+      await post(ref.chat, () => ({ ...fileContent({ name: file.name, url, mime, size }), ...(relates ? { 'm.relates_to': relates } : {}) }), undefined, 'sendFile');
+    },
+  };
+  return channel;
+}

@@ -1,0 +1,218 @@
+/**
+ * One /sync response → room state updates, pushed messages and handled invites, in order.
+ * Resolves once every message of the response is in the inbox; rejects only when a push does
+ * (shutdown), and then the response is not confirmed.
+ */
+import type { Logger } from 'pino';
+import type { ChannelContext, Push } from '../../src/channel.ts';
+import type { MatrixConfig } from '../../src/config/schema.ts';
+import { isAllowed } from '../../src/policy/access.ts';
+import type { MatrixApi } from './client.ts';
+import { describeError } from './errors.ts';
+import { classify, normalise, relationsOf, type BotIdentity, type RoomEvent } from './inbound.ts';
+import type { Rooms } from './rooms.ts';
+import { TIMELINE_TYPES, type SyncResponse } from './sync.ts';
+
+/** Events fetched at most to fill one room's gap after a long absence. */
+const GAP_LIMIT = 1000;
+
+/** The fix people need when a room is encrypted. */
+export const ENCRYPTION_FIX = 'disable encryption for this room or use an unencrypted room';
+
+/** A Map kept to its newest `limit` entries. */
+export class Bounded<V> {
+  readonly #map = new Map<string, V>();
+  readonly #limit: number;
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+  get(key: string): V | undefined {
+    return this.#map.get(key);
+  }
+  set(key: string, value: V): void {
+    this.#map.delete(key);
+    this.#map.set(key, value);
+    if (this.#map.size > this.#limit) this.#map.delete(this.#map.keys().next().value!);
+  }
+}
+
+export interface MatrixStats {
+  /** Encrypted events the channel could not read (each one logged). */
+  encryptedEvents: number;
+  /** Invites accepted / ignored. */
+  invitesAccepted: number;
+  invitesIgnored: number;
+}
+
+export interface IntakeDeps {
+  readonly api: MatrixApi;
+  readonly ctx: ChannelContext;
+  readonly config: MatrixConfig;
+  readonly rooms: Rooms;
+  readonly log: Logger;
+  readonly stats: MatrixStats;
+  /** Event ids → whether the bot sent them (its own sends, and what sync and lookups showed). */
+  readonly senders: Bounded<boolean>;
+  /** Thread root → its newest event we know (the reply fallback of the bot's thread replies). */
+  readonly threadLatest: Bounded<string>;
+  /** The bot's global display name, if it has one. */
+  displayName(): string | undefined;
+}
+
+export class Intake {
+  readonly #d: IntakeDeps;
+  /** Rooms whose invite was already acted on (or ignored) in this process. */
+  readonly #invites = new Set<string>();
+
+  constructor(deps: IntakeDeps) {
+    this.#d = deps;
+  }
+
+  async handle(response: SyncResponse, context: { readonly initial: boolean; readonly since: string | undefined }, push: Push): Promise<void> {
+    const { rooms, api } = this.#d;
+    const { initial, since } = context;
+    for (const event of response.account_data?.events ?? []) if (event.type === 'm.direct') rooms.setDirectRooms(event.content);
+    for (const roomId of Object.keys(response.rooms?.leave ?? {})) rooms.forget(roomId);
+    for (const [roomId, room] of Object.entries(response.rooms?.join ?? {})) {
+      for (const event of room.state?.events ?? []) this.#applyState(roomId, event);
+      let timeline = room.timeline?.events ?? [];
+      if (room.timeline?.limited && !initial && since !== undefined) {
+        // More arrived than one sync returns (the channel was down a while): fetch the gap.
+        const gap = await this.#gap(roomId, room.timeline.prev_batch, since);
+        timeline = [...gap.filter((event) => event.state_key === undefined), ...timeline];
+      }
+      for (const event of timeline) {
+        if (event.state_key !== undefined) {
+          this.#applyState(roomId, event);
+          continue;
+        }
+        if (event.sender === api.userId) {
+          this.#d.senders.set(event.event_id, true);
+          continue;
+        }
+        if (initial) continue; // history from before the first start: never answered
+        await this.#message(roomId, event, push);
+      }
+    }
+    for (const [roomId, room] of Object.entries(response.rooms?.invite ?? {})) await this.#invite(roomId, room.invite_state?.events ?? []);
+  }
+
+  /** The events between `since` and a limited timeline's start, oldest first (at most {@link GAP_LIMIT}). */
+  async #gap(roomId: string, prevBatch: string | undefined, since: string): Promise<RoomEvent[]> {
+    const { api, log } = this.#d;
+    const events: RoomEvent[] = [];
+    let from = prevBatch;
+    try {
+      while (from !== undefined && events.length < GAP_LIMIT) {
+        const page = await api.messages(roomId, from, since, TIMELINE_TYPES);
+        const chunk = page.chunk ?? [];
+        events.push(...chunk);
+        if (chunk.length === 0 || page.end === undefined || page.end === from) break;
+        from = page.end;
+      }
+    } catch (error) {
+      log.warn({ room: roomId, reason: describeError(error, api.token) }, 'could not fetch the events the homeserver left out of a sync; only the newest are handled');
+    }
+    if (events.length >= GAP_LIMIT) log.warn({ room: roomId, fetched: events.length }, 'too many events were missed in this room; only the newest are handled');
+    if (events.length > 0) log.info({ room: roomId, events: events.length }, 'fetched events sent while the channel was away');
+    return events.reverse();
+  }
+
+  #applyState(roomId: string, event: RoomEvent): void {
+    if (this.#d.rooms.apply(roomId, event)) {
+      this.#d.log.warn({ room: roomId }, `room ${roomId} is end-to-end encrypted: this channel cannot read or answer it (no crypto support) — ${ENCRYPTION_FIX}`);
+    }
+  }
+
+  async #message(roomId: string, event: RoomEvent, push: Push): Promise<void> {
+    const { log, rooms, api, ctx } = this.#d;
+    const verdict = classify(event, api.userId);
+    if (verdict.kind === 'encrypted') {
+      const count = ++this.#d.stats.encryptedEvents;
+      log.warn({ room: roomId, event: event.event_id, sender: event.sender, encryptedEvents: count }, `an encrypted message in room ${roomId} was not read (this channel has no crypto support) — ${ENCRYPTION_FIX}`);
+      return;
+    }
+    if (verdict.kind === 'skip') {
+      log.trace({ room: roomId, event: event.event_id, reason: verdict.reason }, 'event not answered');
+      return;
+    }
+    const { thread, replyTo } = relationsOf(event);
+    if (thread !== undefined) this.#d.threadLatest.set(thread, event.event_id);
+    const direct = rooms.isDirect(roomId);
+    // Only a room message needs to know whether it answers the bot (a DM always is addressed).
+    const repliesToBot = !direct && ((replyTo !== undefined && (await this.#sentByBot(roomId, replyTo))) || (thread !== undefined && (await this.#sentByBot(roomId, thread))));
+    const names = [this.#d.displayName(), rooms.displayName(roomId, api.userId)].filter((n): n is string => n !== undefined);
+    const bot: BotIdentity = { userId: api.userId, names: [...new Set(names)] };
+    let normalised;
+    try {
+      normalised = normalise(event, bot, {
+        channel: ctx.name,
+        account: api.userId,
+        assistantName: ctx.assistantName,
+        roomId,
+        direct,
+        senderName: rooms.displayName(roomId, event.sender),
+        repliesToBot,
+      });
+    } catch (error) {
+      log.error({ room: roomId, event: event.event_id, reason: describeError(error) }, 'could not read an event; skipped');
+      return;
+    }
+    if (!normalised) return;
+    const { message, files } = normalised;
+    const attachments = await Promise.all(
+      files.map((file) =>
+        ctx.attachments.save({
+          channel: ctx.name,
+          messageId: message.id,
+          kind: file.kind,
+          ...(file.name === undefined ? {} : { name: file.name }),
+          ...(file.mime === undefined ? {} : { mime: file.mime }),
+          ...(file.size === undefined ? {} : { size: file.size }),
+          download: (signal) => (file.url === undefined ? Promise.reject(new Error('the file is end-to-end encrypted, which this channel cannot read')) : api.download(file.url, signal)),
+        }),
+      ),
+    );
+    await push(attachments.length > 0 ? { ...message, attachments } : message);
+  }
+
+  /** Whether the bot sent an event: known from this process, else asked of the server (a failure counts as no). */
+  async #sentByBot(roomId: string, eventId: string): Promise<boolean> {
+    const known = this.#d.senders.get(eventId);
+    if (known !== undefined) return known;
+    try {
+      const event = await this.#d.api.fetchEvent(roomId, eventId);
+      const ours = event.sender === this.#d.api.userId;
+      this.#d.senders.set(eventId, ours);
+      return ours;
+    } catch (error) {
+      this.#d.log.debug({ room: roomId, event: eventId, reason: describeError(error) }, 'could not look up the event a message replies to');
+      return false;
+    }
+  }
+
+  /** Accepts an invite from an allowed sender (allow lists them, or is ["*"]); ignores and logs the rest. */
+  async #invite(roomId: string, events: ReadonlyArray<Pick<RoomEvent, 'type' | 'sender' | 'content'> & { readonly state_key?: string }>): Promise<void> {
+    const { api, config, log, stats } = this.#d;
+    if (this.#invites.has(roomId)) return;
+    const invite = events.find((e) => e.type === 'm.room.member' && e.state_key === api.userId && e.content.membership === 'invite');
+    if (!invite) return;
+    this.#invites.add(roomId);
+    const inviter = invite.sender;
+    if (!config.allow || !isAllowed(config.allow, [inviter])) {
+      stats.invitesIgnored++;
+      log.warn({ room: roomId, inviter }, `ignored an invite to ${roomId} from ${inviter}: only senders in allow can invite the bot`);
+      return;
+    }
+    try {
+      await api.join(roomId);
+    } catch (error) {
+      this.#invites.delete(roomId); // tried again when the invite shows up next
+      log.warn({ room: roomId, inviter, reason: describeError(error, api.token) }, 'could not accept an invite');
+      return;
+    }
+    if (invite.content.is_direct === true) this.#d.rooms.markDirectInvite(roomId);
+    stats.invitesAccepted++;
+    log.info({ room: roomId, inviter }, 'accepted an invite');
+  }
+}

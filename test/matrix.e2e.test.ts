@@ -1,0 +1,463 @@
+/**
+ * Matrix end to end: the channel and the real daemon against a local homeserver peer
+ * (test/peers/matrix.ts). The shared contract suites, then the channel on its own (history,
+ * invites, encrypted rooms, threads, the saved sync position, a stalled /sync), then faults
+ * with the daemon: restarts that must not replay history, SIGKILL mid-turn, dropped syncs, a
+ * restarted homeserver, rate-limited sends, password login.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { pino } from 'pino';
+import { createMatrixChannel, type MatrixChannel, type MatrixChannelOptions } from '../channels/matrix/index.ts';
+import type { InboundMessage, ListenLink } from '../src/channel.ts';
+import type { MatrixConfig } from '../src/config/schema.ts';
+import { createAttachmentStore } from '../src/inbound/attachments.ts';
+import { runChannelContract } from './contracts/channel.ts';
+import { runChatChannelContract, type Place } from './contracts/chat-channel.ts';
+import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
+import { startMatrixPeer, type MatrixPeer } from './peers/matrix.ts';
+import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { testLogger } from './support/log.ts';
+
+const dm: Place = { kind: 'dm', user: 'alice' };
+const group: Place = { kind: 'group' };
+const thread: Place = { kind: 'thread' };
+const env = { TEST_MODEL_KEY: 'sk-matrix' };
+
+runChatChannelContract('matrix', () => startMatrixPeer());
+
+runChannelContract('matrix', async () => {
+  const peer = await startMatrixPeer();
+  const dir = mkdtempSync(join(tmpdir(), 'sb-mx-'));
+  const channel = createMatrixChannel(peerConfig(peer), {
+    name: 'matrix',
+    log: testLogger(),
+    assistantName: 'Testbot',
+    attachments: createAttachmentStore({ workspace: join(dir, 'workspace') }),
+    stateDir: join(dir, 'state'),
+  });
+  return {
+    channel,
+    say: (text) => peer.post('alice', dm, text),
+    received: async () => peer.botMessages(dm).map((m) => m.text),
+    close: async () => {
+      await peer.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+function peerConfig(peer: MatrixPeer, extra: Partial<MatrixConfig> = {}): MatrixConfig {
+  return { homeserver: peer.baseUrl, user_id: peer.botUserId, access_token: peer.botToken, rooms: [], mention_only: true, stream: false, ...extra };
+}
+
+async function until(condition: () => boolean, what: string, timeoutMs = 15_000, context: () => string = () => ''): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${context()}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+const quiet = (ms = 600): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The channel on its own against a peer: what it pushed, what it logged. */
+interface Rig {
+  readonly peer: MatrixPeer;
+  readonly pushed: InboundMessage[];
+  readonly logs: Array<Record<string, unknown>>;
+  channel: MatrixChannel;
+  /** A fresh channel (same state dir, like a daemon restart) listening until stop(). */
+  start(extra?: Partial<MatrixConfig>, options?: MatrixChannelOptions): Promise<void>;
+  stop(): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function rig(peerOptions: { legacyMediaOnly?: boolean } = {}): Promise<Rig> {
+  const peer = await startMatrixPeer(peerOptions);
+  const dir = mkdtempSync(join(tmpdir(), 'sb-mx-'));
+  const pushed: InboundMessage[] = [];
+  const logs: Array<Record<string, unknown>> = [];
+  const log = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+  let abort: AbortController | undefined;
+  let listening: Promise<void> | undefined;
+  const result: Rig = {
+    peer,
+    pushed,
+    logs,
+    channel: undefined as unknown as MatrixChannel,
+    async start(extra = {}, options = {}) {
+      await result.stop();
+      result.channel = createMatrixChannel(
+        peerConfig(peer, extra),
+        { name: 'matrix', log, assistantName: 'Testbot', attachments: createAttachmentStore({ workspace: join(dir, 'workspace') }), stateDir: join(dir, 'state') },
+        options,
+      );
+      abort = new AbortController();
+      let ready = false;
+      const link: ListenLink = { ready: () => void (ready = true), alive: () => undefined, deaf: () => undefined };
+      listening = result.channel.listen(
+        async (message) => {
+          pushed.push(message);
+          return 'accepted';
+        },
+        abort.signal,
+        link,
+      );
+      listening.catch(() => undefined);
+      await until(() => ready, 'ready');
+    },
+    async stop() {
+      abort?.abort();
+      await listening?.catch(() => undefined);
+      abort = undefined;
+      listening = undefined;
+    },
+    async close() {
+      await result.stop();
+      await peer.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return result;
+}
+
+const texts = (messages: readonly InboundMessage[]): string[] => messages.map((m) => m.text);
+const warnings = (r: Rig, pattern: RegExp): Array<Record<string, unknown>> => r.logs.filter((l) => l.level === 40 && pattern.test(String(l.msg)));
+
+describe('matrix channel', () => {
+  let r: Rig;
+  afterEach(async () => r.close());
+
+  it('answers nothing from before its first start, and resumes from the saved sync position after a restart', async () => {
+    r = await rig();
+    await r.peer.post('alice', dm, 'old history');
+    await r.start();
+    await r.peer.post('alice', dm, 'first');
+    await until(() => r.pushed.length === 1, 'the first message');
+    await r.stop();
+    await r.peer.post('alice', dm, 'while down');
+    await r.start();
+    await until(() => r.pushed.length === 2, 'the message sent while down');
+    await r.peer.post('alice', dm, 'after');
+    await until(() => r.pushed.length === 3, 'the next message');
+    await quiet(300);
+    assert.deepEqual(texts(r.pushed), ['first', 'while down', 'after']);
+    const first = r.pushed[0]!;
+    assert.equal(first.account, r.peer.botUserId);
+    assert.equal(first.chat, r.peer.roomId(dm));
+    assert.match(first.id, /^\$/);
+    assert.deepEqual(first.sender, { id: r.peer.users.alice, name: 'Alice' });
+    assert.equal(first.direct, true);
+  });
+
+  it('tells addressed room messages from chatter: mentions, pills, names, replies to the bot; never notices or edits', async () => {
+    r = await rig();
+    await r.start();
+    const room = r.peer.groupRoom;
+    await r.peer.post('bob', group, 'just chatter');
+    await r.peer.post('alice', group, 'what do you think?', { mention: true });
+    r.peer.postIn(room, 'bob', { msgtype: 'm.text', body: 'testbot, your view?' });
+    r.peer.postIn(room, 'bob', { msgtype: 'm.notice', body: 'Switchboard: I am a bot' });
+    await until(() => r.pushed.length === 3, 'three messages');
+    await r.channel.send({ channel: 'matrix', account: r.peer.botUserId, chat: room, text: 'my answer', replyTo: r.pushed[1]!.id });
+    const answer = r.peer.rawBotEvents(group).at(-1)!;
+    assert.deepEqual(answer.content['m.relates_to'], { 'm.in_reply_to': { event_id: r.pushed[1]!.id } }, 'a room reply quotes what it answers');
+    r.peer.postIn(room, 'bob', { msgtype: 'm.text', body: 'good point', 'm.relates_to': { 'm.in_reply_to': { event_id: answer.event_id } } });
+    r.peer.postIn(room, 'bob', { msgtype: 'm.text', body: '* edited', 'm.new_content': { msgtype: 'm.text', body: 'edited' }, 'm.relates_to': { rel_type: 'm.replace', event_id: r.pushed[0]!.id } });
+    await until(() => r.pushed.length === 4, 'the reply to the bot');
+    await quiet(300);
+    assert.deepEqual(
+      r.pushed.map((m) => [m.text, m.addressed, m.direct]),
+      [
+        ['just chatter', false, false],
+        ['what do you think?', true, false],
+        ['testbot, your view?', true, false],
+        ['good point', true, false],
+      ],
+    );
+  });
+
+  it('keeps the test thread as its own conversation and replies inside it (thread relation with fallback)', async () => {
+    r = await rig();
+    await r.start();
+    await r.peer.post('alice', thread, 'in the thread', { mention: true });
+    await until(() => r.pushed.length === 1, 'the thread message');
+    const message = r.pushed[0]!;
+    const root = message.thread;
+    assert.ok(root?.startsWith('$'), 'the thread is the root event id');
+    await r.channel.send({ channel: 'matrix', account: message.account, chat: message.chat, thread: root, text: 'part one', replyTo: message.id });
+    await r.channel.send({ channel: 'matrix', account: message.account, chat: message.chat, thread: root, text: 'part two' });
+    const [one, two] = r.peer.rawBotEvents(thread);
+    assert.deepEqual(one!.content['m.relates_to'], { rel_type: 'm.thread', event_id: root, is_falling_back: true, 'm.in_reply_to': { event_id: message.id } });
+    assert.deepEqual(two!.content['m.relates_to'], { rel_type: 'm.thread', event_id: root, is_falling_back: true, 'm.in_reply_to': { event_id: one!.event_id } });
+    assert.deepEqual(r.peer.botMessages(group), [], 'nothing landed in the main timeline');
+  });
+
+  it('accepts an invite from an allowed sender, ignores a stranger\'s, and treats a two-person room as a DM', async () => {
+    r = await rig();
+    await r.start({ allow: [r.peer.users.alice] });
+    const fromAlice = r.peer.invite('alice', { direct: true });
+    const fromMallory = r.peer.invite('mallory');
+    await until(() => r.peer.botMembership(fromAlice) === 'join', 'the bot joined alice\'s room');
+    await until(() => warnings(r, /ignored an invite/).length === 1, 'the ignored invite logged');
+    assert.equal(r.peer.botMembership(fromMallory), 'invite', 'the stranger\'s invite is left alone');
+    assert.match(JSON.stringify(warnings(r, /ignored an invite/)[0]), new RegExp(r.peer.users.mallory));
+    r.peer.postIn(fromAlice, 'alice', { msgtype: 'm.text', body: 'hi in my room' });
+    await until(() => r.pushed.length === 1, 'the message in the new room');
+    assert.equal(r.pushed[0]!.chat, fromAlice);
+    assert.equal(r.pushed[0]!.direct, true);
+    assert.deepEqual(r.channel.stats, { encryptedEvents: 0, invitesAccepted: 1, invitesIgnored: 1 });
+  });
+
+  it('reports an encrypted room, and every encrypted message in it, in the log with the fix', async () => {
+    r = await rig();
+    await r.start();
+    const room = r.peer.encryptedRoom;
+    const roomWarnings = warnings(r, /end-to-end encrypted/);
+    assert.equal(roomWarnings.length, 1, 'the encrypted room is named once at start');
+    assert.equal(roomWarnings[0]!.room, room);
+    assert.match(String(roomWarnings[0]!.msg), /disable encryption for this room or use an unencrypted room/);
+    const eventId = r.peer.postEncrypted('alice');
+    await until(() => warnings(r, /encrypted message/).length === 1, 'the encrypted message reported');
+    const report = warnings(r, /encrypted message/)[0]!;
+    assert.equal(report.room, room);
+    assert.equal(report.event, eventId);
+    assert.equal(r.channel.stats.encryptedEvents, 1);
+    assert.deepEqual(r.pushed, []);
+  });
+
+  it('joins the configured rooms at start and answers there', async () => {
+    r = await rig();
+    await r.start({ rooms: ['#lobby:localhost', '#nowhere:localhost'] });
+    assert.equal(r.peer.botMembership(r.peer.lobbyRoom), 'join');
+    assert.equal(warnings(r, /could not join a configured room/).length, 1, 'an unknown alias is reported, not fatal');
+    r.peer.postIn(r.peer.lobbyRoom, 'bob', { msgtype: 'm.text', body: 'Switchboard: welcome', 'm.mentions': { user_ids: [r.peer.botUserId] } });
+    await until(() => r.pushed.length === 1, 'the lobby message');
+    assert.deepEqual([r.pushed[0]!.text, r.pushed[0]!.addressed, r.pushed[0]!.chat], ['welcome', true, r.peer.lobbyRoom]);
+  });
+
+  it('fetches the events a sync leaves out after a long absence (limited timeline), each once and in order', async () => {
+    r = await rig();
+    await r.start({ allow: ['*'] });
+    await r.stop();
+    await r.peer.post('alice', group, 'first while away', { mention: true });
+    for (let i = 0; i < 69; i++) await r.peer.post('bob', group, `chatter ${i}`);
+    await r.start({ allow: ['*'] });
+    await until(() => r.pushed.length === 70, 'all 70 messages', 10_000, () => ` (got ${r.pushed.length})`);
+    await quiet(300);
+    assert.equal(r.pushed.length, 70);
+    assert.deepEqual([r.pushed[0]!.text, r.pushed[0]!.addressed], ['first while away', true]);
+    assert.deepEqual(texts(r.pushed.slice(1)), Array.from({ length: 69 }, (_, i) => `chatter ${i}`));
+    assert.ok(r.peer.calls.some((c) => c.path.endsWith('/messages')), 'the gap came from /messages');
+  });
+
+  it('gets past a hung /sync (local timeout) and dropped /sync connections without losing a message', async () => {
+    r = await rig();
+    await r.start({}, { syncTimeoutMs: 500 });
+    r.peer.stallSyncs();
+    await r.peer.post('alice', dm, 'during the stall');
+    await until(() => warnings(r, /\/sync failed/).length >= 1, 'the hung sync given up', 10_000);
+    r.peer.unstall();
+    await until(() => r.pushed.length === 1, 'the message after the stall');
+    await until(() => r.peer.syncsWaiting > 0, 'a waiting sync');
+    assert.ok(r.peer.dropSyncs() >= 1);
+    await r.peer.post('alice', dm, 'after the drop');
+    await until(() => r.pushed.length === 2, 'the message after the drop');
+    await quiet(300);
+    assert.deepEqual(texts(r.pushed), ['during the stall', 'after the drop']);
+  });
+
+  it('downloads files from the legacy media endpoint when the server has no authenticated media', async () => {
+    r = await rig({ legacyMediaOnly: true });
+    await r.start();
+    await r.peer.postFile('alice', dm, { name: 'notes.txt', mime: 'text/plain', data: new TextEncoder().encode('legacy bytes') });
+    await until(() => r.pushed.length === 1, 'the file message');
+    const [attachment] = r.pushed[0]!.attachments ?? [];
+    assert.equal(r.pushed[0]!.text, '', 'a file without a caption has no text');
+    assert.equal(attachment?.name, 'notes.txt');
+    assert.ok(attachment?.path, `saved: ${JSON.stringify(attachment)}`);
+    assert.equal(attachment.size, 12);
+  });
+
+  it('maps send failures: rate limits wait retry_after_ms, a room the bot is not in is permanent', async () => {
+    r = await rig();
+    await r.start();
+    r.peer.rateLimitSends(1, 700);
+    const ref = { channel: 'matrix', account: r.peer.botUserId, chat: r.peer.roomId(dm) };
+    await assert.rejects(r.channel.send({ ...ref, text: 'too fast' }), (error: Error & { retryAfterMs?: number; permanent?: boolean }) => error.retryAfterMs === 700 && error.permanent === false);
+    await r.channel.send({ ...ref, text: 'now' });
+    assert.deepEqual(r.peer.botMessages(dm).map((m) => m.text), ['now']);
+    await assert.rejects(r.channel.send({ ...ref, chat: r.peer.lobbyRoom, text: 'not a member' }), (error: Error & { permanent?: boolean }) => error.permanent === true && /M_FORBIDDEN/.test(error.message));
+  });
+});
+
+describe('matrix peer', () => {
+  // In a child process: the SDK's sync loop leaves long timers behind (its localTimeoutMs) that would keep this one alive.
+  it("serves matrix-js-sdk's own sync loop (startClient): rooms, members, encryption state, live events", async () => {
+    const peer = await startMatrixPeer();
+    try {
+      const script = `
+        import { ClientEvent, createClient, RoomEvent } from 'matrix-js-sdk';
+        import { logger } from 'matrix-js-sdk/lib/logger.js';
+        logger.setLevel('silent');
+        const quiet = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, getChild: () => quiet };
+        const [baseUrl, userId, accessToken, dm, group, secret] = process.argv.slice(1);
+        const client = createClient({ baseUrl, userId, accessToken, logger: quiet });
+        client.on(RoomEvent.Timeline, (event, room, toStart) => {
+          if (!toStart && event.getType() === 'm.room.message' && event.getContent().body === 'live one') {
+            console.log(JSON.stringify({ dm: client.getRoom(dm)?.getJoinedMemberCount(), group: client.getRoom(group)?.getJoinedMemberCount(), encrypted: client.getRoom(secret)?.hasEncryptionStateEvent() }));
+            process.exit(0);
+          }
+        });
+        client.on(ClientEvent.Sync, (state) => state === 'PREPARED' && console.log('PREPARED'));
+        await client.startClient({ initialSyncLimit: 1 });
+        setTimeout(() => process.exit(3), 10_000);
+      `;
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script, peer.baseUrl, peer.botUserId, peer.botToken, peer.roomId(dm), peer.groupRoom, peer.encryptedRoom], { cwd: fileURLToPath(new URL('..', import.meta.url)) });
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+      child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+      const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+      await until(() => out.includes('PREPARED'), 'the SDK prepared', 10_000, () => out);
+      await peer.post('alice', dm, 'live one');
+      assert.equal(await exited, 0, out);
+      assert.deepEqual(JSON.parse(out.trim().split('\n').at(-1)!), { dm: 2, group: 4, encrypted: true });
+      assert.deepEqual(peer.unknownRoutes, []);
+      assert.ok(peer.calls.some((c) => c.path === '/_matrix/client/v3/pushrules/') && peer.calls.some((c) => c.path.endsWith('/filter')));
+    } finally {
+      await peer.close();
+    }
+  });
+});
+
+describe('matrix daemon faults', () => {
+  let model: FakeOpenAI;
+  let peer: MatrixPeer;
+  let config: ReturnType<typeof tempConfig>;
+  let daemon: Daemon | undefined;
+
+  before(async () => {
+    model = await startFakeOpenAI();
+    peer = await startMatrixPeer();
+  });
+  after(async () => {
+    await stop();
+    await peer.close();
+    await model.close();
+  });
+
+  const replies = (place: Place = dm): string[] => peer.botMessages(place).map((m) => m.text);
+  const log = (): string => `\nbot messages: ${JSON.stringify(replies())}\ndaemon log:\n${daemon?.stdout().slice(-4000)}\n${daemon?.stderr().slice(-2000)}`;
+
+  /** A daemon on a fresh data dir (or the same one with `reuse`), fast restarts. */
+  async function start(reuse = false, section = peer.configSection(), extra = `allow = ["${peer.users.alice}"]\n`): Promise<void> {
+    if (!reuse) {
+      peer.reset();
+      model.requests.length = 0;
+      config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n[runtime]\nrestart_initial_seconds = 0.2\nrestart_max_seconds = 1\n${section}${extra}`);
+    }
+    daemon = startDaemon(['start', '--config', config.file], { env });
+    await daemon.waitFor(/"msg":"ready"/, 'stdout', 20_000);
+  }
+
+  async function stop(cleanup = true): Promise<void> {
+    if (daemon && daemon.child.exitCode === null && daemon.child.signalCode === null) {
+      daemon.child.kill('SIGTERM');
+      const { code } = await daemon.exited;
+      assert.equal(code, 0, `daemon exit code${log()}`);
+    }
+    daemon = undefined;
+    if (cleanup) config?.cleanup();
+  }
+
+  async function roundTrip(text: string, n: number): Promise<void> {
+    await peer.post('alice', dm, text);
+    await until(() => replies().length >= n, `reply ${n} (${text})`, 15_000, log);
+  }
+
+  it('after a restart answers what was sent while it was down, once, and nothing from before (password login reused)', async () => {
+    await peer.post('alice', dm, 'history before the first start');
+    await start(false, peer.passwordConfigSection());
+    assert.match(daemon!.stdout(), new RegExp(`"room":"${peer.encryptedRoom}".*disable encryption for this room`), 'the encrypted room is reported');
+    await roundTrip('one', 1);
+    await stop(false);
+    await peer.post('alice', dm, 'while down');
+    await start(true);
+    await until(() => replies().length >= 2, 'the reply to the message sent while down', 15_000, log);
+    await roundTrip('after', 3);
+    await quiet();
+    assert.deepEqual(replies(), ['echo: one', 'echo: while down', 'echo: after']);
+    assert.equal(model.requests.length, 3, 'nothing was answered twice, history never');
+    assert.equal(peer.logins, 1, 'the session from the first login was kept for the restart');
+    await stop();
+  });
+
+  it('answers exactly once after SIGKILL between receiving a message and replying', async () => {
+    await start();
+    model.script({ text: 'never sent', delayMs: 60_000 });
+    await peer.post('alice', dm, 'survive this');
+    await model.waitForRequests(1);
+    daemon!.child.kill('SIGKILL');
+    await daemon!.exited;
+    await peer.post('alice', dm, 'and this one, sent while killed');
+    await start(true);
+    await until(() => replies().length >= 2, 'both replies after the restart', 20_000, log);
+    await quiet();
+    assert.deepEqual(replies().sort(), ['echo: and this one, sent while killed', 'echo: survive this']);
+    assert.equal(model.requests.length, 3, 'the killed turn ran once more, the new message once');
+    await stop();
+  });
+
+  it('reconnects after dropped /sync connections and a restarted homeserver, losing and doubling nothing', async () => {
+    await start();
+    await roundTrip('one', 1);
+    await until(() => peer.syncsWaiting > 0, 'a waiting sync');
+    assert.ok(peer.dropSyncs() >= 1);
+    await roundTrip('two', 2);
+    const restarting = peer.restart(500);
+    await peer.post('alice', dm, 'while the server is down');
+    await restarting;
+    await until(() => replies().length >= 3, 'the reply after the server restart', 20_000, log);
+    await roundTrip('four', 4);
+    await quiet();
+    assert.deepEqual(replies(), ['echo: one', 'echo: two', 'echo: while the server is down', 'echo: four']);
+    await stop();
+  });
+
+  it('delivers a reply once after M_LIMIT_EXCEEDED, waiting retry_after_ms', async () => {
+    await start();
+    peer.rateLimitSends(1, 1000);
+    await roundTrip('rate me', 1);
+    await quiet();
+    assert.deepEqual(replies(), ['echo: rate me']);
+    const sends = peer.calls.filter((c) => c.method === 'PUT' && c.path.includes('/send/m.room.message/'));
+    assert.deepEqual(
+      sends.map((c) => c.status),
+      [429, 200],
+    );
+    assert.ok(sends[1]!.at - sends[0]!.at >= 900, `retried after ${sends[1]!.at - sends[0]!.at} ms, before retry_after_ms`);
+    await stop();
+  });
+
+  it('accepts an invite from an allowed user and answers in that room; ignores a stranger\'s invite', async () => {
+    await start();
+    const room = peer.invite('alice');
+    const strangers = peer.invite('mallory');
+    await until(() => peer.botMembership(room) === 'join', 'the bot in alice\'s room', 15_000, log);
+    peer.postIn(room, 'alice', { msgtype: 'm.text', body: 'hello in my new room' });
+    await until(() => peer.botMessagesIn(room).length === 1, 'the reply in the new room', 15_000, log);
+    assert.equal(peer.botMessagesIn(room)[0]!.text, 'echo: hello in my new room');
+    assert.equal(peer.botMembership(strangers), 'invite');
+    assert.match(daemon!.stdout(), /ignored an invite/);
+    await stop();
+  });
+
+  it('serves every route matrix-js-sdk and the channel asked for', () => {
+    assert.deepEqual(peer.unknownRoutes, []);
+  });
+});

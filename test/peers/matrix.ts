@@ -1,0 +1,675 @@
+/**
+ * A local Matrix homeserver (client-server API) for matrix-js-sdk 43 and the Matrix channel:
+ * versions, login (password) / whoami / logout, push rules, capabilities, filters, /sync
+ * (long polling on since/timeout, next_batch positions, join/invite/leave sections with state
+ * and timeline, inline or stored filters, full_state, limited timelines with prev_batch),
+ * /messages (backwards between tokens), join by id or alias,
+ * room sends (idempotent per access token + txnId, 64 KiB event limit), typing, event lookup,
+ * members, state, profiles and media (upload; authenticated v1 and legacy v3 download).
+ *
+ * The server: alice, bob and mallory; a DM room between each of them and the bot; one group
+ * room (`#group:localhost`) holding the test thread (a root message by alice); one encrypted
+ * room (`#secret:localhost`, m.room.encryption state); one public room the bot is not in
+ * (`#lobby:localhost`, to join from config). Rooms made by {@link MatrixPeer.invite} invite
+ * the bot.
+ *
+ * Places: the DM; the group = the group room's main timeline and every thread but the test
+ * thread; the thread = the test thread (rel_type m.thread to the root).
+ *
+ * Fault hooks: drop waiting /sync connections, stall /sync, restart the server on the same
+ * port (state kept), rate-limit sends (M_LIMIT_EXCEEDED with retry_after_ms).
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
+
+const SERVER = 'localhost';
+const BOT = `@switchboard:${SERVER}`;
+const BOT_NAME = 'Switchboard';
+const USERS: Record<PeerUser, string> = { alice: `@alice:${SERVER}`, bob: `@bob:${SERVER}`, mallory: `@mallory:${SERVER}` };
+const NAMES: Record<string, string> = { [BOT]: BOT_NAME, [USERS.alice]: 'Alice', [USERS.bob]: 'Bob', [USERS.mallory]: 'Mallory' };
+const MAX_EVENT_BYTES = 65_536;
+
+type Json = Record<string, unknown>;
+
+export interface PeerEvent {
+  readonly event_id: string;
+  readonly type: string;
+  readonly sender: string;
+  readonly origin_server_ts: number;
+  readonly content: Json;
+  readonly state_key?: string;
+}
+
+interface Stored {
+  readonly pos: number;
+  readonly roomId: string;
+  readonly event: PeerEvent;
+}
+
+interface Room {
+  readonly id: string;
+  readonly events: Stored[];
+  readonly state: Map<string, PeerEvent>;
+  publicJoin: boolean;
+}
+
+interface Filter {
+  readonly timelineLimit: number;
+  readonly timelineTypes?: readonly string[];
+  readonly stateTypes?: readonly string[];
+}
+
+export interface PeerCall {
+  readonly method: string;
+  readonly path: string;
+  status: number;
+  readonly at: number;
+}
+
+export interface MatrixPeer extends ChatPeer {
+  readonly baseUrl: string;
+  readonly botUserId: string;
+  readonly botToken: string;
+  readonly botPassword: string;
+  /** Every request, in order (path without the query). */
+  readonly calls: PeerCall[];
+  /** Routes the peer does not serve, as requested (kept across resets). */
+  readonly unknownRoutes: string[];
+  /** /sync requests being held open right now. */
+  readonly syncsWaiting: number;
+  /** Successful password logins. */
+  readonly logins: number;
+  readonly groupRoom: string;
+  readonly encryptedRoom: string;
+  readonly lobbyRoom: string;
+  roomId(place: Place): string;
+  /** A `[channels.matrix]` section that logs in with the password instead of a token. */
+  passwordConfigSection(): string;
+  /** A person posts in any room. Returns the event id. */
+  postIn(roomId: string, user: PeerUser, content: Json): string;
+  /** An m.room.encrypted event from a person (what a client with E2EE posts). */
+  postEncrypted(user: PeerUser, roomId?: string): string;
+  /** `user` makes a new room and invites the bot. Returns the room id. */
+  invite(user: PeerUser, options?: { direct?: boolean }): string;
+  /** The bot's membership in a room ("join", "invite", …). */
+  botMembership(roomId: string): string | undefined;
+  /** The bot's messages in any room (after edits), and their raw contents. */
+  botMessagesIn(roomId: string): readonly BotMessage[];
+  rawBotEvents(place: Place): readonly PeerEvent[];
+  /** Cuts every /sync connection being held open; returns how many. */
+  dropSyncs(): number;
+  /** /sync requests hang (no answer) until {@link unstall}. */
+  stallSyncs(): void;
+  unstall(): void;
+  /** Closes the server (dropping every connection) and listens again on the same port after `downMs`. */
+  restart(downMs: number): Promise<void>;
+  /** The next `count` sends get 429 M_LIMIT_EXCEEDED with retry_after_ms. */
+  rateLimitSends(count: number, retryAfterMs: number): void;
+  /** How many sends were answered from the transaction cache (a retried txnId). */
+  readonly repeatedTxns: number;
+}
+
+export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {}): Promise<MatrixPeer> {
+  const botToken = `syt_bot_${randomBytes(8).toString('hex')}`;
+  const botPassword = 'correct horse battery staple';
+  const tokens = new Map<string, string>([[botToken, 'BOTDEVICE']]);
+  const stream: Stored[] = [];
+  const rooms = new Map<string, Room>();
+  const aliases = new Map<string, string>();
+  const filters = new Map<string, Filter>();
+  const txns = new Map<string, string>();
+  const media = new Map<string, { data: Buffer; mime: string; name: string }>();
+  const typing = new Map<string, number>();
+  const calls: PeerCall[] = [];
+  const unknownRoutes: string[] = [];
+  const waiters = new Set<() => void>();
+  const syncing = new Set<IncomingMessage>();
+  const sockets = new Set<Socket>();
+  let stalled = false;
+  let limited: { count: number; retryAfterMs: number } | undefined;
+  let resetPos = 0;
+  let counter = 0;
+  let logins = 0;
+  let repeatedTxns = 0;
+  const nonce = randomBytes(3).toString('hex');
+
+  function append(roomId: string, event: Omit<PeerEvent, 'event_id' | 'origin_server_ts'>): PeerEvent {
+    const room = rooms.get(roomId)!;
+    const full: PeerEvent = { event_id: `$e${++counter}_${nonce}`, origin_server_ts: Date.now(), ...event };
+    const stored = { pos: stream.length + 1, roomId, event: full };
+    stream.push(stored);
+    room.events.push(stored);
+    if (full.state_key !== undefined) room.state.set(`${full.type}\u0000${full.state_key}`, full);
+    for (const wake of [...waiters]) wake();
+    return full;
+  }
+
+  function createRoom(id: string, creator: string, members: readonly string[], extra: { alias?: string; publicJoin?: boolean; encrypted?: boolean } = {}): Room {
+    const room: Room = { id, events: [], state: new Map(), publicJoin: extra.publicJoin ?? false };
+    rooms.set(id, room);
+    if (extra.alias) aliases.set(extra.alias, id);
+    append(id, { type: 'm.room.create', sender: creator, state_key: '', content: { creator, room_version: '10' } });
+    append(id, { type: 'm.room.join_rules', sender: creator, state_key: '', content: { join_rule: room.publicJoin ? 'public' : 'invite' } });
+    if (extra.encrypted) append(id, { type: 'm.room.encryption', sender: creator, state_key: '', content: { algorithm: 'm.megolm.v1.aes-sha2' } });
+    for (const member of [creator, ...members.filter((m) => m !== creator)]) append(id, { type: 'm.room.member', sender: member, state_key: member, content: { membership: 'join', displayname: NAMES[member] } });
+    return room;
+  }
+
+  const dms = {} as Record<PeerUser, string>;
+  for (const user of Object.keys(USERS) as PeerUser[]) dms[user] = createRoom(`!dm-${user}:${SERVER}`, USERS[user], [BOT]).id;
+  const groupRoom = createRoom(`!group:${SERVER}`, USERS.alice, [USERS.bob, USERS.mallory, BOT], { alias: `#group:${SERVER}` }).id;
+  const threadRoot = append(groupRoom, { type: 'm.room.message', sender: USERS.alice, content: { msgtype: 'm.text', body: 'Test thread' } }).event_id;
+  const encryptedRoom = createRoom(`!secret:${SERVER}`, USERS.alice, [USERS.bob, BOT], { alias: `#secret:${SERVER}`, encrypted: true }).id;
+  const lobbyRoom = createRoom(`!lobby:${SERVER}`, USERS.bob, [USERS.alice], { alias: `#lobby:${SERVER}`, publicJoin: true }).id;
+
+  const roomId = (place: Place): string => (place.kind === 'dm' ? dms[place.user] : groupRoom);
+  const stateOf = (room: Room, type: string, key: string): PeerEvent | undefined => room.state.get(`${type}\u0000${key}`);
+  const membership = (room: Room, user: string): string | undefined => stateOf(room, 'm.room.member', user)?.content.membership as string | undefined;
+  const membershipAt = (room: Room, user: string, pos: number): string | undefined => {
+    let result: string | undefined;
+    for (const s of room.events) if (s.pos <= pos && s.event.type === 'm.room.member' && s.event.state_key === user) result = s.event.content.membership as string;
+    return result;
+  };
+  const relatesTo = (event: PeerEvent): Json | undefined => event.content['m.relates_to'] as Json | undefined;
+  const isBotMessage = (event: PeerEvent): boolean => event.sender === BOT && event.type === 'm.room.message' && relatesTo(event)?.rel_type !== 'm.replace';
+  const inPlace = (place: Place, stored: Stored): boolean => {
+    if (stored.roomId !== roomId(place)) return false;
+    if (place.kind === 'dm') return true;
+    const relates = relatesTo(stored.event);
+    const inThread = relates?.rel_type === 'm.thread' && relates.event_id === threadRoot;
+    return place.kind === 'thread' ? inThread : !inThread;
+  };
+
+  function botMessagesWhere(match: (stored: Stored) => boolean): BotMessage[] {
+    const messages = stream.filter((s) => s.pos > resetPos && match(s) && isBotMessage(s.event) && s.event.content.msgtype === 'm.text');
+    return messages.map((s) => {
+      const edits = stream.filter((e) => e.event.sender === BOT && relatesTo(e.event)?.rel_type === 'm.replace' && relatesTo(e.event)?.event_id === s.event.event_id);
+      const shown = edits.length > 0 ? (edits.at(-1)!.event.content['m.new_content'] as Json) : s.event.content;
+      return { text: visibleText(shown), edits: edits.length };
+    });
+  }
+
+  function personContent(place: Place, text: string, mention: boolean): Json {
+    const content: Json = { msgtype: 'm.text', body: mention ? `${BOT_NAME}: ${text}` : text, 'm.mentions': mention ? { user_ids: [BOT] } : {} };
+    if (mention) {
+      content.format = 'org.matrix.custom.html';
+      content.formatted_body = `<a href="https://matrix.to/#/${BOT}">${BOT_NAME}</a>: ${escapeHtml(text)}`;
+    }
+    if (place.kind === 'thread') {
+      const latest = [...rooms.get(groupRoom)!.events].reverse().find((s) => relatesTo(s.event)?.event_id === threadRoot)?.event.event_id ?? threadRoot;
+      content['m.relates_to'] = { rel_type: 'm.thread', event_id: threadRoot, is_falling_back: true, 'm.in_reply_to': { event_id: latest } };
+    }
+    return content;
+  }
+
+  function postIn(id: string, user: PeerUser, content: Json): string {
+    const room = rooms.get(id);
+    if (!room) throw new Error(`no room ${id}`);
+    if (membership(room, USERS[user]) !== 'join') throw new Error(`${user} is not in ${id}`);
+    return append(id, { type: 'm.room.message', sender: USERS[user], content }).event_id;
+  }
+
+  // ---- /sync ---------------------------------------------------------------------------------
+
+  function parseFilter(raw: string | null, user: string): Filter {
+    let definition: Json | undefined;
+    if (raw?.trim().startsWith('{')) definition = JSON.parse(raw) as Json;
+    else if (raw) {
+      const stored = filters.get(`${user}/${raw}`);
+      if (!stored) throw new HttpError(400, 'M_INVALID_PARAM', `unknown filter ${raw}`);
+      return stored;
+    }
+    const room = (definition?.room ?? {}) as Json;
+    const timeline = (room.timeline ?? {}) as Json;
+    const state = (room.state ?? {}) as Json;
+    return {
+      timelineLimit: typeof timeline.limit === 'number' ? timeline.limit : 10,
+      ...(Array.isArray(timeline.types) ? { timelineTypes: timeline.types as string[] } : {}),
+      ...(Array.isArray(state.types) ? { stateTypes: state.types as string[] } : {}),
+    };
+  }
+
+  const typeMatch = (types: readonly string[] | undefined, type: string): boolean => !types || types.some((t) => (t.endsWith('*') ? type.startsWith(t.slice(0, -1)) : t === type));
+  const stripped = (e: PeerEvent): Json => ({ type: e.type, sender: e.sender, state_key: e.state_key, content: e.content });
+
+  function buildSync(since: number | undefined, filter: Filter, fullState: boolean): { body: Json; empty: boolean } {
+    const join: Record<string, Json> = {};
+    const invite: Record<string, Json> = {};
+    const leave: Record<string, Json> = {};
+    for (const room of rooms.values()) {
+      const now = membership(room, BOT);
+      const before = since === undefined ? undefined : membershipAt(room, BOT, since);
+      const changed = since === undefined || room.events.some((s) => s.pos > since && s.event.type === 'm.room.member' && s.event.state_key === BOT);
+      if (now === 'join') {
+        const newly = since === undefined || before !== 'join';
+        const joinPos = [...room.events].reverse().find((s) => s.event.type === 'm.room.member' && s.event.state_key === BOT)!.pos;
+        const from = since === undefined ? 0 : newly ? joinPos - 1 : since;
+        const candidates = room.events.filter((s) => s.pos > from && typeMatch(filter.timelineTypes, s.event.type));
+        const timeline = candidates.slice(-Math.max(0, filter.timelineLimit));
+        const isLimited = timeline.length < candidates.length;
+        if (!newly && !fullState && timeline.length === 0) continue;
+        const state = newly || fullState ? [...room.state.values()].filter((e) => typeMatch(filter.stateTypes, e.type)) : [];
+        join[room.id] = {
+          state: { events: state },
+          timeline: { events: timeline.map((s) => s.event), limited: isLimited, prev_batch: `s${(timeline[0]?.pos ?? stream.length + 1) - 1}` },
+          ephemeral: { events: [] },
+          account_data: { events: [] },
+          unread_notifications: { highlight_count: 0, notification_count: 0 },
+        };
+      } else if (now === 'invite' && changed) {
+        invite[room.id] = { invite_state: { events: [...room.state.values()].filter((e) => e.type !== 'm.room.member' || e.state_key === BOT || e.sender === e.state_key).map(stripped) } };
+      } else if ((now === 'leave' || now === 'ban') && changed && since !== undefined && before !== now) {
+        leave[room.id] = { state: { events: [] }, timeline: { events: room.events.filter((s) => s.pos > since && s.event.state_key === BOT).map((s) => s.event) } };
+      }
+    }
+    const empty = Object.keys(join).length + Object.keys(invite).length + Object.keys(leave).length === 0;
+    return {
+      body: { next_batch: `s${stream.length}`, rooms: { join, invite, leave }, account_data: { events: [] }, presence: { events: [] }, to_device: { events: [] }, device_lists: { changed: [], left: [] }, device_one_time_keys_count: {} },
+      empty,
+    };
+  }
+
+  async function sync(req: IncomingMessage, url: URL, user: string): Promise<Json> {
+    const sinceRaw = url.searchParams.get('since');
+    let since: number | undefined;
+    if (sinceRaw !== null) {
+      const match = /^s(\d+)$/.exec(sinceRaw);
+      if (!match || Number(match[1]) > stream.length) throw new HttpError(400, 'M_UNKNOWN_POS', 'unknown sync position');
+      since = Number(match[1]);
+    }
+    const filter = parseFilter(url.searchParams.get('filter'), user);
+    const fullState = url.searchParams.get('full_state') === 'true';
+    const timeoutMs = Math.min(Number(url.searchParams.get('timeout') ?? '0') || 0, 60_000);
+    const deadline = Date.now() + timeoutMs;
+    syncing.add(req);
+    try {
+      while (stalled && !req.socket.destroyed) await wait(req, 60_000);
+      for (;;) {
+        const result = buildSync(since, filter, fullState);
+        if (!result.empty || fullState || since === undefined || Date.now() >= deadline || req.socket.destroyed) return result.body;
+        await wait(req, deadline - Date.now());
+      }
+    } finally {
+      syncing.delete(req);
+    }
+  }
+
+  /** Resolves on the next new event (or unstall), after `ms`, or when the request goes away. */
+  function wait(req: IncomingMessage, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        req.socket.off('close', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      waiters.add(done);
+      req.socket.once('close', done);
+    });
+  }
+
+  // ---- routes ----------------------------------------------------------------------------------
+
+  function authUser(req: IncomingMessage, url: URL): string {
+    const header = req.headers.authorization;
+    const token = header?.startsWith('Bearer ') ? header.slice(7) : url.searchParams.get('access_token');
+    if (!token) throw new HttpError(401, 'M_MISSING_TOKEN', 'Missing access token');
+    if (!tokens.has(token)) throw new HttpError(401, 'M_UNKNOWN_TOKEN', 'Unrecognised access token');
+    return `${token}`;
+  }
+
+  function joinedRoom(id: string): Room {
+    const room = rooms.get(id);
+    if (!room) throw new HttpError(404, 'M_NOT_FOUND', `unknown room ${id}`);
+    if (membership(room, BOT) !== 'join') throw new HttpError(403, 'M_FORBIDDEN', `${BOT} is not in room ${id}`);
+    return room;
+  }
+
+  async function route(req: IncomingMessage, url: URL, body: Buffer): Promise<{ status?: number; json?: Json; raw?: { data: Buffer; mime: string } }> {
+    const method = req.method ?? 'GET';
+    const path = url.pathname;
+    const json = (): Json => (body.length === 0 ? {} : (JSON.parse(body.toString('utf8')) as Json));
+    let m: RegExpExecArray | null;
+    if (path === '/_matrix/client/versions') return { json: { versions: ['v1.1', 'v1.2', 'v1.3', 'v1.4', 'v1.5', 'v1.6', 'v1.7', 'v1.8', 'v1.9', 'v1.10', 'v1.11', 'v1.12'], unstable_features: {} } };
+    if (path === '/_matrix/client/v3/login' && method === 'GET') return { json: { flows: [{ type: 'm.login.password' }] } };
+    if (path === '/_matrix/client/v3/login' && method === 'POST') {
+      const request = json();
+      const identifier = request.identifier as Json | undefined;
+      const user = (identifier?.user ?? request.user) as string | undefined;
+      if ((user !== BOT && user !== 'switchboard') || request.password !== botPassword) throw new HttpError(403, 'M_FORBIDDEN', 'Invalid username or password');
+      const token = `syt_login_${randomBytes(8).toString('hex')}`;
+      const device = `DEV${++counter}`;
+      tokens.set(token, device);
+      logins++;
+      return { json: { user_id: BOT, access_token: token, device_id: device, home_server: SERVER } };
+    }
+    if ((m = /^\/_matrix\/media\/v3\/download\/([^/]+)\/([^/]+)/.exec(path))) return download(m[2]!);
+    if ((m = /^\/_matrix\/client\/v1\/media\/download\/([^/]+)\/([^/]+)/.exec(path))) {
+      if (options.legacyMediaOnly) throw new HttpError(404, 'M_UNRECOGNIZED', 'Unrecognized request');
+      authUser(req, url);
+      return download(decodeURIComponent(m[2]!));
+    }
+
+    if (path.startsWith('/_matrix/client/unstable/')) throw new HttpError(404, 'M_UNRECOGNIZED', 'Unrecognized request'); // no MSCs here
+    const token = authUser(req, url);
+    if (path === '/_matrix/media/v3/upload' && method === 'POST') {
+      const id = `m${++counter}${nonce}`;
+      media.set(id, { data: body, mime: String(req.headers['content-type'] ?? 'application/octet-stream'), name: url.searchParams.get('filename') ?? id });
+      return { json: { content_uri: `mxc://${SERVER}/${id}` } };
+    }
+    if (path === '/_matrix/client/v1/media/config' || path === '/_matrix/media/v3/config') return { json: { 'm.upload.size': 50 * 1024 * 1024 } };
+    const p = path.startsWith('/_matrix/client/v3/') ? path.slice('/_matrix/client/v3'.length) : undefined;
+    if (p === undefined) return unknown(method, path);
+    if (p === '/account/whoami') return { json: { user_id: BOT, device_id: tokens.get(token) } };
+    if (p === '/logout' && method === 'POST') {
+      tokens.delete(token);
+      return { json: {} };
+    }
+    if (p === '/pushrules/' || p === '/pushrules') return { json: { global: { override: [], content: [], room: [], sender: [], underride: [] } } };
+    if (p === '/capabilities') return { json: { capabilities: { 'm.change_password': { enabled: false }, 'm.room_versions': { default: '10', available: { '10': 'stable' } } } } };
+    if (p === '/sync') return { json: await sync(req, url, BOT) };
+    if (p === '/joined_rooms') return { json: { joined_rooms: [...rooms.values()].filter((r) => membership(r, BOT) === 'join').map((r) => r.id) } };
+    if ((m = /^\/user\/([^/]+)\/filter$/.exec(p)) && method === 'POST') {
+      const id = String(++counter);
+      filters.set(`${BOT}/${id}`, parseFilter(JSON.stringify(json()), BOT));
+      return { json: { filter_id: id } };
+    }
+    if ((m = /^\/user\/([^/]+)\/filter\/([^/]+)$/.exec(p))) {
+      if (!filters.has(`${BOT}/${m[2]}`)) throw new HttpError(404, 'M_NOT_FOUND', 'No such filter');
+      return { json: {} };
+    }
+    if ((m = /^\/profile\/([^/]+)(\/displayname)?$/.exec(p))) {
+      const user = decodeURIComponent(m[1]!);
+      if (!NAMES[user]) throw new HttpError(404, 'M_NOT_FOUND', 'Profile not found');
+      return { json: { displayname: NAMES[user] } };
+    }
+    if ((m = /^\/directory\/room\/([^/]+)$/.exec(p))) {
+      const id = aliases.get(decodeURIComponent(m[1]!));
+      if (!id) throw new HttpError(404, 'M_NOT_FOUND', 'Room alias not found');
+      return { json: { room_id: id, servers: [SERVER] } };
+    }
+    if (((m = /^\/join\/([^/]+)$/.exec(p)) || (m = /^\/rooms\/([^/]+)\/join$/.exec(p))) && method === 'POST') {
+      const target = decodeURIComponent(m[1]!);
+      const id = target.startsWith('#') ? aliases.get(target) : target;
+      const room = id === undefined ? undefined : rooms.get(id);
+      if (!room) throw new HttpError(404, 'M_NOT_FOUND', `No known room ${target}`);
+      const current = membership(room, BOT);
+      if (current === 'join') return { json: { room_id: room.id } };
+      if (current !== 'invite' && !room.publicJoin) throw new HttpError(403, 'M_FORBIDDEN', 'You are not invited to this room.');
+      append(room.id, { type: 'm.room.member', sender: BOT, state_key: BOT, content: { membership: 'join', displayname: BOT_NAME } });
+      return { json: { room_id: room.id } };
+    }
+    if ((m = /^\/rooms\/([^/]+)\/leave$/.exec(p)) && method === 'POST') {
+      const room = joinedRoom(decodeURIComponent(m[1]!));
+      append(room.id, { type: 'm.room.member', sender: BOT, state_key: BOT, content: { membership: 'leave' } });
+      return { json: {} };
+    }
+    if ((m = /^\/rooms\/([^/]+)\/send\/([^/]+)\/([^/]+)$/.exec(p)) && method === 'PUT') {
+      const room = joinedRoom(decodeURIComponent(m[1]!));
+      const key = `${token}|${decodeURIComponent(m[3]!)}`;
+      const known = txns.get(key);
+      if (known) {
+        repeatedTxns++;
+        return { json: { event_id: known } };
+      }
+      if (limited && limited.count > 0) {
+        limited.count--;
+        return { status: 429, json: { errcode: 'M_LIMIT_EXCEEDED', error: 'Too Many Requests', retry_after_ms: limited.retryAfterMs } };
+      }
+      if (body.length > MAX_EVENT_BYTES) throw new HttpError(413, 'M_TOO_LARGE', 'event too large');
+      const event = append(room.id, { type: decodeURIComponent(m[2]!), sender: BOT, content: json() });
+      txns.set(key, event.event_id);
+      return { json: { event_id: event.event_id } };
+    }
+    if ((m = /^\/rooms\/([^/]+)\/typing\/([^/]+)$/.exec(p)) && method === 'PUT') {
+      const room = joinedRoom(decodeURIComponent(m[1]!));
+      if (json().typing === true) typing.set(room.id, (typing.get(room.id) ?? 0) + 1);
+      return { json: {} };
+    }
+    if ((m = /^\/rooms\/([^/]+)\/event\/([^/]+)$/.exec(p))) {
+      const room = joinedRoom(decodeURIComponent(m[1]!));
+      const event = room.events.find((s) => s.event.event_id === decodeURIComponent(m![2]!))?.event;
+      if (!event) throw new HttpError(404, 'M_NOT_FOUND', 'Event not found');
+      return { json: { ...event, room_id: room.id } };
+    }
+    if ((m = /^\/rooms\/([^/]+)\/(joined_members|members)$/.exec(p))) {
+      const room = joinedRoom(decodeURIComponent(m[1]!));
+      const members = [...room.state.values()].filter((e) => e.type === 'm.room.member');
+      if (m[2] === 'members') return { json: { chunk: members.map((e) => ({ ...e, room_id: room.id })) } };
+      const joined: Json = {};
+      for (const e of members) if (e.content.membership === 'join') joined[e.state_key!] = { display_name: e.content.displayname ?? null, avatar_url: null };
+      return { json: { joined } };
+    }
+    if ((m = /^\/rooms\/([^/]+)\/state(?:\/([^/]+)(?:\/([^/]*))?)?$/.exec(p))) {
+      const room = joinedRoom(decodeURIComponent(m[1]!));
+      if (m[2] === undefined) return { json: { chunk: [...room.state.values()] } as unknown as Json };
+      const event = stateOf(room, decodeURIComponent(m[2]), decodeURIComponent(m[3] ?? ''));
+      if (!event) throw new HttpError(404, 'M_NOT_FOUND', 'Event not found.');
+      return { json: event.content };
+    }
+    if ((m = /^\/rooms\/([^/]+)\/messages$/.exec(p))) {
+      const room = joinedRoom(decodeURIComponent(m[1]!));
+      const position = (token: string | null, fallback: number): number => (token === null ? fallback : Number(/^s(\d+)$/.exec(token)?.[1] ?? Number.NaN));
+      const from = position(url.searchParams.get('from'), stream.length);
+      const to = position(url.searchParams.get('to'), 0);
+      if (Number.isNaN(from) || Number.isNaN(to) || url.searchParams.get('dir') !== 'b') throw new HttpError(400, 'M_INVALID_PARAM', 'bad pagination (only dir=b with s<N> tokens)');
+      const limit = Math.min(Number(url.searchParams.get('limit') ?? '10') || 10, 1000);
+      const types = parseRoomEventTypes(url.searchParams.get('filter'));
+      const chunk = room.events.filter((e) => e.pos <= from && e.pos > to && typeMatch(types, e.event.type)).reverse().slice(0, limit);
+      const more = chunk.length === limit && room.events.some((e) => e.pos > to && e.pos < chunk.at(-1)!.pos);
+      return { json: { chunk: chunk.map((e) => e.event), start: `s${from}`, ...(more ? { end: `s${chunk.at(-1)!.pos - 1}` } : {}) } };
+    }
+    if ((m = /^\/rooms\/([^/]+)\/(receipt|read_markers)/.exec(p))) return { json: {} };
+    return unknown(method, path);
+  }
+
+  function download(id: string): { raw: { data: Buffer; mime: string } } {
+    const file = media.get(id);
+    if (!file) throw new HttpError(404, 'M_NOT_FOUND', 'Not found');
+    return { raw: { data: file.data, mime: file.mime } };
+  }
+
+  function unknown(method: string, path: string): never {
+    unknownRoutes.push(`${method} ${path}`);
+    throw new HttpError(404, 'M_UNRECOGNIZED', 'Unrecognized request');
+  }
+
+  // ---- server ----------------------------------------------------------------------------------
+
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const url = new URL(req.url ?? '/', 'http://peer');
+      const call: PeerCall = { method: req.method ?? 'GET', path: url.pathname, status: 0, at: Date.now() };
+      calls.push(call);
+      route(req, url, Buffer.concat(chunks)).then(
+        (result) => reply(res, call, result.status ?? 200, result.json, result.raw),
+        (error: unknown) => {
+          if (error instanceof HttpError) reply(res, call, error.status, { errcode: error.errcode, error: error.message });
+          else if (error instanceof SyntaxError) reply(res, call, 400, { errcode: 'M_NOT_JSON', error: error.message });
+          else reply(res, call, 500, { errcode: 'M_UNKNOWN', error: String(error) });
+        },
+      );
+    });
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+
+  function reply(res: ServerResponse, call: PeerCall, status: number, json?: Json, raw?: { data: Buffer; mime: string }): void {
+    call.status = status;
+    if (res.destroyed || res.writableEnded) return;
+    if (raw) {
+      res.writeHead(status, { 'content-type': raw.mime, 'content-length': raw.data.length });
+      res.end(raw.data);
+      return;
+    }
+    const text = JSON.stringify(json ?? {});
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const baseUrl = `http://127.0.0.1:${port}`;
+
+  const closeAll = (): Promise<void> =>
+    new Promise((resolve) => {
+      server.close(() => resolve());
+      for (const socket of sockets) socket.destroy();
+      for (const wake of [...waiters]) wake();
+    });
+
+  const section = (auth: string): string => `[channels.matrix]\nhomeserver = "${baseUrl}"\nuser_id = "${BOT}"\n${auth}\n`;
+
+  return {
+    channel: 'matrix',
+    limit: 16_000,
+    users: USERS,
+    hasTyping: true,
+    baseUrl,
+    botUserId: BOT,
+    botToken,
+    botPassword,
+    calls,
+    unknownRoutes,
+    groupRoom,
+    encryptedRoom,
+    lobbyRoom,
+    get syncsWaiting() {
+      return syncing.size;
+    },
+    get logins() {
+      return logins;
+    },
+    get repeatedTxns() {
+      return repeatedTxns;
+    },
+    roomId,
+    configSection: () => section(`access_token = "${botToken}"`),
+    passwordConfigSection: () => section(`password = "${botPassword}"`),
+    async post(user, place, text, opts = {}) {
+      postIn(roomId(place), user, personContent(place, text, place.kind !== 'dm' && opts.mention === true));
+    },
+    async postFile(user, place, file, caption) {
+      const id = `m${++counter}${nonce}`;
+      media.set(id, { data: Buffer.from(file.data), mime: file.mime, name: file.name });
+      const content: Json = {
+        ...personContent(place, caption ?? file.name, false),
+        msgtype: file.mime.startsWith('image/') ? 'm.image' : 'm.file',
+        body: caption ?? file.name,
+        filename: file.name,
+        url: `mxc://${SERVER}/${id}`,
+        info: { mimetype: file.mime, size: file.data.length },
+      };
+      postIn(roomId(place), user, content);
+    },
+    postIn,
+    postEncrypted(user, id = encryptedRoom) {
+      const room = rooms.get(id)!;
+      return append(room.id, {
+        type: 'm.room.encrypted',
+        sender: USERS[user],
+        content: { algorithm: 'm.megolm.v1.aes-sha2', ciphertext: randomBytes(32).toString('base64'), device_id: 'PHONE', sender_key: 'k', session_id: 's' },
+      }).event_id;
+    },
+    invite(user, opts = {}) {
+      const room = createRoom(`!inv${++counter}_${nonce}:${SERVER}`, USERS[user], []);
+      append(room.id, { type: 'm.room.member', sender: USERS[user], state_key: BOT, content: { membership: 'invite', displayname: BOT_NAME, ...(opts.direct ? { is_direct: true } : {}) } });
+      return room.id;
+    },
+    botMembership: (id) => {
+      const room = rooms.get(id);
+      return room ? membership(room, BOT) : undefined;
+    },
+    botMessages: (place) => botMessagesWhere((s) => inPlace(place, s)),
+    botMessagesIn: (id) => botMessagesWhere((s) => s.roomId === id),
+    rawBotEvents: (place) => stream.filter((s) => s.pos > resetPos && inPlace(place, s) && isBotMessage(s.event)).map((s) => s.event),
+    botFiles: (place) =>
+      stream
+        .filter((s) => s.pos > resetPos && inPlace(place, s) && isBotMessage(s.event) && ['m.file', 'm.image', 'm.audio', 'm.video'].includes(s.event.content.msgtype as string))
+        .map((s) => String(s.event.content.filename ?? s.event.content.body)),
+    typing: (place) => typing.get(roomId(place)) ?? 0,
+    reset() {
+      resetPos = stream.length;
+      typing.clear();
+      calls.length = 0;
+      limited = undefined;
+      stalled = false;
+    },
+    dropSyncs() {
+      const count = syncing.size;
+      for (const req of syncing) req.socket.destroy();
+      return count;
+    },
+    stallSyncs() {
+      stalled = true;
+    },
+    unstall() {
+      stalled = false;
+      for (const wake of [...waiters]) wake();
+    },
+    async restart(downMs) {
+      await closeAll();
+      await new Promise((resolve) => setTimeout(resolve, downMs));
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, '127.0.0.1', () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+    },
+    rateLimitSends(count, retryAfterMs) {
+      limited = { count, retryAfterMs };
+    },
+    close: closeAll,
+  };
+}
+
+class HttpError extends Error {
+  readonly status: number;
+  readonly errcode: string;
+  constructor(status: number, errcode: string, message: string) {
+    super(message);
+    this.status = status;
+    this.errcode = errcode;
+  }
+}
+
+function parseRoomEventTypes(raw: string | null): string[] | undefined {
+  if (!raw) return undefined;
+  const filter = JSON.parse(raw) as { types?: unknown };
+  return Array.isArray(filter.types) ? (filter.types as string[]) : undefined;
+}
+
+export function escapeHtml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+const ENTITIES: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'", nbsp: '\u00a0' };
+
+/** What a client shows for Matrix HTML: line breaks for <br> and block ends, tags dropped, entities decoded. */
+export function htmlToText(html: string): string {
+  return html
+    .replace(/<br\s*\/?>/gi, '\n')
+    .replace(/<\/(p|h[1-6]|pre|blockquote|li|ul|ol)>\s*(?=<(p|h[1-6]|pre|blockquote|ul|ol|hr)\b)/gi, '</$1>\n\n')
+    .replace(/<\/(li)>/gi, '\n')
+    .replace(/<hr\s*\/?>/gi, '\n---\n')
+    .replace(/<[^>]*>/g, '')
+    .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, name: string) => {
+      if (name[0] === '#') return String.fromCodePoint(name[1] === 'x' || name[1] === 'X' ? Number.parseInt(name.slice(2), 16) : Number(name.slice(1)));
+      return ENTITIES[name.toLowerCase()] ?? whole;
+    })
+    .replace(/\n+$/, '');
+}
+
+/** The text a client shows for a message content: its HTML when it has some, else its body. */
+export function visibleText(content: Json): string {
+  return content.format === 'org.matrix.custom.html' && typeof content.formatted_body === 'string' ? htmlToText(content.formatted_body) : String(content.body ?? '');
+}
