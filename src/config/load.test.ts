@@ -69,7 +69,10 @@ describe('config', () => {
     { name: 'unknown provider kind', toml: '[provider]\nkind = "opneai"\nmodel = "m"', expect: [/provider\.kind: must be one of "openai", "anthropic", "gemini", got "opneai"/, /kind = "openai"/] },
     { name: 'unknown key with a suggestion', toml: '[provider]\nkind = "openai"\nmodle = "m"', expect: [/provider\.modle: unknown key; did you mean "model"\?/, /provider\.model: is required/] },
     { name: 'unknown top-level section', toml: `${minimal}[agnet]\nname = "x"`, expect: [/agnet: unknown key; did you mean "agent"\?/] },
-    { name: 'unknown channel', toml: `${minimal}[channels.telegramm]\ntoken = "x"`, expect: [/channels\.telegramm: unknown key; known keys here: terminal/] },
+    { name: 'slack without a mode', toml: `${minimal}[channels.slack]\nbot_token = "xoxb-1"`, expect: [/channels\.slack: needs app_token \(Socket Mode\) or signing_secret \(HTTP events\)/] },
+    { name: 'email without allow', toml: `${minimal}[channels.email]\naddress = "b@x.org"\nimap = { host = "h", user = "u", password = "p" }\nsmtp = { host = "h", user = "u", password = "p" }`, expect: [/channels\.email\.allow: is required/] },
+    { name: 'bad listen address', toml: `${minimal}[channels.slack]\nbot_token = "t"\nsigning_secret = "s"\nlisten = "3000"`, expect: [/channels\.slack\.listen:/, /127\.0\.0\.1:3000/] },
+    { name: 'unknown channel', toml: `${minimal}[channels.telegramm]\ntoken = "x"`, expect: [/channels\.telegramm: unknown key; did you mean "telegram"\? known keys here: terminal, telegram, discord, slack, matrix, irc, email/] },
     {
       name: 'missing secret',
       toml: `${minimal}api_key = "\${OPENAI_API_KEY}"`,

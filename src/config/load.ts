@@ -105,6 +105,11 @@ export function parseConfig(text: string, file: string | undefined, env: NodeJS.
     const missing = issue.type === 'strict_object' && !unknownKey && issue.input === undefined;
     const key = path.join('.');
     if (problems.some((problem) => problem.path === key)) continue;
+    // A rule across keys (v.check on a table): its message says what is wrong.
+    if (issue.type === 'check') {
+      problems.push({ path: key, problem: issue.message });
+      continue;
+    }
     problems.push(describe(unknownKey ? 'unknown' : missing ? 'missing' : 'invalid', path, issue.input));
   }
   if (problems.length > 0 || !result.success) throw new ConfigError(file, problems);
