@@ -13,3 +13,18 @@ export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promi
     promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
 }
+
+/** Waits `ms`; resolves false (at once) when `signal` aborts first, true otherwise. Never rejects. */
+export function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = (value: boolean): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      resolve(value);
+    };
+    const onAbort = (): void => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -7,6 +7,7 @@
  * (strong, em, del, code, pre, a, h1–h6, ul/ol/li, p, br, blockquote, hr); `&`, `<`, `>` and
  * `"` are escaped everywhere, links are kept only for http(s), mailto and matrix URIs.
  */
+import { HOLD_MARKERS, renderInlineHtml } from '../../src/outbound/inline-html.ts';
 
 /** Characters per message the channel allows (Matrix itself limits an event to 64 KiB of JSON). */
 export const MATRIX_LIMIT = 16_000;
@@ -19,7 +20,7 @@ export function escapeHtml(text: string): string {
 
 /** Renders markdown to Matrix HTML. Never throws; markup it cannot pair up stays literal. */
 export function renderHtml(markdown: string): string {
-  const blocks = renderBlocks(markdown.replace(/[\uE000\uE001]/g, '').replace(/\r\n?/g, '\n').split('\n'));
+  const blocks = renderBlocks(markdown.replace(HOLD_MARKERS, '').replace(/\r\n?/g, '\n').split('\n'));
   // One paragraph needs no <p> around it (as Element sends it).
   return blocks.length === 1 && blocks[0]!.startsWith('<p>') && blocks[0]!.endsWith('</p>') ? blocks[0]!.slice(3, -4) : blocks.join('');
 }
@@ -114,43 +115,11 @@ function renderList(lines: readonly string[]): string {
   return `<${tag}${ordered && start !== 1 ? ` start="${start}"` : ''}>${html.join('')}</${tag}>`;
 }
 
-const SAFE_URL = /^(https?:\/\/|mailto:|matrix:)/i;
+const inline = { tags: { bold: 'strong', italic: 'em', strike: 'del' }, safeUrl: /^(https?:\/\/|mailto:|matrix:)/i, escape: escapeHtml } as const;
 
 /** Inline markdown: code spans, links, bold, italic, strikethrough, backslash escapes. */
 export function renderInline(text: string): string {
-  const held: string[] = [];
-  const hold = (html: string): string => `\uE000${held.push(html) - 1}\uE001`;
-  const rest = text
-    // code spans first: nothing inside them is markup
-    .replace(/(`+)([\s\S]*?[^`])\1(?!`)/g, (_, _ticks: string, code: string) => hold(`<code>${escapeHtml(code.replace(/^ (.*) $/, '$1'))}</code>`))
-    .replace(/\\([!-/:-@[-`{-~])/g, (_, char: string) => hold(escapeHtml(char)))
-    .replace(/<((?:https?:\/\/|mailto:)[^\s<>]+)>/g, (_, url: string) => hold(`<a href="${escapeHtml(url)}">${escapeHtml(url)}</a>`))
-    .replace(/\[([^\]\n]+)\]\(\s*([^\s()]+(?:\([^\s()]*\))?[^\s()]*)(?:\s+"[^"]*")?\s*\)/g, (whole, label: string, url: string) =>
-      SAFE_URL.test(url) ? hold(`<a href="${escapeHtml(url)}">${styled(escapeHtml(label))}</a>`) : whole,
-    );
-  return styled(escapeHtml(rest)).replace(/\uE000(\d+)\uE001/g, (_, n: string) => held[Number(n)]!);
-}
-
-/** Emphasis on escaped text, or the text as it is when the markup does not pair up. */
-function styled(escaped: string): string {
-  const html = escaped
-    .replace(/\*\*\*(?=[^\s*])([\s\S]*?[^\s*])\*\*\*/g, '<strong><em>$1</em></strong>')
-    .replace(/\*\*(?=\S)([\s\S]*?\S)\*\*/g, '<strong>$1</strong>')
-    .replace(/(^|[^\w])__(?=\S)([\s\S]*?\S)__(?!\w)/g, '$1<strong>$2</strong>')
-    .replace(/~~(?=\S)([\s\S]*?\S)~~/g, '<del>$1</del>')
-    .replace(/(^|[^\w*])\*(?=[^\s*])([^*]*?[^\s*])\*(?![\w*])/g, '$1<em>$2</em>')
-    .replace(/(^|[^\w])_(?=[^\s_])([^_]*?[^\s_])_(?!\w)/g, '$1<em>$2</em>');
-  return balanced(html) ? html : escaped;
-}
-
-/** Whether the tags emphasis added nest properly (crossing markup like `**a *b** c*` does not). */
-function balanced(html: string): boolean {
-  const stack: string[] = [];
-  for (const match of html.matchAll(/<(\/?)([a-z]+)[^>]*>/g)) {
-    if (match[1] === '') stack.push(match[2]!);
-    else if (stack.pop() !== match[2]) return false;
-  }
-  return stack.length === 0;
+  return renderInlineHtml(text, inline);
 }
 
 // ---- message contents ----------------------------------------------------------------------

@@ -10,7 +10,9 @@
  */
 import { Method } from 'matrix-js-sdk';
 import type { Logger } from 'pino';
+import { pause } from '../../src/abort.ts';
 import type { ListenLink } from '../../src/channel.ts';
+import { whileAlive } from '../../src/listen.ts';
 import type { MatrixApi } from './client.ts';
 import { describeError, isRateLimit, isTokenRejected, matrixFailure } from './errors.ts';
 import type { RoomEvent } from './inbound.ts';
@@ -114,33 +116,4 @@ export async function runSync(options: SyncOptions, signal: AbortSignal, link: L
       link.ready();
     }
   }
-}
-
-/**
- * Runs `work` (pushes waiting on backpressure, file downloads) while telling the watchdog the
- * channel is alive: the connection is fine, the runtime is just busy.
- */
-export async function whileAlive<T>(link: ListenLink, livenessMs: number, work: () => Promise<T>): Promise<T> {
-  const timer = setInterval(() => link.alive(), Math.max(50, Math.floor(livenessMs / 3)));
-  try {
-    return await work();
-  } finally {
-    clearInterval(timer);
-    link.alive();
-  }
-}
-
-/** Waits `ms`; false when `signal` aborted first. */
-export function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const done = (value: boolean): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-      resolve(value);
-    };
-    const onAbort = (): void => done(false);
-    const timer = setTimeout(() => done(true), ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

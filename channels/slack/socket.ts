@@ -16,6 +16,7 @@
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { Logger } from 'pino';
+import { pause } from '../../src/abort.ts';
 import type { ListenLink, Push } from '../../src/channel.ts';
 import { platformError } from './errors.ts';
 import type { Receiver } from './receive.ts';
@@ -71,7 +72,7 @@ export async function runSocketMode(options: SocketModeOptions, push: Push, sign
       },
       'slack socket closed; reconnecting',
     );
-    await sleep(delay, signal);
+    await pause(delay, signal);
   }
 }
 
@@ -206,17 +207,4 @@ async function close(client: SocketModeClientLike): Promise<void> {
       // already gone
     }
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0 || signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

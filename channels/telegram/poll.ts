@@ -8,7 +8,9 @@
 import type { Api } from 'grammy';
 import type { Update } from 'grammy/types';
 import type { Logger } from 'pino';
+import { pause } from '../../src/abort.ts';
 import type { ListenLink } from '../../src/channel.ts';
+import { whileAlive } from '../../src/listen.ts';
 import { apiFailure, describeError, grammySignal } from './errors.ts';
 
 /** Only messages: edits are not answered again (the turn already ran on the original), channel posts are not for us. */
@@ -66,33 +68,4 @@ export async function poll(options: PollOptions, signal: AbortSignal, link: List
       state.offset = update.update_id + 1;
     }
   }
-}
-
-/**
- * Runs `work` (a push waiting on backpressure, a file download) while telling the watchdog
- * the channel is alive: the connection is fine, the runtime is just busy.
- */
-export async function whileAlive<T>(link: ListenLink, livenessMs: number, work: () => Promise<T>): Promise<T> {
-  const timer = setInterval(() => link.alive(), Math.max(50, Math.floor(livenessMs / 3)));
-  try {
-    return await work();
-  } finally {
-    clearInterval(timer);
-    link.alive();
-  }
-}
-
-/** Waits `ms`; false when `signal` aborted first. */
-export function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const done = (value: boolean): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-      resolve(value);
-    };
-    const onAbort = (): void => done(false);
-    const timer = setTimeout(() => done(true), ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

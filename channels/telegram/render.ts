@@ -5,6 +5,7 @@
  * as they are. Telegram counts its 4096-character limit on the visible text, so that is what
  * `visibleLength` measures.
  */
+import { HOLD_MARKERS, renderInlineHtml } from '../../src/outbound/inline-html.ts';
 
 /** Telegram's message-length limit, in visible characters. */
 export const TELEGRAM_LIMIT = 4096;
@@ -13,11 +14,9 @@ export function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-const escapeAttribute = (text: string): string => escapeHtml(text).replace(/"/g, '&quot;');
-
 /** Renders markdown to Telegram HTML. Never throws; markup it cannot pair up stays literal. */
 export function renderHtml(markdown: string): string {
-  const lines = markdown.replace(/\uE000/g, '').replace(/\r\n?/g, '\n').split('\n');
+  const lines = markdown.replace(HOLD_MARKERS, '').replace(/\r\n?/g, '\n').split('\n');
   const out: string[] = [];
   let quote: string[] | undefined;
   const flushQuote = (): void => {
@@ -59,48 +58,11 @@ function renderLine(line: string): string {
   return renderInline(line);
 }
 
-const SAFE_URL = /^(https?:\/\/|tg:\/\/|mailto:)/i;
+const inline = { tags: { bold: 'b', italic: 'i', strike: 's' }, safeUrl: /^(https?:\/\/|tg:\/\/|mailto:)/i, escape: escapeHtml } as const;
 
 /** Inline markdown: code spans, links, bold, italic, strikethrough, backslash escapes. */
 export function renderInline(text: string): string {
-  const held: string[] = [];
-  const hold = (html: string): string => `\uE000${held.push(html) - 1}\uE000`;
-  const rest = text
-    // code spans first: nothing inside them is markup
-    .replace(/(`+)([\s\S]*?[^`])\1(?!`)/g, (_, _ticks: string, code: string) => hold(`<code>${escapeHtml(code.replace(/^ (.*) $/, '$1'))}</code>`))
-    .replace(/\\([!-/:-@[-`{-~])/g, (_, char: string) => hold(escapeHtml(char)))
-    .replace(/<(https?:\/\/[^\s<>]+)>/g, (_, url: string) => hold(`<a href="${escapeAttribute(url)}">${escapeHtml(url)}</a>`))
-    .replace(/\[([^\]\n]+)\]\(\s*([^\s()]+(?:\([^\s()]*\))?[^\s()]*)(?:\s+"[^"]*")?\s*\)/g, (whole, label: string, url: string) =>
-      SAFE_URL.test(url) ? hold(`<a href="${escapeAttribute(url)}">${styled(escapeHtml(label))}</a>`) : whole,
-    );
-  return styled(escapeHtml(rest)).replace(/\uE000(\d+)\uE000/g, (_, n: string) => held[Number(n)]!);
-}
-
-/** Emphasis on escaped text, or the text as it is when the markup does not pair up. */
-function styled(escaped: string): string {
-  const html = emphasis(escaped);
-  return balanced(html) ? html : escaped;
-}
-
-/** Bold, italic and strikethrough on already-escaped text. */
-function emphasis(text: string): string {
-  return text
-    .replace(/\*\*\*(?=[^\s*])([\s\S]*?[^\s*])\*\*\*/g, '<b><i>$1</i></b>')
-    .replace(/\*\*(?=\S)([\s\S]*?\S)\*\*/g, '<b>$1</b>')
-    .replace(/(^|[^\w])__(?=\S)([\s\S]*?\S)__(?!\w)/g, '$1<b>$2</b>')
-    .replace(/~~(?=\S)([\s\S]*?\S)~~/g, '<s>$1</s>')
-    .replace(/(^|[^\w*])\*(?=[^\s*])([^*]*?[^\s*])\*(?![\w*])/g, '$1<i>$2</i>')
-    .replace(/(^|[^\w])_(?=[^\s_])([^_]*?[^\s_])_(?!\w)/g, '$1<i>$2</i>');
-}
-
-/** Whether the tags emphasis() added nest properly (crossing markup like `**a *b** c*` does not). */
-function balanced(html: string): boolean {
-  const stack: string[] = [];
-  for (const match of html.matchAll(/<(\/?)([a-z]+)[^>]*>/g)) {
-    if (match[1] === '') stack.push(match[2]!);
-    else if (stack.pop() !== match[2]) return false;
-  }
-  return stack.length === 0;
+  return renderInlineHtml(text, inline);
 }
 
 const NAMED: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"' };

@@ -11,7 +11,8 @@ import type { Update } from 'grammy/types';
 import type { Logger } from 'pino';
 import type { ListenLink } from '../../src/channel.ts';
 import { describeError, grammySignal } from './errors.ts';
-import { ALLOWED_UPDATES, whileAlive } from './poll.ts';
+import { whileAlive } from '../../src/listen.ts';
+import { ALLOWED_UPDATES } from './poll.ts';
 
 export interface WebhookConfig {
   readonly url: string;
