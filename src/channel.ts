@@ -145,6 +145,15 @@ export interface FileSender {
   sendFile(ref: ConversationRef, file: OutboundFile): Promise<void>;
 }
 
+/**
+ * Optional capability: conditions an operator must know about that are not errors of the
+ * connection (e.g. Matrix rooms that are end-to-end encrypted and cannot be read). Shown in
+ * health / `/status`.
+ */
+export interface StatusNotes {
+  statusNotes(): readonly string[];
+}
+
 const has =
   <T>(key: string, type: 'number' | 'function') =>
   (channel: Channel): channel is Channel & T =>
@@ -154,6 +163,7 @@ export const hasMessageLimit = has<MessageLimit>('maxMessageLength', 'number');
 export const hasTyping = has<TypingIndicator>('typing', 'function');
 export const canEdit = has<MessageEditor>('edit', 'function');
 export const canSendFiles = has<FileSender>('sendFile', 'function');
+export const hasStatusNotes = has<StatusNotes>('statusNotes', 'function');
 
 /** Saves files people send into the workspace, within the size limit. */
 export interface AttachmentStore {

@@ -229,6 +229,7 @@ describe('matrix channel', () => {
     assert.equal(report.event, eventId);
     assert.equal(r.channel.stats.encryptedEvents, 1);
     assert.deepEqual(r.pushed, []);
+    assert.deepEqual(r.channel.statusNotes(), [`1 encrypted room not supported (${room}); 1 encrypted message unread`], 'status shows it too');
   });
 
   it('joins the configured rooms at start and answers there', async () => {

@@ -18,6 +18,7 @@ import {
   type FileSender,
   type ListenLink,
   type LivenessWatched,
+  type StatusNotes,
   type MessageEditor,
   type MessageLimit,
   type OutboundFile,
@@ -40,7 +41,7 @@ export interface MatrixChannelOptions {
   readonly syncTimeoutMs?: number;
 }
 
-export type MatrixChannel = Channel & MessageLimit & TypingIndicator & MessageEditor & FileSender & LivenessWatched & { readonly stats: MatrixStats };
+export type MatrixChannel = Channel & MessageLimit & TypingIndicator & MessageEditor & FileSender & LivenessWatched & StatusNotes & { readonly stats: MatrixStats };
 
 /** Files the bot uploads are read into memory: keep them reasonable. */
 const MAX_UPLOAD = 100 * 1024 * 1024;
@@ -140,6 +141,12 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
     editIntervalMs: 1000,
     livenessTimeoutMs: livenessMs,
     stats,
+
+    statusNotes(): string[] {
+      const encrypted = rooms.encrypted();
+      if (encrypted.length === 0) return [];
+      return [`${encrypted.length} encrypted room${encrypted.length === 1 ? '' : 's'} not supported (${encrypted.slice(0, 3).join(', ')}${encrypted.length > 3 ? ', …' : ''}); ${stats.encryptedEvents} encrypted message${stats.encryptedEvents === 1 ? '' : 's'} unread`];
+    },
 
     async listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
       await api.connect(signal);

@@ -82,6 +82,11 @@ export class Rooms {
     return present === 2;
   }
 
+  /** Ids of the known rooms that are end-to-end encrypted. */
+  encrypted(): string[] {
+    return [...this.#rooms].filter(([, room]) => room.encrypted).map(([id]) => id);
+  }
+
   isEncrypted(roomId: string): boolean {
     return this.#rooms.get(roomId)?.encrypted ?? false;
   }

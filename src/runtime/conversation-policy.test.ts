@@ -192,3 +192,17 @@ describe('conversation policy in the runtime', () => {
     await runtime.stop();
   });
 });
+
+describe('status notes', () => {
+  it('/status shows what a channel says an operator must know', async () => {
+    const inputs: TurnInput[] = [];
+    const { runtime, inject, sends, channel } = setup(recording(inputs), { allow: ['*'], mentionOnly: true, stream: false });
+    (channel as Record<string, unknown>).statusNotes = () => ['1 encrypted room not supported (!r:x)'];
+    await runtime.ready;
+    await inject({ id: '1', text: '/status' });
+    await runtime.idle();
+    assert.match(sends()[0]!, /chat running \(1 encrypted room not supported \(!r:x\)\)/);
+    assert.deepEqual(runtime.health().channels[0]!.notes, ['1 encrypted room not supported (!r:x)']);
+    await runtime.stop();
+  });
+});

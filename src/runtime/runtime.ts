@@ -363,7 +363,7 @@ export class Runtime {
   #statusLine(): string {
     const health = this.health();
     const uptime = formatDuration(Date.now() - this.#startedAt);
-    const channels = health.channels.map((c) => `${c.name} ${c.state}`).join(', ');
+    const channels = health.channels.map((c) => `${c.name} ${c.state}${c.notes?.length ? ` (${c.notes.join('; ')})` : ''}`).join(', ');
     return `Up ${uptime} and running · channels: ${channels || 'none'} · ${health.inFlight} in flight, ${health.queued} queued · ${health.counters.answered} answered since start`;
   }
 

@@ -3,7 +3,7 @@
  * after a healthy period, a liveness watchdog, and health state for `status`.
  */
 import type { Logger } from 'pino';
-import { isLivenessWatched, type Channel, type ListenLink, type Push } from '../channel.ts';
+import { hasStatusNotes, isLivenessWatched, type Channel, type ListenLink, type Push } from '../channel.ts';
 import { backoffDelay, sleep } from './backoff.ts';
 
 export type ChannelState = 'starting' | 'running' | 'backoff' | 'stopped';
@@ -18,6 +18,8 @@ export interface ChannelHealth {
   readonly lastInboundAt?: number;
   /** When the channel entered its current state (ms since the epoch). */
   readonly since: number;
+  /** What the channel says an operator must know (see StatusNotes). */
+  readonly notes?: readonly string[];
 }
 
 export interface SupervisorOptions {
@@ -85,7 +87,18 @@ export class ChannelSupervisor {
       since: this.#since,
       ...(this.#lastError === undefined ? {} : { lastError: this.#lastError, lastErrorAt: this.#lastErrorAt }),
       ...(this.#lastInboundAt === undefined ? {} : { lastInboundAt: this.#lastInboundAt }),
+      ...this.#notes(),
     };
+  }
+
+  #notes(): { notes?: readonly string[] } {
+    if (!hasStatusNotes(this.#channel)) return {};
+    try {
+      const notes = this.#channel.statusNotes();
+      return notes.length > 0 ? { notes } : {};
+    } catch {
+      return {};
+    }
   }
 
   /** Runs until `shutdown` aborts; resolves once the last `listen` has returned (or timed out). */
