@@ -19,6 +19,7 @@ import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startDiscordPeer, type DiscordPeer } from './peers/discord.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { testLogger } from './support/log.ts';
+import { until } from './support/wait.ts';
 
 const dm: Place = { kind: 'dm', user: 'alice' };
 const group: Place = { kind: 'group' };
@@ -27,13 +28,6 @@ const env = { TEST_MODEL_KEY: 'sk-discord' };
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function until(condition: () => boolean, what: string, timeoutMs = 10_000, detail: () => string = () => ''): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${detail()}`);
-    await sleep(20);
-  }
-}
 
 /** A channel (no daemon) wired to a peer, with what it pushed. */
 async function directChannel(peer: DiscordPeer): Promise<{ channel: DiscordChannel; pushed: InboundMessage[]; stop(): Promise<void> }> {

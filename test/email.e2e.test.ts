@@ -20,6 +20,7 @@ import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startEmailPeer, type EmailPeer, type ReceivedMail } from './peers/email.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { testLogger } from './support/log.ts';
+import { until } from './support/wait.ts';
 
 const dm: Place = { kind: 'dm', user: 'alice' };
 const env = { TEST_MODEL_KEY: 'sk-email' };
@@ -87,13 +88,6 @@ runChannelContract('email', async () => {
   };
 });
 
-async function until(condition: () => boolean, what: string, timeoutMs = 15_000, context: () => string = () => ''): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${context()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 /** Long enough for a mail that was going to come to have arrived (delivery + IDLE take about a second). */
 const quiet = (): Promise<void> => sleep(2000);

@@ -23,6 +23,7 @@ import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startMatrixPeer, type MatrixPeer } from './peers/matrix.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { testLogger } from './support/log.ts';
+import { quiet, until } from './support/wait.ts';
 
 const dm: Place = { kind: 'dm', user: 'alice' };
 const group: Place = { kind: 'group' };
@@ -56,14 +57,6 @@ function peerConfig(peer: MatrixPeer, extra: Partial<MatrixConfig> = {}): Matrix
   return { homeserver: peer.baseUrl, user_id: peer.botUserId, access_token: peer.botToken, rooms: [], mention_only: true, stream: false, ...extra };
 }
 
-async function until(condition: () => boolean, what: string, timeoutMs = 15_000, context: () => string = () => ''): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${context()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-const quiet = (ms = 600): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The channel on its own against a peer: what it pushed, what it logged. */
 interface Rig {

@@ -20,6 +20,7 @@ import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startSlackPeer, type SlackPeer } from './peers/slack.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { testLogger } from './support/log.ts';
+import { quiet, until } from './support/wait.ts';
 
 runChatChannelContract('slack', () => startSlackPeer());
 
@@ -107,15 +108,7 @@ describe('slack acknowledges an event only once push resolved', () => {
 const env = { TEST_MODEL_KEY: 'sk-slack' };
 const dm: Place = { kind: 'dm', user: 'alice' };
 
-async function until(condition: () => boolean, what: string, timeoutMs = 10_000, log?: () => string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${log ? `\n${log()}` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
-const quiet = (ms = 600): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A daemon on one config (kept across restarts) talking to the peer. */
 function harness(): {

@@ -17,6 +17,7 @@ import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { testLogger } from './support/log.ts';
+import { quiet, until } from './support/wait.ts';
 
 const dm: Place = { kind: 'dm', user: 'alice' };
 const env = { TEST_MODEL_KEY: 'sk-telegram' };
@@ -41,14 +42,6 @@ runChannelContract('telegram', async () => {
   };
 });
 
-async function until(condition: () => boolean, what: string, timeoutMs = 15_000, context: () => string = () => ''): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${context()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-const quiet = (ms = 600): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('telegram faults', () => {
   let model: FakeOpenAI;
