@@ -23,6 +23,9 @@ import { PairingStore } from '../src/policy/access.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { lockDataDir } from '../src/store/lock.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
+import { createGateway, validateGatewayConfig } from '../src/gateway/server.ts';
+import { createSwitchboardMetrics, meterToolRunner } from '../src/metrics.ts';
+import { createMeteredProvider } from '../src/providers/metered.ts';
 import { buildMemory } from './compose/memory.ts';
 import { buildProvider } from './compose/provider.ts';
 import { buildTools } from './compose/tools.ts';
@@ -87,6 +90,9 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const startedAt = performance.now();
   const file = locateConfig(options.configFlag === undefined ? {} : { flag: options.configFlag });
   const { config } = loadConfig(file);
+  // Refuse an exposed gateway before anything opens (exit 78).
+  const gatewayConfig = options.mode === 'start' ? config.gateway : undefined;
+  if (gatewayConfig) validateGatewayConfig(gatewayConfig, file);
 
   const names = channelNames(config, options.mode);
   if (names.length === 0) {
@@ -107,14 +113,16 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const db = openDatabase(dbPath, { durability: config.runtime.durability });
 
   const workspace = realpathSync(join(dataDir, 'workspace'));
-  const provider = await buildProvider(config, log);
+  // Read only when scraped, so the closure over the runtime built below is fine.
+  const metrics = createSwitchboardMetrics({ channels: names, health: () => runtime.health() });
+  const provider = createMeteredProvider(await buildProvider(config, log), { meter: metrics, label: config.provider.kind });
   const approvals = new ApprovalStore(db);
   const schedules = new ScheduleStore(db);
   const memory = await buildMemory({ config, db, dbPath, dataDir, freshDatabase, log });
   const { runner } = await buildTools({ config, workspace, provider, approvals, schedules, memory: memory.memory, log });
   const agent = createAgent({
     provider,
-    runner,
+    runner: meterToolRunner(runner, metrics),
     approvals,
     name: config.agent.name,
     instructions: config.agent.instructions,
@@ -165,6 +173,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       healthyAfterMs: config.runtime.restart_reset_seconds * 1000,
     },
     delivery: defaultDeliveryOptions,
+    events: metrics.runtimeEvents,
     policies: channelPolicies(config, names),
     pairing: new PairingStore(db),
     commands: {
@@ -178,6 +187,29 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
 
   // Channels may hold nothing open (the terminal after its input ended, say): the daemon
   // itself stays up until it is told to stop.
+  const gateway = gatewayConfig
+    ? createGateway({
+        listen: gatewayConfig.listen,
+        ...(gatewayConfig.token === undefined ? {} : { token: gatewayConfig.token }),
+        log: log.child({ component: 'gateway' }),
+        health: () => runtime.health(),
+        metrics: () => metrics.render(),
+        maxBodyBytes: gatewayConfig.max_body_kb * 1024,
+      })
+    : undefined;
+  if (gateway) {
+    try {
+      await gateway.start();
+    } catch (error) {
+      log.fatal({ err: error, listen: gatewayConfig!.listen }, 'the gateway could not listen (port in use? change [gateway] listen)');
+      metrics.close();
+      await memory.close();
+      db.close();
+      lock.release();
+      return 1;
+    }
+  }
+
   const keepAlive = setInterval(() => undefined, 1 << 30);
   const stopped = new Promise<number>((resolveExit) => {
     let stopping = false;
@@ -188,10 +220,12 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       void scheduler
         .stop()
         .then(() => runtime.stop())
+        .then(() => gateway?.stop(1000))
         .then(() => memory.close())
         .catch((error: unknown) => log.error({ err: error }, 'error while stopping'))
         .finally(() => {
           clearInterval(keepAlive);
+          metrics.close();
           db.close();
           lock.release();
           resolveExit(code);

@@ -16,6 +16,7 @@ Commands:
   memory         list | search <query> | forget <id-or-key> | export  [--person CHANNEL:ID]
                  [--conversation KEY] [--scope S] [--category C] [--limit N] [--json]
   pairing        list | approve <channel> <code>   (let a new person talk to the agent)
+  status         ask the running daemon how it is (channels, queue, in flight, totals) [--json]
   help           show this help
 
 Options:
@@ -91,6 +92,11 @@ const operatorCommands: Readonly<Record<string, OperatorRun>> = {
   pairing: async (args, configFlag) => {
     const [{ runPairingCommand }, { openOperatorPairing }] = await Promise.all([import('./pairing-cli.ts'), import('./daemon.ts')]);
     return runPairingCommand(args, () => openOperatorPairing(configFlag), process.stdout, process.stderr);
+  },
+  status: async (args, configFlag) => {
+    const [{ runStatus }, { loadConfig, locateConfig }] = await Promise.all([import('./status-cli.ts'), import('../src/config/load.ts')]);
+    const { config } = loadConfig(locateConfig(configFlag === undefined ? {} : { flag: configFlag }), process.env, { requireSecrets: false });
+    return runStatus(args, { gateway: config.gateway, out: process.stdout, err: process.stderr });
   },
 };
 

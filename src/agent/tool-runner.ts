@@ -20,8 +20,18 @@ export type PreparedCall =
   | { readonly call: ToolCall; readonly outcome: 'ask'; readonly args: Record<string, unknown>; readonly summary: string }
   | { readonly call: ToolCall; readonly outcome: 'done'; readonly result: ToolResult };
 
+/**
+ * Tools that may change between turns (MCP servers coming and going, remote tools of connected
+ * clients). `tools()` is read once at the start of each turn and again for each call.
+ * Return the same array while nothing changed: the runner indexes it by identity.
+ */
+export interface ToolList {
+  tools(): readonly Tool[];
+}
+
 export interface ToolRunnerOptions {
-  readonly tools: readonly Tool[];
+  /** A fixed list, or a list read anew for each turn. */
+  readonly tools: readonly Tool[] | ToolList;
   readonly validator: ArgsValidator;
   /** The autonomy policy. */
   readonly decide: (assessment: ToolAssessment) => ToolDecision;
@@ -36,6 +46,7 @@ export interface ToolRunnerOptions {
 }
 
 export interface ToolRunner {
+  /** The tools right now (a fresh read of a ToolList). */
   readonly tools: readonly Tool[];
   prepare(call: ToolCall, ctx: ToolContext): Promise<PreparedCall>;
   /** Runs a prepared call (an `ask` one only once the person approved it). */
@@ -44,17 +55,33 @@ export interface ToolRunner {
 
 const defaultAssessment = (tool: Tool): ToolAssessment => ({ risk: 'low', mutates: false, summary: tool.name });
 
+const isToolList = (tools: readonly Tool[] | ToolList): tools is ToolList => typeof (tools as Partial<ToolList>).tools === 'function';
+
 export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
-  const byName = new Map(options.tools.map((tool) => [tool.name, tool]));
+  const source = options.tools;
+  let indexed: readonly Tool[] | undefined;
+  let index = new Map<string, Tool>();
+  const current = (): readonly Tool[] => (isToolList(source) ? source.tools() : source);
+  const byName = (): Map<string, Tool> => {
+    const tools = current();
+    if (tools !== indexed) {
+      indexed = tools;
+      index = new Map(tools.map((tool) => [tool.name, tool]));
+    }
+    return index;
+  };
   const maxChars = options.maxResultChars ?? 4000;
   const done = (call: ToolCall, message: string): PreparedCall => ({ call, outcome: 'done', result: { kind: 'error', message } });
 
   return {
-    tools: options.tools,
+    get tools() {
+      return current();
+    },
 
     async prepare(call, ctx) {
-      const tool = byName.get(call.name);
-      if (!tool) return done(call, `There is no tool named "${call.name}". Available tools: ${[...byName.keys()].join(', ') || 'none'}.`);
+      const tools = byName();
+      const tool = tools.get(call.name);
+      if (!tool) return done(call, `There is no tool named "${call.name}". Available tools: ${[...tools.keys()].join(', ') || 'none'}.`);
       let args: unknown;
       try {
         args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
@@ -62,7 +89,13 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         return done(call, `The arguments for ${call.name} are not valid JSON: ${call.arguments.slice(0, 200)}`);
       }
       if (typeof args !== 'object' || args === null || Array.isArray(args)) return done(call, `The arguments for ${call.name} must be a JSON object.`);
-      const invalid = await options.validator.validate(tool, args);
+      let invalid: string | undefined;
+      try {
+        invalid = await options.validator.validate(tool, args);
+      } catch (error) {
+        // A schema that does not compile (an MCP server's or a remote client's): the call cannot be checked, so it does not run.
+        return done(call, `${call.name} cannot be used: its parameter schema is invalid (${error instanceof Error ? error.message : String(error)}).`);
+      }
       if (invalid) return done(call, invalid);
       const record = args as Record<string, unknown>;
       let assessment: ToolAssessment;
@@ -85,7 +118,9 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
 
     async run(prepared, ctx) {
       if (prepared.outcome === 'done') return prepared.result;
-      const tool = byName.get(prepared.call.name)!;
+      const tool = byName().get(prepared.call.name);
+      // Between prepare and run (an approval may take hours) a remote client or MCP server may have gone.
+      if (!tool) return { kind: 'error', message: `The tool ${prepared.call.name} is no longer available (its server or client disconnected).` };
       const log = ctx.log.child({ tool: tool.name, toolCallId: prepared.call.id });
       const started = Date.now();
       const result = await execute(tool, prepared.args, { ...ctx, log }, tool.timeoutMs ?? options.timeoutMs);

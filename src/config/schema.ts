@@ -180,6 +180,15 @@ const Terminal = v.strictObject({
 /** host:port for a listener this daemon opens. */
 const listenAddress = (example: string) => v.pipe(v.string(), v.regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/), v.examples([example]));
 
+const Gateway = v.strictObject({
+  /** host:port of the HTTP gateway; loopback by default. Any other address needs `token`. */
+  listen: v.optional(listenAddress('127.0.0.1:8787'), '127.0.0.1:8787'),
+  /** Bearer token for /api/status, /metrics and remote tools; required off loopback (≥ 16 chars). */
+  token: v.optional(text('${SWITCHBOARD_TOKEN}')),
+  /** Largest request body accepted (KB); larger gets 413. */
+  max_body_kb: int(1, 65_536, 1024),
+});
+
 /** The conversation policy every chat channel shares (the terminal is exempt). */
 const policy = {
   /** Sender ids let through; ["*"] = anyone. Without it, unknown senders get a pairing code. */
@@ -311,6 +320,8 @@ export const ConfigSchema = v.strictObject({
   memory: v.optional(MemoryConfig, {}),
   agents: v.optional(v.record(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/)), SubAgent), {}),
   runtime: v.optional(Runtime, {}),
+  /** Absent = no HTTP gateway. */
+  gateway: v.optional(Gateway),
   channels: v.optional(Channels, {}),
 });
 
@@ -321,6 +332,7 @@ export type RouteConfig = v.InferOutput<typeof Route>;
 export type TelegramConfig = v.InferOutput<typeof Telegram>;
 export type DiscordConfig = v.InferOutput<typeof Discord>;
 export type SlackConfig = v.InferOutput<typeof Slack>;
+export type GatewayConfig = v.InferOutput<typeof Gateway>;
 export type MatrixConfig = v.InferOutput<typeof Matrix>;
 export type IrcConfig = v.InferOutput<typeof Irc>;
 export type EmailConfig = v.InferOutput<typeof Email>;

@@ -56,6 +56,20 @@ export interface RuntimeOptions {
   readonly pairing?: PairingStore;
   /** Chat commands (/new, /model, /status, /help); omitted = commands go to the model. */
   readonly commands?: Omit<CommandDeps, 'status' | 'clearHistory'>;
+  /** Told what happens, for metrics. Hooks must be cheap and must not throw. */
+  readonly events?: RuntimeEvents;
+}
+
+/** What the runtime reports as it works (see src/metrics.ts). */
+export interface RuntimeEvents {
+  /** A new (not redelivered) message was accepted into the inbox. */
+  onReceived?(channel: string): void;
+  /** A reply message reached the platform. */
+  onSent?(channel: string): void;
+  /** A turn through the model ended: its reply (or apology) is recorded. */
+  onTurn?(channel: string, ms: number, outcome: 'answered' | 'failed'): void;
+  /** A channel's listener is being restarted after a failure. */
+  onRestart?(channel: string): void;
 }
 
 export interface ChannelPolicy {
@@ -134,11 +148,17 @@ export class Runtime {
     const channels = new Map(options.channels.map((channel) => [channel.name, channel]));
     this.#channels = channels;
     this.#drafts = new Drafts(options.db);
-    this.#delivery = new Delivery(this.#outbox, channels, options.delivery, this.#log, { onSent: () => this.#counters.sent++ });
+    this.#delivery = new Delivery(this.#outbox, channels, options.delivery, this.#log, {
+      onSent: (channel) => {
+        this.#counters.sent++;
+        options.events?.onSent?.(channel);
+      },
+    });
     this.#supervisors = options.channels.map(
       (channel) =>
         new ChannelSupervisor(channel, this.push, options.supervisor, this.#log.child({ channel: channel.name }), {
           onReady: (name) => this.#channelReady(name),
+          onRestart: (name) => options.events?.onRestart?.(name),
         }),
     );
     this.#ready = new Promise((resolve) => (this.#resolveReady = resolve));
@@ -201,6 +221,7 @@ export class Runtime {
       return 'duplicate';
     }
     this.#counters.received++;
+    this.#options.events?.onReceived?.(message.channel);
     this.#pool.enqueue(entry.conversation, entry.seq, { reserved: true });
     return 'accepted';
   };
@@ -313,6 +334,7 @@ export class Runtime {
       const draftId = await draft?.finish();
       this.#commitTurn(seq, conversation, output, message, draftId);
       this.#counters.answered++;
+      this.#options.events?.onTurn?.(message.channel, Date.now() - started, 'answered');
       if (output.reply === '') log.warn('the model returned an empty reply; nothing sent');
       log.info({ ms: Date.now() - started }, 'turn done');
     } catch (error) {
@@ -323,6 +345,7 @@ export class Runtime {
         return;
       }
       this.#counters.failed++;
+      this.#options.events?.onTurn?.(message.channel, Date.now() - started, 'failed');
       log.error({ err: error, ms: Date.now() - started }, 'turn failed; telling the user');
       this.#commitFailure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId);
     }

@@ -1,0 +1,351 @@
+/**
+ * The HTTP gateway (`[gateway] listen`): one node:http server on loopback by default that
+ * owns authentication, body limits and JSON errors, serves `/healthz`, `/readyz`, `/metrics`
+ * and `/api/status`, and carries the routes and WebSocket upgrades other parts register
+ * through {@link GatewayRoutes}.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { isIP, type AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { ConfigError } from '../config/load.ts';
+import type { RuntimeHealth } from '../runtime/runtime.ts';
+import type { GatewayRoutes, HttpRoute, UpgradeRoute } from './routes.ts';
+
+export interface GatewayOptions {
+  /** `host:port` (`[::1]:8787` for IPv6); port 0 picks a free one (tests). */
+  readonly listen: string;
+  /** The bearer token for `auth: 'token'` routes. Without one those routes are open (loopback only). */
+  readonly token?: string;
+  readonly log: Logger;
+  /** The runtime's health: `/readyz` and `/api/status` read it per request. */
+  readonly health: () => RuntimeHealth;
+  /** The `/metrics` body (Prometheus text). Omitted = no `/metrics`. */
+  readonly metrics?: () => string;
+  /** Longest request body read, in bytes; a larger one gets 413. @default 1048576 (1 MiB) */
+  readonly maxBodyBytes?: number;
+  /** Reported by `/api/status`. */
+  readonly version?: string;
+  /** When the daemon started (ms since the epoch), for uptime. @default when the process started */
+  readonly startedAt?: number;
+}
+
+/** The gateway: register routes, then `start`. */
+export interface Gateway extends GatewayRoutes {
+  /** Starts listening; resolves with the bound address. */
+  start(): Promise<{ host: string; port: number }>;
+  /** Stops accepting, ends idle keep-alive connections, and waits up to `graceMs` for requests in progress. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** What `/api/status` answers (and `switchboard status` reads). Times are ISO 8601. */
+export interface StatusReport {
+  readonly version?: string;
+  readonly pid: number;
+  readonly startedAt: string;
+  readonly uptimeSeconds: number;
+  readonly channels: ReadonlyArray<{
+    readonly name: string;
+    readonly state: string;
+    readonly since: string;
+    readonly restarts: number;
+    readonly lastError?: string;
+    readonly lastErrorAt?: string;
+    readonly lastInboundAt?: string;
+    readonly notes?: readonly string[];
+  }>;
+  readonly queued: number;
+  readonly inFlight: number;
+  readonly pendingReplies: number;
+  readonly totals: RuntimeHealth['counters'];
+}
+
+const loopbackNames = new Set(['localhost', 'ip6-localhost', 'ip6-loopback']);
+
+/** `host:port` split; IPv6 hosts come back without brackets. */
+export function parseListen(listen: string): { host: string; port: number } {
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(listen);
+  const port = match ? Number(match[3]) : NaN;
+  if (!match || port > 65_535) throw new TypeError(`listen must be host:port (e.g. 127.0.0.1:8787 or [::1]:8787), got ${JSON.stringify(listen)}`);
+  return { host: (match[1] ?? match[2])!, port };
+}
+
+/** True for 127.0.0.0/8, ::1 (and ::ffff:127.x) and the name localhost. */
+export function isLoopback(host: string): boolean {
+  const lower = host.toLowerCase();
+  if (loopbackNames.has(lower)) return true;
+  if (isIP(lower) === 4) return lower.startsWith('127.');
+  if (isIP(lower) === 6) return lower === '::1' || lower === '0:0:0:0:0:0:0:1' || lower.startsWith('::ffff:127.');
+  return false;
+}
+
+/** Shortest token accepted on a non-loopback address. */
+const minTokenLength = 16;
+
+/**
+ * Checks `[gateway]` before anything starts: a non-loopback `listen` needs a token (of at
+ * least 16 characters), else the gateway would hand `/api/status` and the tool socket to the
+ * network. Throws ConfigError (exit 78, which systemd does not restart on).
+ */
+export function validateGatewayConfig(gateway: { readonly listen: string; readonly token?: string | undefined }, file?: string): { host: string; port: number } {
+  let address: { host: string; port: number };
+  try {
+    address = parseListen(gateway.listen);
+  } catch (error) {
+    throw new ConfigError(file, [{ path: 'gateway.listen', problem: (error as Error).message, example: '[gateway] listen = "127.0.0.1:8787"' }]);
+  }
+  const token = gateway.token ?? '';
+  if (!isLoopback(address.host)) {
+    if (token === '' || /^\$\{[^}]*\}$/.test(token)) {
+      throw new ConfigError(file, [
+        {
+          path: 'gateway.token',
+          problem: `listen = "${gateway.listen}" is not a loopback address, and without a token anyone who can reach it could read status and register tools; set a token (e.g. export SWITCHBOARD_TOKEN=$(openssl rand -hex 32)) or listen on 127.0.0.1`,
+          example: '[gateway] token = "${SWITCHBOARD_TOKEN}"',
+        },
+      ]);
+    }
+    if (token.length < minTokenLength) {
+      throw new ConfigError(file, [
+        { path: 'gateway.token', problem: `is ${token.length} characters; on a non-loopback address use at least ${minTokenLength} (e.g. openssl rand -hex 32)`, example: '[gateway] token = "${SWITCHBOARD_TOKEN}"' },
+      ]);
+    }
+  }
+  return address;
+}
+
+/** Compares the bearer token in constant time (both sides hashed, so lengths leak nothing either). */
+function tokenMatches(header: string | undefined, token: string): boolean {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  if (!match) return false;
+  const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
+  return timingSafeEqual(digest(match[1]!), digest(token));
+}
+
+/** Answers with a JSON body (errors are `{"error": "…"}`). */
+export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', ...headers });
+  response.end(text);
+}
+
+class BodyTooLarge extends Error {}
+
+function readBody(request: IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(request.headers['content-length']);
+    if (Number.isFinite(declared) && declared > max) {
+      reject(new BodyTooLarge());
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) {
+        request.removeAllListeners('data');
+        request.resume();
+        reject(new BodyTooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    });
+    request.on('end', () => resolve(Buffer.concat(chunks)));
+    request.on('error', reject);
+  });
+}
+
+const statusText: Record<number, string> = { 401: 'Unauthorized', 404: 'Not Found', 405: 'Method Not Allowed', 500: 'Internal Server Error' };
+
+/** An HTTP error written straight to a socket being upgraded (there is no ServerResponse yet). */
+function refuseUpgrade(socket: Duplex, status: number, message: string, extra = ''): void {
+  const body = JSON.stringify({ error: message });
+  socket.end(
+    `HTTP/1.1 ${status} ${statusText[status] ?? 'Error'}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`,
+  );
+}
+
+const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
+
+/** The `/api/status` body from the runtime's health. */
+export function statusReport(health: RuntimeHealth, startedAt: number, version?: string): StatusReport {
+  return {
+    ...(version === undefined ? {} : { version }),
+    pid: process.pid,
+    startedAt: new Date(startedAt).toISOString(),
+    uptimeSeconds: Math.max(0, Math.round((Date.now() - startedAt) / 1000)),
+    channels: health.channels.map((channel) => ({
+      name: channel.name,
+      state: channel.state,
+      since: new Date(channel.since).toISOString(),
+      restarts: channel.restarts,
+      ...(channel.lastError === undefined ? {} : { lastError: channel.lastError, lastErrorAt: iso(channel.lastErrorAt)! }),
+      ...(channel.lastInboundAt === undefined ? {} : { lastInboundAt: iso(channel.lastInboundAt)! }),
+      ...(channel.notes?.length ? { notes: channel.notes } : {}),
+    })),
+    queued: health.queued,
+    inFlight: health.inFlight,
+    pendingReplies: health.pendingReplies,
+    totals: health.counters,
+  };
+}
+
+/**
+ * @example
+ * const gateway = createGateway({ listen: '127.0.0.1:8787', token, log, health: () => runtime.health(), metrics: () => metrics.render() });
+ * gateway.addRoute(webhookRoute);   // before start
+ * await gateway.start();
+ */
+export function createGateway(options: GatewayOptions): Gateway {
+  const { log } = options;
+  const address = parseListen(options.listen);
+  const token = options.token === undefined || options.token === '' ? undefined : options.token;
+  if (!token && !isLoopback(address.host)) throw new TypeError(`createGateway: refusing to listen on ${options.listen} without a token (see validateGatewayConfig)`);
+  const maxBody = options.maxBodyBytes ?? 1024 * 1024;
+  if (!(Number.isInteger(maxBody) && maxBody > 0)) throw new TypeError(`createGateway: maxBodyBytes must be a positive whole number, got ${maxBody}`);
+  const startedAt = options.startedAt ?? Math.round(Date.now() - process.uptime() * 1000);
+  const routes = new Map<string, Map<string, HttpRoute>>();
+  const upgrades = new Map<string, UpgradeRoute>();
+  let server: Server | undefined;
+
+  const addRoute = (route: HttpRoute): void => {
+    if (!route.path.startsWith('/')) throw new TypeError(`gateway route path must start with "/", got ${JSON.stringify(route.path)}`);
+    const byMethod = routes.get(route.path) ?? new Map<string, HttpRoute>();
+    if (byMethod.has(route.method)) throw new TypeError(`gateway route ${route.method} ${route.path} is registered twice`);
+    byMethod.set(route.method, route);
+    routes.set(route.path, byMethod);
+  };
+  const authorized = (request: IncomingMessage, auth: 'none' | 'token'): boolean => auth === 'none' || token === undefined || tokenMatches(request.headers.authorization, token);
+  const unauthorized = { 'www-authenticate': 'Bearer realm="switchboard"' };
+
+  addRoute({ method: 'GET', path: '/healthz', auth: 'none', handle: (_req, res) => sendJson(res, 200, { status: 'ok' }) });
+  addRoute({
+    method: 'GET',
+    path: '/readyz',
+    auth: 'none',
+    handle: (_req, res) => {
+      // Names and states only: this endpoint is open, and error texts may say too much.
+      const notRunning = options.health().channels.filter((channel) => channel.state !== 'running').map(({ name, state }) => ({ name, state }));
+      sendJson(res, notRunning.length === 0 ? 200 : 503, notRunning.length === 0 ? { ready: true } : { ready: false, notRunning });
+    },
+  });
+  addRoute({
+    method: 'GET',
+    path: '/api/status',
+    auth: 'token',
+    handle: (_req, res) => sendJson(res, 200, statusReport(options.health(), startedAt, options.version)),
+  });
+  const metrics = options.metrics;
+  if (metrics) {
+    addRoute({
+      method: 'GET',
+      path: '/metrics',
+      auth: 'token',
+      handle: (_req, res) => {
+        const body = metrics();
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
+        res.end(body);
+      },
+    });
+  }
+
+  async function onRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const path = (request.url ?? '/').split('?')[0]!;
+    const byMethod = routes.get(path);
+    if (!byMethod) {
+      request.resume();
+      sendJson(response, 404, { error: `no such endpoint: ${path}` });
+      return;
+    }
+    const route = byMethod.get(request.method ?? '');
+    if (!route) {
+      request.resume();
+      sendJson(response, 405, { error: `${request.method} is not allowed on ${path}` }, { allow: [...byMethod.keys()].join(', ') });
+      return;
+    }
+    if (!authorized(request, route.auth)) {
+      request.resume();
+      sendJson(response, 401, { error: 'missing or wrong token: send Authorization: Bearer <gateway.token>' }, unauthorized);
+      return;
+    }
+    let body: Buffer;
+    try {
+      body = await readBody(request, maxBody);
+    } catch (error) {
+      if (error instanceof BodyTooLarge) {
+        sendJson(response, 413, { error: `request body larger than ${maxBody} bytes` }, { connection: 'close' });
+        return;
+      }
+      log.debug({ err: error, path }, 'request body could not be read');
+      response.destroy();
+      return;
+    }
+    try {
+      await route.handle(request, response, body);
+    } catch (error) {
+      log.error({ err: error, method: route.method, path }, 'gateway route failed');
+      if (!response.headersSent) sendJson(response, 500, { error: 'internal error; see the daemon log' });
+      else response.destroy();
+    }
+  }
+
+  function onUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', (error) => log.debug({ err: error }, 'upgrade socket error'));
+    const path = (request.url ?? '/').split('?')[0]!;
+    const route = upgrades.get(path);
+    if (!route) return refuseUpgrade(socket, 404, `no such endpoint: ${path}`);
+    if (!authorized(request, route.auth)) return refuseUpgrade(socket, 401, 'missing or wrong token: send Authorization: Bearer <gateway.token>', 'WWW-Authenticate: Bearer realm="switchboard"\r\n');
+    try {
+      route.handle(request, socket, head);
+    } catch (error) {
+      log.error({ err: error, path }, 'gateway upgrade failed');
+      refuseUpgrade(socket, 500, 'internal error; see the daemon log');
+    }
+  }
+
+  return {
+    addRoute,
+    addUpgrade(route) {
+      if (upgrades.has(route.path)) throw new TypeError(`gateway upgrade ${route.path} is registered twice`);
+      upgrades.set(route.path, route);
+    },
+
+    start() {
+      if (server) return Promise.reject(new Error('gateway already started'));
+      const created = createServer((request, response) => void onRequest(request, response));
+      server = created;
+      created.on('upgrade', onUpgrade);
+      created.on('clientError', (error, socket) => {
+        log.debug({ err: error }, 'bad HTTP request');
+        if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+      });
+      return new Promise((resolve, reject) => {
+        const failed = (error: Error): void => {
+          server = undefined;
+          reject(error);
+        };
+        created.once('error', failed);
+        created.listen(address.port, address.host, () => {
+          created.off('error', failed);
+          created.on('error', (error) => log.error({ err: error }, 'gateway server error'));
+          const bound = created.address() as AddressInfo;
+          log.info({ host: bound.address, port: bound.port, auth: token ? 'token' : 'none (loopback)' }, 'gateway listening');
+          resolve({ host: bound.address, port: bound.port });
+        });
+      });
+    },
+
+    async stop(graceMs = 5000) {
+      const current = server;
+      if (!current) return;
+      server = undefined;
+      const closed = new Promise<void>((resolve) => current.close(() => resolve()));
+      current.closeIdleConnections();
+      const timer = setTimeout(() => current.closeAllConnections(), graceMs);
+      timer.unref();
+      await closed;
+      clearTimeout(timer);
+    },
+  };
+}

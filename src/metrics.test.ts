@@ -1,0 +1,221 @@
+/**
+ * The metrics registry's text format, and the daemon's metrics after real traffic through a
+ * Runtime (agent, metered provider, metered tool runner), scraped over the gateway and
+ * parsed back.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { testLogger } from '../test/support/log.ts';
+import { createAgent } from './agent/agent.ts';
+import { ApprovalStore } from './agent/approvals.ts';
+import { createToolRunner } from './agent/tool-runner.ts';
+import { createArgsValidator } from './agent/validate.ts';
+import type { Channel, InboundMessage, Push } from './channel.ts';
+import { createGateway } from './gateway/server.ts';
+import { createSwitchboardMetrics, meterToolRunner, MetricsRegistry } from './metrics.ts';
+import { ProviderError, type ChatRequest, type Provider } from './provider.ts';
+import { createMeteredProvider } from './providers/metered.ts';
+import { Runtime } from './runtime/runtime.ts';
+import { openDatabase } from './store/db.ts';
+import { ok, type Tool } from './tool.ts';
+
+interface Sample {
+  readonly name: string;
+  readonly labels: Record<string, string>;
+  readonly value: number;
+}
+
+/** A small parser for the text exposition format: checks HELP/TYPE lines and reads every sample. */
+function parsePrometheus(text: string): { samples: Sample[]; types: Map<string, string> } {
+  const samples: Sample[] = [];
+  const types = new Map<string, string>();
+  assert.ok(text.endsWith('\n'), 'exposition ends with a newline');
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    const meta = /^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)$/.exec(line);
+    if (meta) {
+      if (meta[1] === 'TYPE') {
+        assert.ok(['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(meta[3]!), line);
+        types.set(meta[2]!, meta[3]!);
+      }
+      continue;
+    }
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    assert.ok(match, `not a sample line: ${line}`);
+    const labels: Record<string, string> = {};
+    const labelRe = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(,|$)/g;
+    let consumed = 0;
+    for (const part of (match[2] ?? '').matchAll(labelRe)) {
+      labels[part[1]!] = part[2]!.replace(/\\(.)/g, (_all, c: string) => (c === 'n' ? '\n' : c));
+      consumed += part[0].length;
+    }
+    assert.equal(consumed, (match[2] ?? '').length, `bad labels in: ${line}`);
+    const value = match[3] === '+Inf' ? Infinity : match[3] === '-Inf' ? -Infinity : Number(match[3]);
+    assert.ok(!Number.isNaN(value) || match[3] === 'NaN', line);
+    const family = match[1]!.replace(/_(bucket|sum|count)$/, '');
+    assert.ok(types.has(match[1]!) || types.get(family) === 'histogram', `sample before its TYPE: ${line}`);
+    samples.push({ name: match[1]!, labels, value });
+  }
+  return { samples, types };
+}
+
+function value(samples: readonly Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
+  return samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
+}
+
+describe('MetricsRegistry', () => {
+  it('writes counters, gauges and histograms in the text format, escaping label values', () => {
+    const registry = new MetricsRegistry();
+    const counter = registry.counter('things_total', 'Things.\nMore help.', ['kind']);
+    counter.inc({ kind: 'a "quoted"\\ value\n' });
+    counter.inc({ kind: 'b' }, 2.5);
+    registry.gauge('level', 'A level.').set({}, 7);
+    const histogram = registry.histogram('latency_seconds', 'Latency.', ['op'], [0.1, 1]);
+    histogram.observe({ op: 'x' }, 0.05);
+    histogram.observe({ op: 'x' }, 0.5);
+    histogram.observe({ op: 'x' }, 5);
+    const text = registry.render();
+    assert.match(text, /^# HELP things_total Things\.\\nMore help\.$/m);
+    const { samples, types } = parsePrometheus(text);
+    assert.equal(types.get('latency_seconds'), 'histogram');
+    assert.equal(value(samples, 'things_total', { kind: 'a "quoted"\\ value\n' }), 1);
+    assert.equal(value(samples, 'things_total', { kind: 'b' }), 2.5);
+    assert.equal(value(samples, 'level'), 7);
+    assert.deepEqual(
+      samples.filter((s) => s.name === 'latency_seconds_bucket').map((s) => [s.labels.le, s.value]),
+      [['0.1', 1], ['1', 2], ['+Inf', 3]],
+    );
+    assert.equal(value(samples, 'latency_seconds_sum'), 5.55);
+    assert.equal(value(samples, 'latency_seconds_count'), 3);
+  });
+
+  it('rejects bad names, wrong label sets, negative increments and duplicate families', () => {
+    const registry = new MetricsRegistry();
+    assert.throws(() => registry.counter('bad-name', 'x'), /not a valid Prometheus name/);
+    assert.throws(() => registry.counter('ok_total', 'x', ['bad-label']), /not a valid label name/);
+    const counter = registry.counter('c_total', 'x', ['a']);
+    assert.throws(() => counter.inc({ b: '1' }), /labels must be exactly \[a\]/);
+    assert.throws(() => counter.inc({ a: '1' }, -1), /cannot add -1/);
+    assert.throws(() => registry.gauge('c_total', 'x'), /declared twice/);
+    assert.throws(() => registry.histogram('h', 'x', [], [1, 1]), /strictly ascending/);
+  });
+});
+
+describe('switchboard metrics after real traffic', () => {
+  const db = openDatabase(':memory:');
+
+  it('counts messages, turns, provider calls and errors, tool calls and restarts', async () => {
+    // The runtime needs the metrics' hooks and the metrics read the runtime's health: the
+    // health is read at scrape time, so a closure over the later `runtime` is enough.
+    const metrics = createSwitchboardMetrics({ channels: ['chat', 'flaky'], health: () => runtime.health() });
+    after(() => metrics.close());
+    // The model: "tool …" calls echo then answers; "ghost" calls a tool that does not exist; "fail" is rate-limited.
+    const model: Provider = {
+      name: 'scripted:model',
+      async chat(request: ChatRequest) {
+        const last = request.messages.at(-1)!;
+        if (last.role === 'tool' || (last.role === 'user' && last.content.includes('<tool_result'))) return { text: 'done with tools', toolCalls: [] };
+        const text = last.role === 'user' ? last.content : '';
+        if (text.includes('fail')) throw new ProviderError('rate limited', { status: 429 });
+        if (text.includes('tool')) return { text: '', toolCalls: [{ id: 't1', name: 'echo', arguments: '{"text":"hi"}' }] };
+        if (text.includes('ghost')) return { text: '', toolCalls: [{ id: 't2', name: 'made_up_tool', arguments: '{}' }] };
+        return { text: `re: ${text}`, toolCalls: [] };
+      },
+    };
+    const echo: Tool = { name: 'echo', description: 'echoes', parameters: { type: 'object', properties: { text: { type: 'string' } } }, execute: async (args) => ok(String(args.text)) };
+    const approvals = new ApprovalStore(db);
+    const runner = meterToolRunner(
+      createToolRunner({ tools: [echo], validator: createArgsValidator(), decide: () => ({ kind: 'allow' }), alwaysApproved: () => false, timeoutMs: 5000 }),
+      metrics,
+    );
+    const agent = createAgent({
+      provider: createMeteredProvider(model, { meter: metrics, label: 'scripted' }),
+      runner,
+      approvals,
+      name: 'Bot',
+      instructions: '',
+      workspace: '/tmp',
+      maxToolIterations: 5,
+      toolCalling: 'native',
+    });
+
+    let push: Push | undefined;
+    const sent: string[] = [];
+    const chat: Channel = {
+      name: 'chat',
+      async listen(p, signal, link) {
+        push = p;
+        link.ready();
+        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      },
+      async send(message) {
+        sent.push(message.text);
+      },
+    };
+    let attempts = 0;
+    const flaky: Channel = {
+      name: 'flaky',
+      async listen(_p, signal, link) {
+        if (++attempts === 1) throw new Error('connection refused');
+        link.ready();
+        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      },
+      async send() {},
+    };
+    const runtime = new Runtime({
+      db,
+      log: testLogger(),
+      channels: [chat, flaky],
+      agent,
+      historyTurns: 10,
+      maxInFlight: 4,
+      maxQueued: 100,
+      turnTimeoutMs: 10_000,
+      shutdownGraceMs: 1000,
+      supervisor: { initialBackoffMs: 10, maxBackoffMs: 20, healthyAfterMs: 60_000, stopTimeoutMs: 1000 },
+      delivery: { attemptsPerRound: 3, initialBackoffMs: 5, maxBackoffMs: 20 },
+      events: metrics.runtimeEvents,
+    });
+    const gateway = createGateway({ listen: '127.0.0.1:0', log: testLogger(), health: () => runtime.health(), metrics: () => metrics.render() });
+    runtime.start();
+    await runtime.ready;
+    const { port } = await gateway.start();
+
+    const message = (id: string, text: string, conversation = id): InboundMessage => ({ channel: 'chat', account: 'bot', chat: conversation, id, sender: { id: 'alice', name: 'Alice' }, text, timestamp: Date.now() });
+    await push!(message('1', 'hello'));
+    await push!(message('2', 'use a tool please'));
+    await push!(message('3', 'ghost'));
+    await push!(message('4', 'this will fail'));
+    assert.equal(await push!(message('1', 'hello')), 'duplicate');
+    await runtime.idle();
+    assert.equal(sent.length, 4);
+
+    const response = await fetch(`http://127.0.0.1:${port}/metrics`);
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get('content-type')!, /^text\/plain; version=0\.0\.4/);
+    const { samples, types } = parsePrometheus(await response.text());
+    await gateway.stop(100);
+    await runtime.stop();
+
+    assert.equal(value(samples, 'switchboard_messages_received_total', { channel: 'chat' }), 4);
+    assert.equal(value(samples, 'switchboard_messages_received_total', { channel: 'flaky' }), 0);
+    assert.equal(value(samples, 'switchboard_messages_sent_total', { channel: 'chat' }), 4);
+    assert.equal(types.get('switchboard_turn_duration_seconds'), 'histogram');
+    assert.equal(value(samples, 'switchboard_turn_duration_seconds_count', { outcome: 'answered' }), 3);
+    assert.equal(value(samples, 'switchboard_turn_duration_seconds_count', { outcome: 'failed' }), 1);
+    assert.equal(value(samples, 'switchboard_turn_duration_seconds_bucket', { outcome: 'answered', le: '+Inf' }), 3);
+    // hello 1 + tool 2 + ghost 2 + fail 1
+    assert.equal(value(samples, 'switchboard_provider_request_duration_seconds_count', { provider: 'scripted' }), 6);
+    assert.equal(value(samples, 'switchboard_provider_errors_total', { provider: 'scripted', reason: 'rate_limited' }), 1);
+    assert.equal(value(samples, 'switchboard_tool_calls_total', { tool: 'echo', outcome: 'ok' }), 1);
+    assert.equal(value(samples, 'switchboard_tool_calls_total', { tool: '(unknown)', outcome: 'rejected' }), 1);
+    assert.equal(value(samples, 'switchboard_channel_restarts_total', { channel: 'flaky' }), 1);
+    assert.equal(value(samples, 'switchboard_channel_restarts_total', { channel: 'chat' }), 0);
+    assert.equal(value(samples, 'switchboard_queue_depth'), 0);
+    assert.equal(value(samples, 'switchboard_turns_in_flight'), 0);
+    assert.equal(value(samples, 'switchboard_channel_up', { channel: 'flaky' }), 1);
+    assert.ok(value(samples, 'process_resident_memory_bytes')! > 1_000_000);
+    for (const stat of ['p50', 'p99', 'max']) assert.ok(value(samples, 'switchboard_event_loop_lag_seconds', { stat })! >= 0, stat);
+    assert.ok(value(samples, 'switchboard_uptime_seconds')! >= 0);
+  });
+});

@@ -1,0 +1,288 @@
+/**
+ * Metrics in the Prometheus text exposition format (version 0.0.4), written by hand: the
+ * format is a few lines per series, and a client library would be the daemon's largest
+ * dependency for it. A {@link MetricsRegistry} holds counters, gauges and histograms with
+ * labels; {@link createSwitchboardMetrics} declares the daemon's own set (what `/metrics`
+ * serves) and the hooks that feed it.
+ */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import type { ToolRunner } from './agent/tool-runner.ts';
+import type { RuntimeEvents, RuntimeHealth } from './runtime/runtime.ts';
+
+type Labels = Readonly<Record<string, string>>;
+
+interface Family {
+  readonly name: string;
+  readonly help: string;
+  readonly type: 'counter' | 'gauge' | 'histogram';
+  /** The family's lines (without HELP/TYPE). */
+  lines(): string[];
+}
+
+export interface Counter {
+  /** Adds `value` (default 1, must be ≥ 0) to the series with these labels. */
+  inc(labels?: Labels, value?: number): void;
+}
+
+export interface Gauge {
+  set(labels: Labels, value: number): void;
+}
+
+export interface Histogram {
+  /** Records one observation (seconds, for the latency histograms here). */
+  observe(labels: Labels, value: number): void;
+}
+
+const namePattern = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+const labelPattern = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
+/** Label values escape backslash, double quote and newline; HELP text backslash and newline. */
+const escapeLabel = (value: string): string => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+const escapeHelp = (value: string): string => value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+
+function formatValue(value: number): string {
+  if (Number.isNaN(value)) return 'NaN';
+  if (value === Infinity) return '+Inf';
+  if (value === -Infinity) return '-Inf';
+  return String(value);
+}
+
+function labelText(labels: Labels, extra?: readonly [string, string]): string {
+  const pairs = Object.entries(labels).map(([key, value]) => `${key}="${escapeLabel(value)}"`);
+  if (extra) pairs.push(`${extra[0]}="${escapeLabel(extra[1])}"`);
+  return pairs.length === 0 ? '' : `{${pairs.join(',')}}`;
+}
+
+/** A stable key for one label set (label order as declared). */
+function seriesKey(labelNames: readonly string[], labels: Labels, metric: string): string {
+  const given = Object.keys(labels);
+  if (given.length !== labelNames.length || given.some((key) => !labelNames.includes(key))) {
+    throw new TypeError(`metric ${metric}: labels must be exactly [${labelNames.join(', ')}], got [${given.join(', ')}]`);
+  }
+  return JSON.stringify(labelNames.map((name) => labels[name]));
+}
+
+/** Labels in declared order, so every line of a series reads the same. */
+const ordered = (labelNames: readonly string[], labels: Labels): Labels => Object.fromEntries(labelNames.map((name) => [name, labels[name]!]));
+
+export class MetricsRegistry {
+  readonly #families = new Map<string, Family>();
+
+  /** A monotonically increasing count. Name it `…_total`. */
+  counter(name: string, help: string, labelNames: readonly string[] = []): Counter {
+    const series = new Map<string, { labels: Labels; value: number }>();
+    this.#add({
+      name,
+      help,
+      type: 'counter',
+      lines: () => [...series.values()].map(({ labels, value }) => `${name}${labelText(labels)} ${formatValue(value)}`),
+    }, labelNames);
+    return {
+      inc: (labels = {}, value = 1) => {
+        if (!(value >= 0)) throw new RangeError(`counter ${name}: cannot add ${value}`);
+        const key = seriesKey(labelNames, labels, name);
+        const entry = series.get(key);
+        if (entry) entry.value += value;
+        else series.set(key, { labels: ordered(labelNames, labels), value });
+      },
+    };
+  }
+
+  /**
+   * A value that goes up and down. With `collect`, the series are read at scrape time instead
+   * (queue depth, RSS): nothing has to remember to update them.
+   */
+  gauge(name: string, help: string, labelNames: readonly string[] = [], collect?: () => Iterable<readonly [Labels, number]>): Gauge {
+    const series = new Map<string, { labels: Labels; value: number }>();
+    this.#add({
+      name,
+      help,
+      type: 'gauge',
+      lines: () => {
+        const current = collect ? [...collect()].map(([labels, value]) => ({ labels: ordered(labelNames, labels), value })) : [...series.values()];
+        return current.map(({ labels, value }) => `${name}${labelText(labels)} ${formatValue(value)}`);
+      },
+    }, labelNames);
+    return {
+      set: (labels, value) => {
+        series.set(seriesKey(labelNames, labels, name), { labels: ordered(labelNames, labels), value });
+      },
+    };
+  }
+
+  /** Cumulative buckets (upper bounds, ascending; `+Inf` is added), `_sum` and `_count`. */
+  histogram(name: string, help: string, labelNames: readonly string[], buckets: readonly number[]): Histogram {
+    if (buckets.length === 0 || buckets.some((bound, i) => !Number.isFinite(bound) || (i > 0 && bound <= buckets[i - 1]!))) {
+      throw new TypeError(`histogram ${name}: buckets must be finite and strictly ascending, got [${buckets.join(', ')}]`);
+    }
+    if (labelNames.includes('le')) throw new TypeError(`histogram ${name}: "le" is reserved`);
+    const series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
+    this.#add({
+      name,
+      help,
+      type: 'histogram',
+      lines: () =>
+        [...series.values()].flatMap(({ labels, counts, sum, count }) => [
+          ...buckets.map((bound, i) => `${name}_bucket${labelText(labels, ['le', formatValue(bound)])} ${counts[i]}`),
+          `${name}_bucket${labelText(labels, ['le', '+Inf'])} ${count}`,
+          `${name}_sum${labelText(labels)} ${formatValue(sum)}`,
+          `${name}_count${labelText(labels)} ${count}`,
+        ]),
+    }, labelNames);
+    return {
+      observe: (labels, value) => {
+        const key = seriesKey(labelNames, labels, name);
+        let entry = series.get(key);
+        if (!entry) {
+          entry = { labels: ordered(labelNames, labels), counts: buckets.map(() => 0), sum: 0, count: 0 };
+          series.set(key, entry);
+        }
+        for (let i = 0; i < buckets.length; i++) if (value <= buckets[i]!) entry.counts[i]!++;
+        entry.sum += value;
+        entry.count++;
+      },
+    };
+  }
+
+  /** Every family in the text exposition format (Content-Type {@link prometheusContentType}). */
+  render(): string {
+    const out: string[] = [];
+    for (const family of this.#families.values()) {
+      out.push(`# HELP ${family.name} ${escapeHelp(family.help)}`, `# TYPE ${family.name} ${family.type}`, ...family.lines());
+    }
+    return `${out.join('\n')}\n`;
+  }
+
+  #add(family: Family, labelNames: readonly string[]): void {
+    if (!namePattern.test(family.name)) throw new TypeError(`metric name ${JSON.stringify(family.name)} is not a valid Prometheus name`);
+    for (const label of labelNames) {
+      if (!labelPattern.test(label) || label.startsWith('__')) throw new TypeError(`metric ${family.name}: label ${JSON.stringify(label)} is not a valid label name`);
+    }
+    if (this.#families.has(family.name)) throw new TypeError(`metric ${family.name} is declared twice`);
+    this.#families.set(family.name, family);
+  }
+}
+
+export const prometheusContentType = 'text/plain; version=0.0.4; charset=utf-8';
+
+/** Why a model call failed, in a few values (a label must not take unbounded values). */
+export type ProviderErrorReason = 'rate_limited' | 'auth' | 'server' | 'client' | 'network' | 'context_length' | 'tools_unsupported' | 'aborted';
+
+/** What a tool call came to: the result kind, or `rejected` when it never ran (unknown, invalid, denied, limited). */
+export type ToolOutcome = 'ok' | 'error' | 'effect' | 'rejected';
+
+/** Where the metered provider and the tool-runner wrapper report. */
+export interface AgentMeter {
+  providerCall(provider: string, seconds: number, error?: ProviderErrorReason): void;
+  toolCall(tool: string, outcome: ToolOutcome): void;
+}
+
+export interface SwitchboardMetricsOptions {
+  /** The runtime's health, read at scrape time for queue depth, turns in flight and channel state. */
+  readonly health?: () => RuntimeHealth;
+  /** Channel names whose message counters start at 0 (so the series exist before traffic). */
+  readonly channels?: readonly string[];
+}
+
+export interface SwitchboardMetrics extends AgentMeter {
+  readonly registry: MetricsRegistry;
+  /** Pass as `new Runtime({ events })`. */
+  readonly runtimeEvents: RuntimeEvents;
+  /** The `/metrics` body. */
+  render(): string;
+  /** Stops the event-loop delay monitor. */
+  close(): void;
+}
+
+const turnBuckets = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300];
+const providerBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120];
+
+/**
+ * The daemon's metrics. Gauges read at scrape time: queue depth, turns in flight, channel up,
+ * RSS, uptime, event-loop lag (p50 / p99 / max since the previous scrape, from
+ * `monitorEventLoopDelay`).
+ *
+ * @example
+ * const metrics = createSwitchboardMetrics({ health: () => runtime.health(), channels: names });
+ * new Runtime({ ..., events: metrics.runtimeEvents });
+ * createMeteredProvider(provider, { meter: metrics });
+ */
+export function createSwitchboardMetrics(options: SwitchboardMetricsOptions = {}): SwitchboardMetrics {
+  const registry = new MetricsRegistry();
+  const startedAt = Date.now();
+  const received = registry.counter('switchboard_messages_received_total', 'Inbound messages accepted into the inbox (duplicates excluded), by channel.', ['channel']);
+  const sent = registry.counter('switchboard_messages_sent_total', 'Reply messages delivered to a platform, by channel.', ['channel']);
+  for (const channel of options.channels ?? []) {
+    received.inc({ channel }, 0);
+    sent.inc({ channel }, 0);
+  }
+  const health = options.health;
+  registry.gauge('switchboard_queue_depth', 'Messages waiting for a free turn slot.', [], () => (health ? [[{}, health().queued]] : []));
+  registry.gauge('switchboard_turns_in_flight', 'Turns running now.', [], () => (health ? [[{}, health().inFlight]] : []));
+  registry.gauge('switchboard_replies_pending', 'Replies recorded in the outbox and not yet sent.', [], () => (health ? [[{}, health().pendingReplies]] : []));
+  registry.gauge('switchboard_channel_up', '1 when the channel is running, 0 when starting, backing off or stopped.', ['channel'], () =>
+    health ? health().channels.map((channel) => [{ channel: channel.name }, channel.state === 'running' ? 1 : 0] as const) : [],
+  );
+  const turns = registry.histogram('switchboard_turn_duration_seconds', 'Time from the start of a turn to its reply being recorded, by outcome.', ['outcome'], turnBuckets);
+  const providerLatency = registry.histogram('switchboard_provider_request_duration_seconds', 'Model calls by provider (successful and failed).', ['provider'], providerBuckets);
+  const providerErrors = registry.counter('switchboard_provider_errors_total', 'Failed model calls, by provider and reason.', ['provider', 'reason']);
+  const tools = registry.counter('switchboard_tool_calls_total', 'Tool calls by tool name and outcome (ok, error, effect, rejected).', ['tool', 'outcome']);
+  const restarts = registry.counter('switchboard_channel_restarts_total', 'Channel listener restarts, by channel.', ['channel']);
+  for (const channel of options.channels ?? []) restarts.inc({ channel }, 0);
+  registry.gauge('process_resident_memory_bytes', 'Resident set size of the process.', [], () => [[{}, process.memoryUsage.rss()]]);
+  registry.gauge('switchboard_uptime_seconds', 'Seconds since the metrics (and the daemon) started.', [], () => [[{}, (Date.now() - startedAt) / 1000]]);
+  const loop = monitorEventLoopDelay({ resolution: 20 });
+  loop.enable();
+  registry.gauge('switchboard_event_loop_lag_seconds', 'Event-loop delay since the previous scrape: p50, p99 and max.', ['stat'], () => {
+    const values = [
+      [{ stat: 'p50' }, loop.percentile(50) / 1e9],
+      [{ stat: 'p99' }, loop.percentile(99) / 1e9],
+      [{ stat: 'max' }, loop.max / 1e9],
+    ] as const;
+    loop.reset();
+    // Before the first sample the histogram reports NaN-ish extremes; report 0 instead.
+    return values.map(([labels, value]) => [labels, Number.isFinite(value) && value >= 0 ? value : 0] as const);
+  });
+
+  return {
+    registry,
+    runtimeEvents: {
+      onReceived: (channel) => received.inc({ channel }),
+      onSent: (channel) => sent.inc({ channel }),
+      onTurn: (_channel, ms, outcome) => turns.observe({ outcome }, ms / 1000),
+      onRestart: (channel) => restarts.inc({ channel }),
+    },
+    providerCall(provider, seconds, error) {
+      providerLatency.observe({ provider }, seconds);
+      if (error !== undefined) providerErrors.inc({ provider, reason: error });
+    },
+    toolCall(tool, outcome) {
+      tools.inc({ tool, outcome });
+    },
+    render: () => registry.render(),
+    close: () => loop.disable(),
+  };
+}
+
+/**
+ * Counts every tool call a runner finishes, by tool and outcome. A name the model made up is
+ * counted as `(unknown)`: a label must not take whatever value the model writes.
+ */
+export function meterToolRunner(runner: ToolRunner, meter: Pick<AgentMeter, 'toolCall'>): ToolRunner {
+  const known = new Set(runner.tools.map((tool) => tool.name));
+  return {
+    tools: runner.tools,
+    prepare: (call, ctx) => runner.prepare(call, ctx),
+    async run(prepared, ctx) {
+      const tool = known.has(prepared.call.name) ? prepared.call.name : '(unknown)';
+      try {
+        const result = await runner.run(prepared, ctx);
+        meter.toolCall(tool, prepared.outcome === 'done' ? 'rejected' : result.kind);
+        return result;
+      } catch (error) {
+        meter.toolCall(tool, 'error');
+        throw error;
+      }
+    },
+  };
+}

@@ -1,0 +1,94 @@
+/**
+ * The gateway of a real daemon: health and readiness, Prometheus metrics after real traffic,
+ * `switchboard status` against it, and the refusal to expose it without a token.
+ */
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
+import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
+import { runCli, startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { until } from './support/wait.ts';
+
+const env = { TEST_MODEL_KEY: 'sk-gw', SWITCHBOARD_TOKEN: 'gateway-e2e-token-0123456789' };
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('gateway (end to end)', () => {
+  let model: FakeOpenAI;
+  let peer: TelegramPeer;
+  let daemon: Daemon;
+  let config: ReturnType<typeof tempConfig>;
+  let base: string;
+  const auth = { authorization: `Bearer ${env.SWITCHBOARD_TOKEN}` };
+
+  before(async () => {
+    model = await startFakeOpenAI();
+    peer = await startTelegramPeer();
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n[gateway]\nlisten = "127.0.0.1:${port}"\ntoken = "\${SWITCHBOARD_TOKEN}"\n${peer.configSection()}allow = ["*"]\n`);
+    daemon = startDaemon(['start', '--config', config.file], { env });
+    await daemon.waitFor(/"msg":"ready"/, 'stdout', 20_000);
+  });
+  after(async () => {
+    daemon.child.kill('SIGTERM');
+    await daemon.exited;
+    config.cleanup();
+    await peer.close();
+    await model.close();
+  });
+
+  it('answers /healthz and /readyz openly, and /metrics only with the token', async () => {
+    assert.equal((await fetch(`${base}/healthz`)).status, 200);
+    assert.equal((await fetch(`${base}/readyz`)).status, 200);
+    assert.equal((await fetch(`${base}/metrics`)).status, 401);
+    assert.equal((await fetch(`${base}/api/status`)).status, 401);
+  });
+
+  it('counts real traffic in /metrics', async () => {
+    await peer.post('alice', { kind: 'dm', user: 'alice' }, 'count me');
+    await until(() => peer.botMessages({ kind: 'dm', user: 'alice' }).length === 1, 'the reply');
+    // The peer records the reply a moment before the daemon counts it as sent: scrape until it has.
+    let text = '';
+    const deadline = Date.now() + 5000;
+    do text = await (await fetch(`${base}/metrics`, { headers: auth })).text();
+    while (!text.includes('switchboard_messages_sent_total{channel="telegram"} 1') && Date.now() < deadline);
+    const value = (name: string): number | undefined => {
+      const line = text.split('\n').find((l) => l.startsWith(name));
+      return line === undefined ? undefined : Number(line.split(' ').at(-1));
+    };
+    assert.equal(value('switchboard_messages_received_total{channel="telegram"}'), 1, text);
+    assert.equal(value('switchboard_messages_sent_total{channel="telegram"}'), 1, text);
+    assert.equal(value('switchboard_turn_duration_seconds_count{outcome="answered"}'), 1, text);
+    assert.ok((value('process_resident_memory_bytes') ?? 0) > 10_000_000);
+    assert.match(text, /switchboard_provider_request_duration_seconds_count\{provider="openai"\} 1/);
+  });
+
+  it('`switchboard status` asks the running daemon', async () => {
+    const human = await runCli(['status', '--config', config.file], { env });
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /telegram\s+running/);
+    const json = await runCli(['status', '--json', '--config', config.file], { env });
+    assert.equal(json.code, 0, json.stderr);
+    const report = JSON.parse(json.stdout) as { channels: Array<{ name: string; state: string }> };
+    assert.deepEqual(report.channels.map((c) => [c.name, c.state]), [['telegram', 'running']]);
+  });
+
+  it('refuses to expose the gateway off loopback without a token (exit 78)', async () => {
+    const exposed = tempConfig(model.baseUrl, `[gateway]\nlisten = "0.0.0.0:0"\n[channels.terminal]\n`);
+    try {
+      const result = await runCli(['start', '--config', exposed.file], { env });
+      assert.equal(result.code, 78);
+      assert.match(result.stderr, /gateway\.token/);
+    } finally {
+      exposed.cleanup();
+    }
+  });
+});
