@@ -17,6 +17,9 @@ Commands:
                  [--conversation KEY] [--scope S] [--category C] [--limit N] [--json]
   pairing        list | approve <channel> <code>   (let a new person talk to the agent)
   status         ask the running daemon how it is (channels, queue, in flight, totals) [--json]
+  onboard        answer a few questions, check the model key, write a commented config
+  doctor         check config, model key, channel credentials, data_dir, disk, service unit [--json]
+  service        install | uninstall [--user] [--dry-run]   (systemd unit, enabled and started)
   help           show this help
 
 Options:
@@ -92,6 +95,18 @@ const operatorCommands: Readonly<Record<string, OperatorRun>> = {
   pairing: async (args, configFlag) => {
     const [{ runPairingCommand }, { openOperatorPairing }] = await Promise.all([import('./pairing-cli.ts'), import('./daemon.ts')]);
     return runPairingCommand(args, () => openOperatorPairing(configFlag), process.stdout, process.stderr);
+  },
+  doctor: async (args, configFlag) => {
+    const { runDoctor } = await import('./doctor.ts');
+    return runDoctor(args, { stdout: process.stdout, stderr: process.stderr, env: process.env, configFlag });
+  },
+  service: async (args, configFlag) => {
+    const { runServiceCommand } = await import('./service.ts');
+    return runServiceCommand(args, { stdout: process.stdout, stderr: process.stderr, env: process.env, configFlag });
+  },
+  onboard: async (args, configFlag) => {
+    const { runOnboard } = await import('./onboard.ts');
+    return runOnboard(args, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env, configFlag });
   },
   status: async (args, configFlag) => {
     const [{ runStatus }, { loadConfig, locateConfig }] = await Promise.all([import('./status-cli.ts'), import('../src/config/load.ts')]);
