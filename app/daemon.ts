@@ -26,6 +26,7 @@ import { createAttachmentStore } from '../src/inbound/attachments.ts';
 import { createGateway, validateGatewayConfig } from '../src/gateway/server.ts';
 import { createSwitchboardMetrics, meterToolRunner } from '../src/metrics.ts';
 import { createMeteredProvider } from '../src/providers/metered.ts';
+import { createToolsRoute } from '../src/tools/sources.ts';
 import { buildMemory } from './compose/memory.ts';
 import { buildProvider } from './compose/provider.ts';
 import { buildTools } from './compose/tools.ts';
@@ -119,10 +120,19 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const approvals = new ApprovalStore(db);
   const schedules = new ScheduleStore(db);
   const memory = await buildMemory({ config, db, dbPath, dataDir, freshDatabase, log });
-  const { runner } = await buildTools({ config, workspace, provider, approvals, schedules, memory: memory.memory, log });
+  const tools = await buildTools({
+    config,
+    workspace,
+    provider,
+    approvals,
+    schedules,
+    memory: memory.memory,
+    log,
+    ...(gatewayConfig?.remote_tools ? { remoteTools: gatewayConfig.remote_tools } : {}),
+  });
   const agent = createAgent({
     provider,
-    runner: meterToolRunner(runner, metrics),
+    runner: meterToolRunner(tools.runner, metrics),
     approvals,
     name: config.agent.name,
     instructions: config.agent.instructions,
@@ -198,10 +208,13 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       })
     : undefined;
   if (gateway) {
+    if (tools.remote) gateway.addUpgrade(tools.remote.route);
+    gateway.addRoute(createToolsRoute(tools.sources));
     try {
       await gateway.start();
     } catch (error) {
       log.fatal({ err: error, listen: gatewayConfig!.listen }, 'the gateway could not listen (port in use? change [gateway] listen)');
+      await tools.close();
       metrics.close();
       await memory.close();
       db.close();
@@ -220,6 +233,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       void scheduler
         .stop()
         .then(() => runtime.stop())
+        .then(() => tools.close())
         .then(() => gateway?.stop(1000))
         .then(() => memory.close())
         .catch((error: unknown) => log.error({ err: error }, 'error while stopping'))

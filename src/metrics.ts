@@ -269,12 +269,14 @@ export function createSwitchboardMetrics(options: SwitchboardMetricsOptions = {}
  * counted as `(unknown)`: a label must not take whatever value the model writes.
  */
 export function meterToolRunner(runner: ToolRunner, meter: Pick<AgentMeter, 'toolCall'>): ToolRunner {
-  const known = new Set(runner.tools.map((tool) => tool.name));
   return {
-    tools: runner.tools,
+    // The runner's list changes between turns (MCP servers, remote clients): read it each time.
+    get tools() {
+      return runner.tools;
+    },
     prepare: (call, ctx) => runner.prepare(call, ctx),
     async run(prepared, ctx) {
-      const tool = known.has(prepared.call.name) ? prepared.call.name : '(unknown)';
+      const tool = runner.tools.some((t) => t.name === prepared.call.name) ? prepared.call.name : '(unknown)';
       try {
         const result = await runner.run(prepared, ctx);
         meter.toolCall(tool, prepared.outcome === 'done' ? 'rejected' : result.kind);

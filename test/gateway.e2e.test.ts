@@ -33,7 +33,10 @@ describe('gateway (end to end)', () => {
     peer = await startTelegramPeer();
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n[gateway]\nlisten = "127.0.0.1:${port}"\ntoken = "\${SWITCHBOARD_TOKEN}"\n${peer.configSection()}allow = ["*"]\n`);
+    config = tempConfig(
+      model.baseUrl,
+      `[log]\nformat = "json"\n[gateway]\nlisten = "127.0.0.1:${port}"\ntoken = "\${SWITCHBOARD_TOKEN}"\n[gateway.remote_tools]\ncall_timeout_seconds = 10\nallow = ["phone_*"]\n${peer.configSection()}allow = ["*"]\n`,
+    );
     daemon = startDaemon(['start', '--config', config.file], { env });
     await daemon.waitFor(/"msg":"ready"/, 'stdout', 20_000);
   });
@@ -79,6 +82,36 @@ describe('gateway (end to end)', () => {
     assert.equal(json.code, 0, json.stderr);
     const report = JSON.parse(json.stdout) as { channels: Array<{ name: string; state: string }> };
     assert.deepEqual(report.channels.map((c) => [c.name, c.state]), [['telegram', 'running']]);
+  });
+
+  it('offers a tool registered over /ws/tools to the model, and lists it in /api/tools', async () => {
+    const refused = new WebSocket(`${base.replace('http', 'ws')}/ws/tools?client=nobody`);
+    await new Promise((resolve) => refused.addEventListener('error', resolve, { once: true }));
+    const phone = new WebSocket(`${base.replace('http', 'ws')}/ws/tools?client=phone`, { headers: auth } as unknown as string[]);
+    const frames: Array<Record<string, unknown>> = [];
+    phone.addEventListener('message', (event) => {
+      const frame = JSON.parse(String(event.data)) as Record<string, unknown>;
+      frames.push(frame);
+      if (frame.type === 'tool_call_request') phone.send(JSON.stringify({ type: 'tool_result', id: frame.id, output: 'battery at 81%' }));
+    });
+    await new Promise((resolve) => phone.addEventListener('open', resolve, { once: true }));
+    phone.send(JSON.stringify({ type: 'register_tools', tools: [{ name: 'phone_battery', description: 'Battery level of the phone', parameters: { type: 'object', properties: {} } }] }));
+    await until(() => frames.some((f) => f.type === 'tools_registered'), 'tools_registered');
+    const listed = (await (await fetch(`${base}/api/tools`, { headers: auth })).json()) as { tools: Array<{ name: string; source: string }> };
+    assert.ok(listed.tools.some((t) => t.name === 'phone_battery' && t.source === 'remote:phone'), JSON.stringify(listed));
+    model.script({ toolCalls: [{ name: 'phone_battery', arguments: {} }] }, { text: 'The phone is at 81%.' });
+    const dm = { kind: 'dm', user: 'alice' } as const;
+    const before = peer.botMessages(dm).length;
+    await peer.post('alice', dm, 'how is my battery?');
+    await until(() => peer.botMessages(dm).length > before, 'the approval question');
+    // A remote tool can do anything: in supervised autonomy (the default) the person is asked first.
+    assert.match(peer.botMessages(dm).at(-1)!.text, /approval[\s\S]*remote phone_battery/);
+    await peer.post('alice', dm, 'yes');
+    await until(() => peer.botMessages(dm).length > before + 1, 'the reply');
+    assert.equal(peer.botMessages(dm).at(-1)!.text, 'The phone is at 81%.');
+    assert.match(JSON.stringify(model.requests.at(-1)!.body.messages), /battery at 81%/, 'the tool result reached the model');
+    assert.ok(frames.some((f) => f.type === 'result_acknowledged'));
+    phone.close();
   });
 
   it('refuses to expose the gateway off loopback without a token (exit 78)', async () => {

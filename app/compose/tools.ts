@@ -5,9 +5,9 @@
  */
 import type { Logger } from 'pino';
 import type { ApprovalStore } from '../../src/agent/approvals.ts';
-import { createToolRunner, type ToolRunner } from '../../src/agent/tool-runner.ts';
+import { createToolRunner, type ToolList, type ToolRunner } from '../../src/agent/tool-runner.ts';
 import { createArgsValidator } from '../../src/agent/validate.ts';
-import type { Config, ToolName } from '../../src/config/schema.ts';
+import type { Config, RemoteToolsConfig, ToolName } from '../../src/config/schema.ts';
 import type { Memory } from '../../src/memory.ts';
 import type { Provider } from '../../src/provider.ts';
 import type { ScheduleStore } from '../../src/schedule/store.ts';
@@ -18,6 +18,9 @@ import type { SsrfGuard } from '../../src/security/ssrf.ts';
 import type { Tool } from '../../src/tool.ts';
 import { createClockTool } from '../../src/tools/clock.ts';
 import type { SubAgentSpec } from '../../src/tools/delegate.ts';
+import type { McpTools } from '../../src/tools/mcp.ts';
+import type { RemoteTools } from '../../src/tools/remote.ts';
+import { combineSources, staticSource, type ToolSource } from '../../src/tools/sources.ts';
 
 export interface ToolDeps {
   readonly config: Config;
@@ -27,6 +30,8 @@ export interface ToolDeps {
   readonly schedules: ScheduleStore;
   readonly memory?: Memory;
   readonly log: Logger;
+  /** `[gateway.remote_tools]`, only when the gateway runs. */
+  readonly remoteTools?: RemoteToolsConfig;
 }
 
 type Factory = (context: { policy: SecurityPolicy; guard: () => Promise<SsrfGuard>; deps: ToolDeps }) => Promise<Tool[]>;
@@ -61,6 +66,12 @@ async function memoryTool(deps: ToolDeps, name: string): Promise<Tool[]> {
 export interface BuiltTools {
   readonly runner: ToolRunner;
   readonly policy: SecurityPolicy;
+  /** Every tool the main agent is offered, with its source (GET /api/tools). */
+  readonly sources: ToolSource;
+  readonly mcp?: McpTools;
+  readonly remote?: RemoteTools;
+  /** Disconnects remote clients and stops MCP servers. */
+  close(): Promise<void>;
 }
 
 export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
@@ -93,7 +104,7 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
     }
     return tools;
   };
-  const runnerFor = (tools: Tool[]): ToolRunner =>
+  const runnerFor = (tools: readonly Tool[] | ToolList): ToolRunner =>
     createToolRunner({
       tools,
       validator,
@@ -125,5 +136,48 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
     return tools;
   };
 
-  return { runner: runnerFor(await toolsAt(config.tools.enabled, 0)), policy };
+  // Built-ins first: on a name clash the earlier source wins. Sub-agents keep built-ins only.
+  const builtIn = await toolsAt(config.tools.enabled, 0);
+  const extra: ToolSource[] = [];
+  let mcp: McpTools | undefined;
+  if (config.mcp.servers.length > 0) {
+    const { createMcpTools } = await import('../../src/tools/mcp.ts');
+    mcp = createMcpTools({
+      log: deps.log.child({ component: 'mcp' }),
+      servers: config.mcp.servers.map((s) => ({
+        name: s.name,
+        timeoutMs: s.timeout_seconds * 1000,
+        ...(s.command === undefined ? {} : { command: s.command, args: s.args, env: s.env }),
+        ...(s.cwd === undefined ? {} : { cwd: s.cwd }),
+        ...(s.url === undefined ? {} : { url: s.url, headers: s.headers }),
+      })),
+    });
+    await mcp.start();
+    extra.push(mcp);
+  }
+  let remote: RemoteTools | undefined;
+  if (deps.remoteTools) {
+    const { createRemoteTools } = await import('../../src/tools/remote.ts');
+    const mcpTools = mcp;
+    remote = createRemoteTools({
+      log: deps.log.child({ component: 'remote-tools' }),
+      callTimeoutMs: deps.remoteTools.call_timeout_seconds * 1000,
+      maxToolsPerClient: deps.remoteTools.max_tools_per_client,
+      ...(deps.remoteTools.allow === undefined ? {} : { allow: deps.remoteTools.allow }),
+      reserved: () => [...builtIn.map((t) => t.name), ...(mcpTools?.tools().map((t) => t.name) ?? [])],
+    });
+    extra.push(remote);
+  }
+  const sources = combineSources([staticSource(builtIn), ...extra]);
+  return {
+    runner: runnerFor(sources),
+    policy,
+    sources,
+    ...(mcp ? { mcp } : {}),
+    ...(remote ? { remote } : {}),
+    close: async () => {
+      await remote?.close();
+      await mcp?.close();
+    },
+  };
 }

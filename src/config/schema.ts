@@ -180,6 +180,15 @@ const Terminal = v.strictObject({
 /** host:port for a listener this daemon opens. */
 const listenAddress = (example: string) => v.pipe(v.string(), v.regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/), v.examples([example]));
 
+/** Remote tools registered by WebSocket clients at /ws/tools (seed 004). */
+const RemoteTools = v.strictObject({
+  /** How long the model waits for a client's answer. */
+  call_timeout_seconds: positive(600, 30),
+  /** Names clients may register; * matches any run of characters. Absent = any valid name. */
+  allow: v.optional(v.pipe(v.array(text('phone_*')), v.examples([['phone_*', 'device_info']]))),
+  max_tools_per_client: int(1, 1000, 64),
+});
+
 const Gateway = v.strictObject({
   /** host:port of the HTTP gateway; loopback by default. Any other address needs `token`. */
   listen: v.optional(listenAddress('127.0.0.1:8787'), '127.0.0.1:8787'),
@@ -187,6 +196,31 @@ const Gateway = v.strictObject({
   token: v.optional(text('${SWITCHBOARD_TOKEN}')),
   /** Largest request body accepted (KB); larger gets 413. */
   max_body_kb: int(1, 65_536, 1024),
+  /** Absent = no remote tools. */
+  remote_tools: v.optional(RemoteTools),
+});
+
+const McpServer = v.pipe(
+  v.strictObject({
+    /** Tool prefix and source label: its tools appear as <name>__<tool>. */
+    name: v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/), v.examples(['files'])),
+    /** stdio: the program to start. */
+    command: v.optional(text('npx')),
+    args: v.optional(v.pipe(v.array(v.string()), v.examples([['-y', '@modelcontextprotocol/server-filesystem', '/srv/share']])), []),
+    /** Added to a minimal PATH/HOME/USER environment; the daemon's own secrets are not passed on. */
+    env: v.optional(v.pipe(v.record(v.string(), v.string()), v.examples([{ FILES_TOKEN: '${FILES_TOKEN}' }])), {}),
+    cwd: v.optional(text('/srv/share')),
+    /** Streamable HTTP endpoint, instead of a command. */
+    url: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['http://127.0.0.1:9000/mcp']))),
+    headers: v.optional(v.pipe(v.record(v.string(), v.string()), v.examples([{ Authorization: 'Bearer ${MCP_TOKEN}' }])), {}),
+    /** Per tool call (and for connecting). */
+    timeout_seconds: positive(3600, 60),
+  }),
+  v.check((server) => (server.command === undefined) !== (server.url === undefined), 'set exactly one of command (stdio) and url (streamable HTTP)'),
+);
+
+const Mcp = v.strictObject({
+  servers: v.optional(v.pipe(v.array(McpServer), v.check((list) => new Set(list.map((s) => s.name)).size === list.length, 'each [[mcp.servers]] needs its own name')), []),
 });
 
 /** The conversation policy every chat channel shares (the terminal is exempt). */
@@ -322,6 +356,7 @@ export const ConfigSchema = v.strictObject({
   runtime: v.optional(Runtime, {}),
   /** Absent = no HTTP gateway. */
   gateway: v.optional(Gateway),
+  mcp: v.optional(Mcp, {}),
   channels: v.optional(Channels, {}),
 });
 
@@ -333,6 +368,7 @@ export type TelegramConfig = v.InferOutput<typeof Telegram>;
 export type DiscordConfig = v.InferOutput<typeof Discord>;
 export type SlackConfig = v.InferOutput<typeof Slack>;
 export type GatewayConfig = v.InferOutput<typeof Gateway>;
+export type RemoteToolsConfig = v.InferOutput<typeof RemoteTools>;
 export type MatrixConfig = v.InferOutput<typeof Matrix>;
 export type IrcConfig = v.InferOutput<typeof Irc>;
 export type EmailConfig = v.InferOutput<typeof Email>;
