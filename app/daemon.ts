@@ -154,13 +154,24 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   });
 
   let finish = (): void => undefined;
+  // Built before the channels (a channel may serve an endpoint on it), started once all are.
+  const gateway = gatewayConfig
+    ? createGateway({
+        listen: gatewayConfig.listen,
+        ...(gatewayConfig.token === undefined ? {} : { token: gatewayConfig.token }),
+        log: log.child({ component: 'gateway' }),
+        health: () => runtime.health(),
+        metrics: () => metrics.render(),
+        maxBodyBytes: gatewayConfig.max_body_kb * 1024,
+      })
+    : undefined;
   const attachments = createAttachmentStore({ workspace, maxBytes: config.runtime.max_attachment_mb * 1024 * 1024 });
   const channels = await Promise.all(
     names.map((name) => {
       const channelLog = log.child({ channel: name });
       const stateDir = join(dataDir, 'channels', name);
       mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-      const context: ChannelContext = { name, log: channelLog, assistantName: config.agent.name, attachments, stateDir };
+      const context: ChannelContext = { name, log: channelLog, assistantName: config.agent.name, attachments, stateDir, ...(gateway ? { gateway } : {}) };
       return channelFactories[name]({ config, mode: options.mode, log: channelLog, finish: () => finish(), context });
     }),
   );
@@ -197,16 +208,6 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
 
   // Channels may hold nothing open (the terminal after its input ended, say): the daemon
   // itself stays up until it is told to stop.
-  const gateway = gatewayConfig
-    ? createGateway({
-        listen: gatewayConfig.listen,
-        ...(gatewayConfig.token === undefined ? {} : { token: gatewayConfig.token }),
-        log: log.child({ component: 'gateway' }),
-        health: () => runtime.health(),
-        metrics: () => metrics.render(),
-        maxBodyBytes: gatewayConfig.max_body_kb * 1024,
-      })
-    : undefined;
   if (gateway) {
     if (tools.remote) gateway.addUpgrade(tools.remote.route);
     gateway.addRoute(createToolsRoute(tools.sources));

@@ -7,6 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { ConversationRef } from './conversation.ts';
+import type { GatewayRoutes } from './gateway/routes.ts';
 
 /** Who sent a message, as the platform identifies them. */
 export interface Sender {
@@ -199,6 +200,8 @@ export interface ChannelContext {
    * restart, e.g. a sync token: `<data_dir>/channels/<name>/`.
    */
   readonly stateDir: string;
+  /** The HTTP gateway, when `[gateway]` is configured: for channels that receive over HTTP (webhooks). */
+  readonly gateway?: GatewayRoutes;
 }
 
 /** A failed send, carrying what a retry decision needs. */
