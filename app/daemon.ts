@@ -2,19 +2,20 @@
  * The composition root: config becomes objects here and nowhere else. Each channel's
  * module is imported only when that channel is configured.
  */
-import { existsSync, mkdirSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Channel, ChannelContext } from '../src/channel.ts';
 import type { Memory } from '../src/memory.ts';
-import { createAgent } from '../src/agent/agent.ts';
+import { createAgent, type TurnHandler } from '../src/agent/agent.ts';
+import type { Provider } from '../src/provider.ts';
 import { ApprovalStore } from '../src/agent/approvals.ts';
 import { createTurnMemory } from '../src/agent/memory-context.ts';
 import { ConfigError, loadConfig, locateConfig } from '../src/config/load.ts';
 import type { ChannelPolicyConfig, Config } from '../src/config/schema.ts';
 import { createLogger, type Logger } from '../src/log.ts';
 import { defaultDeliveryOptions } from '../src/runtime/delivery.ts';
-import { Runtime, type ChannelPolicy } from '../src/runtime/runtime.ts';
+import { Runtime, type ChannelPolicy, type RuntimeOptions } from '../src/runtime/runtime.ts';
 import { ConversationSettings } from '../src/store/settings.ts';
 import { defaultSupervisorOptions } from '../src/runtime/supervisor.ts';
 import { Scheduler } from '../src/schedule/scheduler.ts';
@@ -23,13 +24,15 @@ import { PairingStore } from '../src/policy/access.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { lockDataDir } from '../src/store/lock.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
-import { createGateway, validateGatewayConfig } from '../src/gateway/server.ts';
+import { createGateway, sendJson, validateGatewayConfig } from '../src/gateway/server.ts';
+import type { GatewayRoutes } from '../src/gateway/routes.ts';
 import { createSwitchboardMetrics, meterToolRunner } from '../src/metrics.ts';
 import { createMeteredProvider } from '../src/providers/metered.ts';
 import { createToolsRoute } from '../src/tools/sources.ts';
 import { buildMemory } from './compose/memory.ts';
 import { buildProvider } from './compose/provider.ts';
-import { buildTools } from './compose/tools.ts';
+import { buildTools, type BuiltTools } from './compose/tools.ts';
+import { createReloader, createRouteTable, type ConfigDiff, type Prepared, type RouteTable } from './reload.ts';
 
 export interface DaemonOptions {
   readonly mode: 'start' | 'chat';
@@ -84,6 +87,10 @@ const channelFactories: Record<keyof Config['channels'], (deps: ChannelDeps) => 
     const { createEmailChannel } = await import('../channels/email/index.ts');
     return createEmailChannel(config.channels.email!, context);
   },
+  webhook: async ({ config, context }) => {
+    const { createWebhookChannel } = await import('../channels/webhook/index.ts');
+    return createWebhookChannel(config.channels.webhook!, context);
+  },
 };
 
 /** Runs `start` or `chat` until it is told to stop; returns the exit code. Throws ConfigError. */
@@ -116,42 +123,56 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const workspace = realpathSync(join(dataDir, 'workspace'));
   // Read only when scraped, so the closure over the runtime built below is fine.
   const metrics = createSwitchboardMetrics({ channels: names, health: () => runtime.health() });
-  const provider = createMeteredProvider(await buildProvider(config, log), { meter: metrics, label: config.provider.kind });
   const approvals = new ApprovalStore(db);
   const schedules = new ScheduleStore(db);
   const memory = await buildMemory({ config, db, dbPath, dataDir, freshDatabase, log });
-  const tools = await buildTools({
-    config,
-    workspace,
-    provider,
-    approvals,
-    schedules,
-    memory: memory.memory,
-    log,
-    ...(gatewayConfig?.remote_tools ? { remoteTools: gatewayConfig.remote_tools } : {}),
-  });
-  const agent = createAgent({
-    provider,
-    runner: meterToolRunner(tools.runner, metrics),
-    approvals,
-    name: config.agent.name,
-    instructions: config.agent.instructions,
-    workspace,
-    maxToolIterations: config.agent.max_tool_iterations,
-    toolCalling: config.provider.tool_calling,
-    ...(config.memory.backend === 'none'
-      ? {}
-      : {
-          memory: createTurnMemory({
-            memory: memory.memory,
-            autoRecall: config.memory.auto_recall,
-            limit: config.memory.recall_limit,
-            minScore: config.memory.min_relevance,
-            maxChars: config.memory.max_entry_chars,
-            autoSave: config.memory.auto_save,
+  const buildEndpoint = async (from: Config): Promise<Provider> => createMeteredProvider(await buildProvider(from, log), { meter: metrics, label: from.provider.kind });
+  // The tools (the delegate tool) reach the model through this, so a reload that only
+  // changes the provider does not rebuild the tools (and drop remote-tool clients).
+  const provider: Provider = {
+    get name() {
+      return parts.provider.name;
+    },
+    chat: (request, signal) => parts.provider.chat(request, signal),
+  };
+  const toolsFor = (from: Config): Promise<BuiltTools> =>
+    buildTools({
+      config: from,
+      workspace,
+      provider,
+      approvals,
+      schedules,
+      memory: memory.memory,
+      log,
+      ...(gatewayConfig?.remote_tools ? { remoteTools: gatewayConfig.remote_tools } : {}),
+    });
+  const agentFor = (from: Config, endpoint: Provider, built: BuiltTools): TurnHandler =>
+    createAgent({
+      provider: endpoint,
+      runner: meterToolRunner(built.runner, metrics),
+      approvals,
+      name: from.agent.name,
+      instructions: from.agent.instructions,
+      workspace,
+      maxToolIterations: from.agent.max_tool_iterations,
+      toolCalling: from.provider.tool_calling,
+      ...(from.memory.backend === 'none'
+        ? {}
+        : {
+            memory: createTurnMemory({
+              memory: memory.memory,
+              autoRecall: from.memory.auto_recall,
+              limit: from.memory.recall_limit,
+              minScore: from.memory.min_relevance,
+              maxChars: from.memory.max_entry_chars,
+              autoSave: from.memory.auto_save,
+            }),
           }),
-        }),
-  });
+    });
+  /** What a reload may replace; a turn reads `parts.agent` when it starts. */
+  const parts: { provider: Provider; tools: BuiltTools; agent: TurnHandler } = { provider: await buildEndpoint(config), tools: undefined!, agent: undefined! };
+  parts.tools = await toolsFor(config);
+  parts.agent = agentFor(config, parts.provider, parts.tools);
 
   let finish = (): void => undefined;
   // Built before the channels (a channel may serve an endpoint on it), started once all are.
@@ -165,14 +186,28 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         maxBodyBytes: gatewayConfig.max_body_kb * 1024,
       })
     : undefined;
+  const routes: RouteTable | undefined = gateway ? createRouteTable(gateway) : undefined;
+  /** The tools' endpoints (/ws/tools, /api/tools), which move to a rebuilt tool set. */
+  const stageToolRoutes = (built: BuiltTools): { commit(): void } | undefined => {
+    const staged = routes?.stage('tools');
+    if (built.remote) staged?.routes.addUpgrade(built.remote.route);
+    staged?.routes.addRoute(createToolsRoute(built.sources));
+    return staged;
+  };
   const attachments = createAttachmentStore({ workspace, maxBytes: config.runtime.max_attachment_mb * 1024 * 1024 });
+  const buildChannel = (name: keyof Config['channels'], from: Config, channelRoutes: GatewayRoutes | undefined): Promise<Channel> => {
+    const channelLog = log.child({ channel: name });
+    const stateDir = join(dataDir, 'channels', name);
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    const context: ChannelContext = { name, log: channelLog, assistantName: from.agent.name, attachments, stateDir, ...(channelRoutes ? { gateway: channelRoutes } : {}) };
+    return channelFactories[name]({ config: from, mode: options.mode, log: channelLog, finish: () => finish(), context });
+  };
   const channels = await Promise.all(
-    names.map((name) => {
-      const channelLog = log.child({ channel: name });
-      const stateDir = join(dataDir, 'channels', name);
-      mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-      const context: ChannelContext = { name, log: channelLog, assistantName: config.agent.name, attachments, stateDir, ...(gateway ? { gateway } : {}) };
-      return channelFactories[name]({ config, mode: options.mode, log: channelLog, finish: () => finish(), context });
+    names.map(async (name) => {
+      const staged = routes?.stage(name);
+      const channel = await buildChannel(name, config, staged?.routes);
+      staged?.commit();
+      return channel;
     }),
   );
   const settings = new ConversationSettings(db);
@@ -181,11 +216,9 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     db,
     log,
     channels,
-    agent,
-    historyTurns: config.agent.history_turns,
+    agent: (input) => parts.agent(input),
     maxInFlight,
     maxQueued: config.runtime.max_queued,
-    turnTimeoutMs: config.agent.turn_timeout_seconds * 1000,
     shutdownGraceMs: config.runtime.shutdown_grace_seconds * 1000,
     supervisor: {
       ...defaultSupervisorOptions,
@@ -195,27 +228,80 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     },
     delivery: defaultDeliveryOptions,
     events: metrics.runtimeEvents,
-    policies: channelPolicies(config, names),
     pairing: new PairingStore(db),
-    commands: {
-      models: configuredModels(config),
-      model: (conversation) => settings.model(conversation),
-      setModel: (conversation, model) => settings.setModel(conversation, model),
-    },
+    ...turnSettings(config),
   });
+  function turnSettings(from: Config): { policies: Map<string, ChannelPolicy>; commands: NonNullable<RuntimeOptions['commands']>; historyTurns: number; turnTimeoutMs: number } {
+    return {
+      policies: channelPolicies(from, channelNames(from, options.mode)),
+      commands: {
+        models: configuredModels(from),
+        model: (conversation) => settings.model(conversation),
+        setModel: (conversation, model) => settings.setModel(conversation, model),
+      },
+      historyTurns: from.agent.history_turns,
+      turnTimeoutMs: from.agent.turn_timeout_seconds * 1000,
+    };
+  }
+
+  /** Builds what the diff says changed; commit swaps it in for the next turn and closes what it replaced. */
+  const rebuildAgent = async (from: Config, diff: ConfigDiff): Promise<Prepared> => {
+    const endpoint = diff.provider ? await buildEndpoint(from) : parts.provider;
+    const built = diff.tools ? await toolsFor(from) : parts.tools;
+    const agent = agentFor(from, endpoint, built);
+    return {
+      commit: async () => {
+        const old = parts.tools;
+        Object.assign(parts, { provider: endpoint, tools: built, agent });
+        if (built !== old) {
+          stageToolRoutes(built)?.commit();
+          // Remote-tool clients of the old set are disconnected here and reconnect to the new one.
+          await old.close().catch((error: unknown) => log.warn({ err: error }, 'closing the replaced tools failed'));
+        }
+      },
+      discard: async () => {
+        if (built !== parts.tools) await built.close();
+      },
+    };
+  };
+  const reloader =
+    options.mode === 'start'
+      ? createReloader({
+          initial: config,
+          load: () => loadConfig(file).config,
+          log,
+          runtime,
+          buildChannel,
+          rebuildAgent,
+          applySettings: (from) => runtime.reconfigure(turnSettings(from)),
+          ...(routes ? { routes } : {}),
+        })
+      : undefined;
 
   const scheduler = new Scheduler({ store: schedules, push: runtime.push, log: log.child({ component: 'scheduler' }) });
 
   // Channels may hold nothing open (the terminal after its input ended, say): the daemon
   // itself stays up until it is told to stop.
   if (gateway) {
-    if (tools.remote) gateway.addUpgrade(tools.remote.route);
-    gateway.addRoute(createToolsRoute(tools.sources));
+    stageToolRoutes(parts.tools)?.commit();
+    if (reloader) {
+      const staged = routes!.stage('reload');
+      staged.routes.addRoute({
+        method: 'POST',
+        path: '/api/reload',
+        auth: 'token',
+        handle: async (_request, response) => {
+          const result = await reloader.reload();
+          sendJson(response, result.ok ? 200 : 422, result);
+        },
+      });
+      staged.commit();
+    }
     try {
       await gateway.start();
     } catch (error) {
       log.fatal({ err: error, listen: gatewayConfig!.listen }, 'the gateway could not listen (port in use? change [gateway] listen)');
-      await tools.close();
+      await parts.tools.close();
       metrics.close();
       await memory.close();
       db.close();
@@ -224,6 +310,10 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     }
   }
 
+  // `switchboard reload` finds the daemon by this file (removed at stop; one left by a crash
+  // is overwritten by the next start, and the CLI checks the pid is a switchboard first).
+  const pidFile = options.mode === 'start' ? join(dataDir, 'switchboard.pid') : undefined;
+  if (pidFile) writeFileSync(pidFile, `${process.pid}\n`);
   const keepAlive = setInterval(() => undefined, 1 << 30);
   const stopped = new Promise<number>((resolveExit) => {
     let stopping = false;
@@ -234,12 +324,13 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       void scheduler
         .stop()
         .then(() => runtime.stop())
-        .then(() => tools.close())
+        .then(() => parts.tools.close())
         .then(() => gateway?.stop(1000))
         .then(() => memory.close())
         .catch((error: unknown) => log.error({ err: error }, 'error while stopping'))
         .finally(() => {
           clearInterval(keepAlive);
+          if (pidFile) rmSync(pidFile, { force: true });
           metrics.close();
           db.close();
           lock.release();
@@ -255,6 +346,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
+    // SIGHUP = reload the config (`switchboard reload`); `chat` keeps the default (hang up).
+    if (reloader) process.on('SIGHUP', () => void (stopping ? undefined : reloader.reload()));
     finish = () => void runtime.idle().then(() => stop('input ended', 0));
   });
 

@@ -1,7 +1,7 @@
 /**
  * The CLI: `start`, `chat`, `--help`, `--version`. Usage errors exit 2, config errors 78.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, EXIT_CONFIG } from '../src/config/load.ts';
 import { DataDirInUseError } from '../src/store/lock.ts';
@@ -16,6 +16,7 @@ Commands:
   memory         list | search <query> | forget <id-or-key> | export  [--person CHANNEL:ID]
                  [--conversation KEY] [--scope S] [--category C] [--limit N] [--json]
   pairing        list | approve <channel> <code>   (let a new person talk to the agent)
+  reload         make the running daemon re-read its config (changed channels restart alone)
   status         ask the running daemon how it is (channels, queue, in flight, totals) [--json]
   onboard        answer a few questions, check the model key, write a commented config
   doctor         check config, model key, channel credentials, data_dir, disk, service unit [--json]
@@ -108,6 +109,10 @@ const operatorCommands: Readonly<Record<string, OperatorRun>> = {
     const { runOnboard } = await import('./onboard.ts');
     return runOnboard(args, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env, configFlag });
   },
+  reload: async (args, configFlag) => {
+    if (args.length > 0) return usageError(`unexpected argument "${args[0]}" for "switchboard reload"`);
+    return runReload(configFlag);
+  },
   status: async (args, configFlag) => {
     const [{ runStatus }, { loadConfig, locateConfig }] = await Promise.all([import('./status-cli.ts'), import('../src/config/load.ts')]);
     const { config } = loadConfig(locateConfig(configFlag === undefined ? {} : { flag: configFlag }), process.env, { requireSecrets: false });
@@ -154,6 +159,70 @@ async function runOperator(run: OperatorRun, args: readonly string[], configFlag
     }
     throw error;
   }
+}
+
+/**
+ * `switchboard reload`: through the gateway when it is configured (`POST /api/reload`, which
+ * answers what the reload did), else SIGHUP to the pid in `<data_dir>/switchboard.pid`.
+ * Exit 0 = reloaded (or signalled), 1 = no daemon found or the new config was rejected.
+ */
+async function runReload(configFlag: string | undefined): Promise<number> {
+  const [{ loadConfig, locateConfig }, { statusUrl }, { dirname, join, resolve }] = await Promise.all([import('../src/config/load.ts'), import('./status-cli.ts'), import('node:path')]);
+  const file = locateConfig(configFlag === undefined ? {} : { flag: configFlag });
+  const { config } = loadConfig(file, process.env, { requireSecrets: false });
+  const gateway = config.gateway;
+  if (gateway && !/^\$\{/.test(gateway.token ?? '')) {
+    const url = statusUrl(gateway.listen).replace(/\/api\/status$/, '/api/reload');
+    try {
+      const response = await fetch(url, { method: 'POST', headers: gateway.token ? { authorization: `Bearer ${gateway.token}` } : {}, signal: AbortSignal.timeout(60_000) });
+      const body = (await response.json().catch(() => ({}))) as { ok?: boolean; error?: string; restarted?: string[]; added?: string[]; removed?: string[]; agentRebuilt?: boolean; needsRestart?: string[] };
+      if (response.status === 401) {
+        process.stderr.write('switchboard reload: the daemon refused the token (401); gateway.token here must be the one the daemon runs with\n');
+        return 1;
+      }
+      if (body.ok === true) {
+        const list = (items: string[] | undefined): string => (items?.length ? items.join(', ') : 'none');
+        process.stdout.write(`config reloaded: restarted ${list(body.restarted)}; added ${list(body.added)}; removed ${list(body.removed)}; agent ${body.agentRebuilt ? 'rebuilt for the next turn' : 'unchanged'}\n`);
+        if (body.needsRestart?.length) process.stdout.write(`needs a restart to apply (old values kept): ${body.needsRestart.join(', ')}\n`);
+        return 0;
+      }
+      process.stderr.write(`switchboard reload: the daemon kept its old config: ${body.error ?? `HTTP ${response.status}`}\n`);
+      return 1;
+    } catch (error) {
+      process.stderr.write(`switchboard reload: cannot reach the daemon at ${url} (${error instanceof Error ? error.message : String(error)}); trying its pid file\n`);
+    }
+  }
+  const pidFile = join(resolve(dirname(file), config.data_dir), 'switchboard.pid');
+  let pid: number;
+  try {
+    pid = Number.parseInt(readFileSync(pidFile, 'utf8'), 10);
+    if (!isSwitchboard(pid)) throw Object.assign(new Error('stale'), { code: `pid ${pid} is not a running switchboard (a file left by a crash?)` });
+    process.kill(pid, 'SIGHUP');
+  } catch (error) {
+    process.stderr.write(`switchboard reload: no running daemon found for ${file} (${pidFile}: ${(error as { code?: string }).code ?? String(error)}). Is it running?\n`);
+    return 1;
+  }
+  process.stdout.write(`sent SIGHUP to the daemon (pid ${pid}); its log says "config reloaded" or why the new config was rejected\n`);
+  return 0;
+}
+
+/** A pid left by a crash may since belong to another program: never signal that one. */
+function isSwitchboard(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  let cmdline: string;
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch (error) {
+    // No /proc (not Linux): trust the file as long as the process exists.
+    if ((error as { code?: string }).code !== 'ENOENT' || existsSync('/proc/self')) return false;
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  return /switchboard|[/\\]cli\.[jt]s/.test(cmdline);
 }
 
 function usageError(message: string): number {

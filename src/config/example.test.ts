@@ -27,7 +27,7 @@ describe('switchboard.example.toml', () => {
     try {
       writeFileSync(join(dir, 'switchboard.toml'), enabled);
       const env = Object.fromEntries(
-        ['OPENAI_API_KEY', 'TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET', 'DISCORD_BOT_TOKEN', 'SLACK_BOT_TOKEN', 'SLACK_APP_TOKEN', 'SLACK_SIGNING_SECRET', 'MATRIX_ACCESS_TOKEN', 'IRC_SASL_PASSWORD', 'IRC_NICKSERV_PASSWORD', 'EMAIL_PASSWORD'].map((name) => [name, 'x']),
+        ['OPENAI_API_KEY', 'TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET', 'DISCORD_BOT_TOKEN', 'SLACK_BOT_TOKEN', 'SLACK_APP_TOKEN', 'SLACK_SIGNING_SECRET', 'MATRIX_ACCESS_TOKEN', 'IRC_SASL_PASSWORD', 'IRC_NICKSERV_PASSWORD', 'EMAIL_PASSWORD', 'WEBHOOK_SECRET'].map((name) => [name, 'x']),
       );
       const { config } = loadConfig(join(dir, 'switchboard.toml'), env);
       assert.equal(config.channels.telegram?.webhook?.listen, '127.0.0.1:8443');
@@ -36,6 +36,7 @@ describe('switchboard.example.toml', () => {
       assert.deepEqual(config.channels.matrix?.rooms, ['#general:example.org']);
       assert.equal(config.channels.irc?.sasl?.user, 'switchboard');
       assert.equal(config.channels.email?.imap.port, 993);
+      assert.equal(config.channels.webhook?.reply_timeout_seconds, 120);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -333,6 +333,16 @@ const Email = v.strictObject({
   html: v.optional(v.pipe(v.boolean(), v.examples([false])), false),
 });
 
+/** The generic webhook channel, served by the gateway at POST /webhook. */
+const Webhook = v.strictObject({
+  /** HMAC-SHA256 key: X-Switchboard-Signature: sha256=<hex of the raw body>. */
+  secret: text('${WEBHOOK_SECRET}'),
+  /** How long a request waits for the reply before answering 202 (the reply then goes to callback_url, if given). */
+  reply_timeout_seconds: positive(3600, 120),
+  /** Sender ids let through; ["*"] = anyone (the signature already proves the caller). */
+  allow: v.optional(v.pipe(v.array(text('*')), v.examples([['*']])), ['*']),
+});
+
 const Channels = v.strictObject({
   terminal: v.optional(Terminal),
   telegram: v.optional(Telegram),
@@ -341,6 +351,7 @@ const Channels = v.strictObject({
   matrix: v.optional(Matrix),
   irc: v.optional(Irc),
   email: v.optional(Email),
+  webhook: v.optional(Webhook),
 });
 
 export const ConfigSchema = v.strictObject({
@@ -369,6 +380,7 @@ export type DiscordConfig = v.InferOutput<typeof Discord>;
 export type SlackConfig = v.InferOutput<typeof Slack>;
 export type GatewayConfig = v.InferOutput<typeof Gateway>;
 export type RemoteToolsConfig = v.InferOutput<typeof RemoteTools>;
+export type WebhookConfig = v.InferOutput<typeof Webhook>;
 export type MatrixConfig = v.InferOutput<typeof Matrix>;
 export type IrcConfig = v.InferOutput<typeof Irc>;
 export type EmailConfig = v.InferOutput<typeof Email>;

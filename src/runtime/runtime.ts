@@ -24,7 +24,19 @@ import { Outbox } from '../store/outbox.ts';
 import { sleep } from './backoff.ts';
 import { Delivery, type DeliveryOptions } from './delivery.ts';
 import { KeyedPool } from './pool.ts';
-import { ChannelSupervisor, type ChannelHealth, type SupervisorOptions } from './supervisor.ts';
+import { SupervisorSet, type ChannelHealth, type SupervisorOptions } from './supervisor.ts';
+
+/**
+ * What a config reload may change while the runtime runs (see {@link Runtime.reconfigure}).
+ * A turn reads these when it starts, so a turn already running finishes with the old ones.
+ */
+export interface RuntimeSettings {
+  readonly agent: TurnHandler;
+  readonly historyTurns: number;
+  readonly turnTimeoutMs: number;
+  readonly policies?: ReadonlyMap<string, ChannelPolicy>;
+  readonly commands?: Omit<CommandDeps, 'status' | 'clearHistory'>;
+}
 
 export interface RuntimeOptions {
   readonly db: Db;
@@ -101,19 +113,21 @@ export interface RuntimeHealth {
 const DAY_MS = 86_400_000;
 
 export class Runtime {
-  readonly #options: RuntimeOptions;
+  /** Replaced (never mutated) by `reconfigure`. */
+  #options: RuntimeOptions;
   readonly #log: Logger;
   readonly #inbox: Inbox;
   readonly #outbox: Outbox;
   readonly #history: History;
   readonly #pool: KeyedPool<number>;
   readonly #delivery: Delivery;
-  readonly #supervisors: ChannelSupervisor[];
+  readonly #supervisors: SupervisorSet;
   readonly #commitTurn;
   readonly #commitFailure;
   readonly #commitAnswer;
   readonly #drafts: Drafts;
-  readonly #channels: ReadonlyMap<string, Channel>;
+  /** Shared with delivery: a replaced channel's pending replies go out through the new one. */
+  readonly #channels: Map<string, Channel>;
   readonly #startedAt = Date.now();
   /** Aborted on stop: listeners end. */
   readonly #listening = new AbortController();
@@ -123,7 +137,6 @@ export class Runtime {
   readonly #readyChannels = new Set<string>();
   readonly #ready: Promise<void>;
   #resolveReady!: () => void;
-  #runs: Promise<void>[] = [];
   #timers: NodeJS.Timeout[] = [];
   #stopping: Promise<void> | undefined;
   #started = false;
@@ -131,11 +144,6 @@ export class Runtime {
   constructor(options: RuntimeOptions) {
     this.#options = options;
     this.#log = options.log;
-    const names = new Set<string>();
-    for (const channel of options.channels) {
-      if (names.has(channel.name)) throw new Error(`two channels are named "${channel.name}"; channel names must be unique`);
-      names.add(channel.name);
-    }
     this.#inbox = new Inbox(options.db);
     this.#outbox = new Outbox(options.db);
     this.#history = new History(options.db);
@@ -145,8 +153,19 @@ export class Runtime {
       worker: (seq, conversation) => this.#turn(seq, conversation),
       onError: (error, seq, conversation) => this.#log.error({ err: error, seq, conversation }, 'turn crashed; the message stays queued for the next start'),
     });
-    const channels = new Map(options.channels.map((channel) => [channel.name, channel]));
+    const channels = new Map<string, Channel>();
     this.#channels = channels;
+    this.#supervisors = new SupervisorSet(
+      {
+        push: this.push,
+        supervisor: options.supervisor,
+        log: this.#log,
+        events: { onReady: (name) => this.#channelReady(name), onRestart: (name) => this.#options.events?.onRestart?.(name) },
+        shutdown: this.#listening.signal,
+        channels,
+      },
+      options.channels,
+    );
     this.#drafts = new Drafts(options.db);
     this.#delivery = new Delivery(this.#outbox, channels, options.delivery, this.#log, {
       onSent: (channel) => {
@@ -154,13 +173,6 @@ export class Runtime {
         options.events?.onSent?.(channel);
       },
     });
-    this.#supervisors = options.channels.map(
-      (channel) =>
-        new ChannelSupervisor(channel, this.push, options.supervisor, this.#log.child({ channel: channel.name }), {
-          onReady: (name) => this.#channelReady(name),
-          onRestart: (name) => options.events?.onRestart?.(name),
-        }),
-    );
     this.#ready = new Promise((resolve) => (this.#resolveReady = resolve));
 
     this.#commitTurn = options.db.transaction((seq: number, conversation: string, output: TurnOutput, message: InboundMessage, draftId: string | undefined) => {
@@ -237,13 +249,13 @@ export class Runtime {
       this.#log.info({ unanswered: recovered.length, unsent }, 'recovering work left from the last run');
     }
     this.#prune();
-    this.#runs = this.#supervisors.map((supervisor) => supervisor.run(this.#listening.signal));
+    this.#supervisors.start();
     const sweep = setInterval(() => void this.#delivery.deliverAll(this.#working.signal), this.#options.sweepIntervalMs ?? 30_000);
     const prune = setInterval(() => this.#prune(), 3_600_000);
     sweep.unref();
     prune.unref();
     this.#timers.push(sweep, prune);
-    if (this.#supervisors.length === 0) this.#resolveReady();
+    if (this.#supervisors.size === 0) this.#resolveReady();
   }
 
   /** Resolves when nothing is queued, running or being sent. */
@@ -256,7 +268,7 @@ export class Runtime {
 
   health(): RuntimeHealth {
     return {
-      channels: this.#supervisors.map((supervisor) => supervisor.health()),
+      channels: this.#supervisors.health(),
       queued: this.#pool.queued,
       inFlight: this.#pool.inFlight,
       pendingReplies: this.#outbox.pendingCount(),
@@ -278,7 +290,7 @@ export class Runtime {
     this.#log.info({ inFlight: this.#pool.inFlight, queued: this.#pool.queued }, 'shutting down');
     for (const timer of this.#timers) clearInterval(timer);
     this.#listening.abort(new Error('shutdown'));
-    await Promise.all(this.#runs);
+    await this.#supervisors.stopped();
     const left = this.#pool.clearQueued();
     const grace = new AbortController();
     const finished = await Promise.race([
@@ -298,7 +310,35 @@ export class Runtime {
     void this.#delivery.deliverAll(this.#working.signal, name);
     if (this.#readyChannels.has(name)) return;
     this.#readyChannels.add(name);
-    if (this.#readyChannels.size === this.#supervisors.length) this.#resolveReady();
+    if (this.#readyChannels.size >= this.#supervisors.size) this.#resolveReady();
+  }
+
+  /**
+   * Applies a reload's settings to the turns that start from now on (running turns keep the
+   * ones they started with).
+   */
+  reconfigure(settings: Partial<RuntimeSettings>): void {
+    this.#options = { ...this.#options, ...settings };
+  }
+
+  /** Starts a channel that was not running (config reload). Rejects if one of that name is. */
+  addChannel(channel: Channel): Promise<void> {
+    return this.#supervisors.add(channel);
+  }
+
+  /**
+   * Stops the running channel of the same name — waiting for its listen to return — and
+   * starts `channel` in its place (config reload). Accepted messages and recorded replies are
+   * kept: the replies go out through the new channel.
+   */
+  replaceChannel(channel: Channel): Promise<void> {
+    return this.#supervisors.replace(channel);
+  }
+
+  /** Stops a channel (config reload); its unsent replies wait in the outbox until it is back. */
+  async removeChannel(name: string): Promise<void> {
+    await this.#supervisors.remove(name);
+    this.#readyChannels.delete(name);
   }
 
   async #turn(seq: number, conversation: string): Promise<void> {

@@ -192,3 +192,131 @@ export class ChannelSupervisor {
     this.#since = Date.now();
   }
 }
+
+export interface SupervisorSetOptions {
+  /** What every channel's `listen` pushes to. */
+  readonly push: Push;
+  readonly supervisor: SupervisorOptions;
+  /** Each channel logs through `log.child({ channel })`. */
+  readonly log: Logger;
+  readonly events: SupervisorEvents;
+  /** Aborted on shutdown: every channel stops, and no more changes are accepted. */
+  readonly shutdown: AbortSignal;
+  /** The name → channel map that delivery sends through; kept in step with the supervisors. */
+  readonly channels: Map<string, Channel>;
+}
+
+/** A supervisor, what stops it alone, and its run (once started). */
+interface Supervised {
+  readonly supervisor: ChannelSupervisor;
+  readonly stop: AbortController;
+  /** Forwards shutdown to `stop`; removed when the channel is stopped alone. */
+  readonly onShutdown: () => void;
+  run?: Promise<void>;
+}
+
+/**
+ * The supervised channels of one runtime: started together, then added, replaced or removed
+ * one at a time while the others keep running (config reload). A replacement waits for the
+ * old channel's `listen` to return before the new one starts, so two never poll at once.
+ */
+export class SupervisorSet {
+  readonly #options: SupervisorSetOptions;
+  readonly #entries = new Map<string, Supervised>();
+  /** Changes run one at a time. */
+  #changing: Promise<unknown> = Promise.resolve();
+  #started = false;
+
+  constructor(options: SupervisorSetOptions, channels: readonly Channel[]) {
+    this.#options = options;
+    for (const channel of channels) {
+      if (this.#entries.has(channel.name)) throw new Error(`two channels are named "${channel.name}"; channel names must be unique`);
+      options.channels.set(channel.name, channel);
+      this.#supervise(channel);
+    }
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  health(): ChannelHealth[] {
+    return [...this.#entries.values()].map(({ supervisor }) => supervisor.health());
+  }
+
+  start(): void {
+    this.#started = true;
+    for (const entry of this.#entries.values()) entry.run ??= entry.supervisor.run(entry.stop.signal);
+  }
+
+  /** Resolves once every channel has stopped (after `shutdown` aborted) and no change is running. */
+  async stopped(): Promise<void> {
+    await this.#changing.catch(() => undefined);
+    await Promise.all([...this.#entries.values()].map((entry) => entry.run));
+  }
+
+  /** Starts a channel that was not running. Rejects if one of that name is. */
+  add(channel: Channel): Promise<void> {
+    return this.#change(async () => {
+      if (this.#entries.has(channel.name)) throw new Error(`a channel named "${channel.name}" is already running`);
+      this.#options.channels.set(channel.name, channel);
+      this.#launch(this.#supervise(channel));
+    });
+  }
+
+  /** Stops the channel of the same name (waiting for its listen to return) and starts `channel` in its place. */
+  replace(channel: Channel): Promise<void> {
+    return this.#change(async () => {
+      if (!this.#entries.has(channel.name)) throw new Error(`no channel named "${channel.name}" is running`);
+      await this.#halt(channel.name);
+      this.#options.channels.set(channel.name, channel);
+      this.#launch(this.#supervise(channel));
+    });
+  }
+
+  /** Stops a channel (waiting for its listen to return) and forgets it. */
+  remove(name: string): Promise<void> {
+    return this.#change(async () => {
+      if (!this.#entries.has(name)) throw new Error(`no channel named "${name}" is running`);
+      await this.#halt(name);
+      this.#options.channels.delete(name);
+    });
+  }
+
+  #change(work: () => Promise<void>): Promise<void> {
+    const next = this.#changing
+      .catch(() => undefined)
+      .then(() => {
+        if (this.#options.shutdown.aborted) throw new Error('Switchboard is shutting down; channels cannot be changed');
+        return work();
+      });
+    this.#changing = next;
+    return next;
+  }
+
+  #supervise(channel: Channel): Supervised {
+    const { push, supervisor: options, log, events, shutdown } = this.#options;
+    const supervisor = new ChannelSupervisor(channel, push, options, log.child({ channel: channel.name }), events);
+    // Its own stop, so one channel can be stopped alone; shutdown stops them all.
+    const stop = new AbortController();
+    const onShutdown = (): void => stop.abort(shutdown.reason);
+    if (shutdown.aborted) onShutdown();
+    else shutdown.addEventListener('abort', onShutdown, { once: true });
+    const entry: Supervised = { supervisor, stop, onShutdown };
+    this.#entries.set(channel.name, entry);
+    return entry;
+  }
+
+  #launch(entry: Supervised): void {
+    if (this.#started) entry.run = entry.supervisor.run(entry.stop.signal);
+  }
+
+  async #halt(name: string): Promise<void> {
+    const entry = this.#entries.get(name);
+    if (!entry) return;
+    this.#options.shutdown.removeEventListener('abort', entry.onShutdown);
+    entry.stop.abort(new Error('channel reconfigured'));
+    await entry.run;
+    this.#entries.delete(name);
+  }
+}

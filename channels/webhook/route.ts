@@ -1,0 +1,85 @@
+/**
+ * `POST /webhook` on the gateway. Order matters: the signature is checked before anything
+ * reads the body, so an unsigned request never reaches the runtime (nor the model); then the
+ * request is validated, a known Idempotency-Key is answered from the first result, and a new
+ * one is recorded, pushed (durably in the inbox) and waited for.
+ */
+import { createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { InboundMessage, Push } from '../../src/channel.ts';
+import type { HttpRoute } from '../../src/gateway/routes.ts';
+import { sendJson } from '../../src/gateway/server.ts';
+import { parseWebhookRequest } from './request.ts';
+import type { ResultStore } from './results.ts';
+import { signatureHeader, verify } from './signature.ts';
+import type { Waiters } from './waiters.ts';
+
+export interface WebhookRouteOptions {
+  /** Channel instance name (the `channel` of pushed messages). */
+  readonly name: string;
+  readonly secret: string;
+  readonly replyTimeoutMs: number;
+  readonly store: ResultStore;
+  readonly waiters: Waiters;
+  /** The runtime's push while the channel listens; undefined before and after. */
+  readonly push: () => Push | undefined;
+  readonly log: Logger;
+}
+
+/** The `account` of every webhook message: there is no bot identity on the other side. */
+export const webhookAccount = 'webhook';
+
+export function createWebhookRoute(options: WebhookRouteOptions): HttpRoute {
+  const { log, store, waiters } = options;
+  return {
+    method: 'POST',
+    path: '/webhook',
+    // The HMAC signature is this route's authentication (callers need not know the gateway token).
+    auth: 'none',
+    async handle(request: IncomingMessage, response: ServerResponse, body: Buffer) {
+      if (!verify(options.secret, body, request.headers[signatureHeader])) {
+        log.warn({ remote: request.socket.remoteAddress, signed: request.headers[signatureHeader] !== undefined }, 'webhook request with a missing or wrong signature; rejected');
+        return sendJson(response, 401, { error: 'missing or wrong X-Switchboard-Signature: send sha256=<hex HMAC-SHA256 of the raw body, keyed with the webhook secret>' });
+      }
+      const parsed = parseWebhookRequest(request.headers, body);
+      if (!parsed.ok) return sendJson(response, parsed.status, { error: parsed.error });
+      const { id, sender, conversation, text, callbackUrl } = parsed.request;
+      const hash = createHash('sha256').update(body).digest('hex');
+
+      const known = store.get(id);
+      if (known?.hash !== undefined && known.hash !== hash) {
+        return sendJson(response, 422, { error: 'this Idempotency-Key was already used for a different request; use a new key per message' });
+      }
+      if (known?.reply !== undefined) {
+        log.debug({ id, conversation }, 'replayed Idempotency-Key answered from the first result');
+        return sendJson(response, 200, { id, reply: known.reply });
+      }
+      const push = options.push();
+      if (!push) return sendJson(response, 503, { error: 'the webhook channel is not running (starting or stopping); try again' }, { 'retry-after': '5' });
+      // Recorded before the push: the reply, whenever it comes, then knows its callback_url.
+      if (!known) store.addRequest({ id, conversation, hash, at: Date.now(), ...(callbackUrl === undefined ? {} : { callbackUrl }) });
+
+      // Waiting before pushing, so even an instant reply finds us.
+      const wait = waiters.wait(id, options.replyTimeoutMs);
+      response.once('close', () => wait.cancel());
+      const message: InboundMessage = { channel: options.name, account: webhookAccount, chat: conversation, id, sender: { id: sender }, text, timestamp: Date.now(), direct: true };
+      let result;
+      try {
+        // A known but unanswered key is pushed again: harmless when it is in the inbox
+        // ('duplicate'), and it is not when the daemon died between recording and pushing.
+        result = await push(message);
+      } catch (error) {
+        wait.cancel();
+        log.warn({ err: error, id }, 'webhook message not accepted');
+        return sendJson(response, 503, { error: 'not accepted (Switchboard is stopping); send it again with the same Idempotency-Key' }, { 'retry-after': '5' });
+      }
+      log.debug({ id, conversation, result }, 'webhook message in the inbox');
+      const reply = await wait.reply;
+      if (response.destroyed || response.headersSent) return;
+      if (reply !== undefined) return sendJson(response, 200, { id, reply });
+      if (store.get(id)?.callbackUrl !== undefined) waiters.owe(id);
+      sendJson(response, 202, { status: 'accepted', id });
+    },
+  };
+}

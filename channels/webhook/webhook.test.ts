@@ -1,0 +1,280 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import pino from 'pino';
+import { SendError } from '../../src/channel.ts';
+import { createGateway } from '../../src/gateway/server.ts';
+import { postCallback } from './callback.ts';
+import { callbackProblem, parseWebhookRequest } from './request.ts';
+import { ResultStore } from './results.ts';
+import { sign, verify } from './signature.ts';
+import { Waiters } from './waiters.ts';
+
+const log = pino({ level: 'silent' });
+const dirs: string[] = [];
+const tempDir = (): string => {
+  const dir = mkdtempSync(join(tmpdir(), 'sb-webhook-'));
+  dirs.push(dir);
+  return dir;
+};
+after(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('signature', () => {
+  const body = Buffer.from('{"a":1}');
+  it('accepts its own signature, in either hex case', () => {
+    assert.ok(verify('s3cret', body, sign('s3cret', body)));
+    assert.ok(verify('s3cret', body, sign('s3cret', body).toUpperCase().replace('SHA256=', 'sha256=')));
+  });
+  it('refuses a wrong secret, a changed body, a malformed or missing header', () => {
+    assert.equal(verify('s3cret', body, sign('other', body)), false);
+    assert.equal(verify('s3cret', Buffer.from('{"a":2}'), sign('s3cret', body)), false);
+    assert.equal(verify('s3cret', body, sign('s3cret', body).slice(0, -2)), false);
+    assert.equal(verify('s3cret', body, sign('s3cret', body).replace('sha256=', 'sha1=')), false);
+    assert.equal(verify('s3cret', body, undefined), false);
+    assert.equal(verify('s3cret', body, [sign('s3cret', body)]), false);
+  });
+  it('matches a reference HMAC', () => {
+    // printf '%s' 'hello' | openssl dgst -sha256 -hmac key
+    assert.equal(sign('key', 'hello'), 'sha256=9307b3b915efb5171ff14d8cb55fbcc798c6c0ef1456d66ded1a6aa723a58b7b');
+  });
+});
+
+describe('parseWebhookRequest', () => {
+  const json = (value: unknown): Buffer => Buffer.from(JSON.stringify(value));
+  const ok = { sender: 'crm', conversation: 'ticket-1', text: 'hi' };
+  it('takes a good request', () => {
+    const parsed = parseWebhookRequest({ 'idempotency-key': 'k1' }, json({ ...ok, callback_url: 'http://127.0.0.1:9/cb' }));
+    assert.deepEqual(parsed, { ok: true, request: { id: 'k1', sender: 'crm', conversation: 'ticket-1', text: 'hi', callbackUrl: 'http://127.0.0.1:9/cb' } });
+  });
+  it('refuses a missing, long or odd Idempotency-Key', () => {
+    for (const key of [undefined, '', 'x'.repeat(201), ' lead', 'tab\there', 'é']) {
+      const parsed = parseWebhookRequest(key === undefined ? {} : { 'idempotency-key': key }, json(ok));
+      assert.equal(parsed.ok, false, String(key));
+    }
+    assert.equal(parseWebhookRequest({ 'idempotency-key': 'x'.repeat(200) }, json(ok)).ok, true);
+  });
+  it('refuses bad JSON and missing or empty fields', () => {
+    const h = { 'idempotency-key': 'k' };
+    for (const body of [Buffer.from('{'), json([1]), json(null), json({ ...ok, text: '' }), json({ ...ok, sender: 3 }), json({ conversation: 'c', text: 't' }), json({ ...ok, conversation: 'c'.repeat(201) })]) {
+      const parsed = parseWebhookRequest(h, body);
+      assert.equal(parsed.ok, false);
+      if (!parsed.ok) assert.equal(parsed.status, 400);
+    }
+  });
+  it('allows only http(s) callbacks without credentials (loopback allowed)', () => {
+    assert.equal(callbackProblem('https://example.com/cb'), undefined);
+    assert.equal(callbackProblem('http://127.0.0.1:8080/cb'), undefined);
+    assert.match(callbackProblem('file:///etc/passwd')!, /http or https/);
+    assert.match(callbackProblem('gopher://x')!, /http or https/);
+    assert.match(callbackProblem('http://user:pw@example.com/')!, /credentials/);
+    assert.match(callbackProblem('not a url')!, /not a URL/);
+  });
+});
+
+describe('ResultStore', () => {
+  it('remembers requests and replies across a reopen, last line winning', () => {
+    const dir = tempDir();
+    const store = new ResultStore({ dir, log });
+    store.addRequest({ id: 'a', conversation: 'c', hash: 'h', callbackUrl: 'http://x/', at: Date.now() });
+    assert.equal(store.addReply('a', 'first reply'), true);
+    assert.equal(store.addReply('missing', 'x'), false);
+    const again = new ResultStore({ dir, log });
+    assert.deepEqual(again.get('a'), { id: 'a', conversation: 'c', hash: 'h', callbackUrl: 'http://x/', at: again.get('a')!.at, reply: 'first reply' });
+  });
+  it('skips a torn last line', () => {
+    const dir = tempDir();
+    const store = new ResultStore({ dir, log });
+    store.addRequest({ id: 'a', conversation: 'c', at: Date.now() });
+    appendFileSync(join(dir, 'results.jsonl'), '{"id":"b","conv');
+    const again = new ResultStore({ dir, log });
+    assert.ok(again.get('a'));
+    assert.equal(again.size, 1);
+  });
+  it('forgets beyond maxEntries and maxAgeMs, and keeps the file bounded', () => {
+    const dir = tempDir();
+    let now = 1_000_000;
+    const store = new ResultStore({ dir, log, maxEntries: 50, maxAgeMs: 10_000, now: () => now });
+    for (let i = 0; i < 500; i++) {
+      store.addRequest({ id: `k${i}`, conversation: 'c', at: now });
+      store.addReply(`k${i}`, 'r');
+    }
+    assert.equal(store.size, 50);
+    assert.equal(store.get('k449'), undefined);
+    assert.ok(store.get('k450'));
+    const lines = readFileSync(join(dir, 'results.jsonl'), 'utf8').trim().split('\n').length;
+    assert.ok(lines <= 200 + 2, `file has ${lines} lines`);
+    now += 20_000;
+    store.addRequest({ id: 'fresh', conversation: 'c', at: now });
+    assert.equal(store.size, 1);
+    const reopened = new ResultStore({ dir, log, maxEntries: 50, maxAgeMs: 10_000, now: () => now });
+    assert.deepEqual([reopened.get('fresh')?.id, reopened.size], ['fresh', 1]);
+  });
+  it('keeps unsolicited messages apart from request ids', () => {
+    const dir = tempDir();
+    const store = new ResultStore({ dir, log });
+    const id = store.addUnsolicited('c', 'reminder');
+    assert.match(id, /^ ~/);
+    assert.equal(store.get(id)?.unsolicited, true);
+  });
+  it('refuses bad limits', () => {
+    assert.throws(() => new ResultStore({ dir: tempDir(), log, maxEntries: 0 }), TypeError);
+  });
+  it('reads a file another version wrote with unknown lines', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'results.jsonl'), '{"nope":1}\n{"id":"z","conversation":"c","at":1}\n');
+    const store = new ResultStore({ dir, log, now: () => 2 });
+    assert.ok(store.get('z'));
+  });
+});
+
+describe('Waiters', () => {
+  it('hands one reply to every waiter of an id, once', async () => {
+    const waiters = new Waiters();
+    const a = waiters.wait('x', 10_000);
+    const b = waiters.wait('x', 10_000);
+    assert.equal(waiters.deliver('x', 'hi'), 2);
+    assert.deepEqual(await Promise.all([a.reply, b.reply]), ['hi', 'hi']);
+    assert.equal(waiters.deliver('x', 'again'), 0);
+    assert.equal(waiters.size, 0);
+  });
+  it('times out, cancels and releases without a reply', async () => {
+    const waiters = new Waiters();
+    assert.equal(await waiters.wait('t', 10).reply, undefined);
+    const c = waiters.wait('c', 10_000);
+    c.cancel();
+    assert.equal(await c.reply, undefined);
+    assert.equal(waiters.deliver('c', 'late'), 0);
+    const r = waiters.wait('r', 10_000);
+    waiters.releaseAll();
+    assert.equal(await r.reply, undefined);
+  });
+});
+
+describe('postCallback', () => {
+  async function receiver(statuses: number[], headers: Record<string, string> = {}) {
+    const got: Array<{ headers: IncomingMessage['headers']; body: string }> = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        got.push({ headers: req.headers, body });
+        res.writeHead(statuses.shift() ?? 200, headers).end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/cb?token=t`;
+    return { got, url, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  }
+  const payload = { id: 'k1', conversation: 'c', reply: 'hello' };
+
+  it('POSTs the signed JSON with the id as Idempotency-Key', async () => {
+    const r = await receiver([204]);
+    await postCallback(r.url, payload, { secret: 's' });
+    assert.equal(r.got.length, 1);
+    assert.deepEqual(JSON.parse(r.got[0]!.body), payload);
+    assert.ok(verify('s', Buffer.from(r.got[0]!.body), r.got[0]!.headers['x-switchboard-signature']));
+    assert.equal(r.got[0]!.headers['idempotency-key'], 'k1');
+    await r.close();
+  });
+  it('maps 4xx to permanent, 5xx / 429 / network to retryable, and never follows redirects', async () => {
+    const r = await receiver([400, 500, 429, 302], { 'retry-after': '3', location: 'http://169.254.169.254/' });
+    const fail = async (): Promise<SendError> => {
+      try {
+        await postCallback(r.url, payload, { secret: 's' });
+      } catch (error) {
+        assert.ok(error instanceof SendError);
+        assert.doesNotMatch(error.message, /token=t/); // the query may hold a secret
+        return error;
+      }
+      assert.fail('expected a SendError');
+    };
+    assert.equal((await fail()).permanent, true);
+    assert.equal((await fail()).permanent, false);
+    const limited = await fail();
+    assert.deepEqual([limited.permanent, limited.retryAfterMs], [false, 3000]);
+    assert.equal((await fail()).permanent, true);
+    assert.equal(r.got.length, 4);
+    await r.close();
+    const network = await postCallback(r.url, payload, { secret: 's' }).catch((error: unknown) => error);
+    assert.ok(network instanceof SendError && !network.permanent);
+  });
+});
+
+/** The channel against a real gateway, with a fake runtime push. */
+describe('createWebhookChannel', () => {
+  it('needs a gateway', async () => {
+    const { createWebhookChannel } = await import('./index.ts');
+    const ctx = { name: 'webhook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, stateDir: tempDir() };
+    assert.throws(() => createWebhookChannel({ secret: 's', reply_timeout_seconds: 1, allow: ['*'] }, ctx), /\[channels\.webhook\] needs \[gateway\]/);
+  });
+
+  it('answers with the reply, refuses bad signatures before the runtime, replays, and times out to 202', async () => {
+    const { createWebhookChannel } = await import('./index.ts');
+    const gateway = createGateway({ listen: '127.0.0.1:0', log, health: () => ({ channels: [], queued: 0, inFlight: 0, pendingReplies: 0, counters: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } }) });
+    const ctx = { name: 'hook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, stateDir: tempDir(), gateway };
+    const channel = createWebhookChannel({ secret: 'sec', reply_timeout_seconds: 0.3, allow: ['*'] }, ctx);
+    const { port } = await gateway.start();
+    const pushed: Array<{ id: string; chat: string; account: string; sender: { id: string }; direct?: boolean }> = [];
+    const seen = new Set<string>();
+    let answer = true;
+    const controller = new AbortController();
+    const listening = channel.listen(
+      async (message) => {
+        pushed.push(message);
+        if (seen.has(message.id)) return 'duplicate';
+        seen.add(message.id);
+        if (answer) setTimeout(() => void channel.send({ channel: 'hook', account: 'webhook', chat: message.chat, text: `re: ${message.text}`, replyTo: message.id }), 20);
+        return 'accepted';
+      },
+      controller.signal,
+      { ready: () => undefined, alive: () => undefined, deaf: () => undefined },
+    );
+    const post = (body: string, headers: Record<string, string>): Promise<{ status: number; json: Record<string, unknown> }> =>
+      new Promise((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port, path: '/webhook', method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode!, json: JSON.parse(text) as Record<string, unknown> }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    const body = JSON.stringify({ sender: 'crm', conversation: 'T-1', text: 'hello' });
+
+    assert.equal((await post(body, { 'idempotency-key': 'k1' })).status, 401);
+    assert.equal((await post(body, { 'idempotency-key': 'k1', 'x-switchboard-signature': sign('wrong', body) })).status, 401);
+    assert.equal(pushed.length, 0);
+    assert.equal((await post('{', { 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', '{') })).status, 400);
+    assert.equal((await post(body, { 'x-switchboard-signature': sign('sec', body) })).status, 400);
+
+    const first = await post(body, { 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', body) });
+    assert.deepEqual([first.status, first.json], [200, { id: 'k1', reply: 're: hello' }]);
+    assert.deepEqual({ ...pushed[0], timestamp: 0, text: '' }, { channel: 'hook', account: 'webhook', chat: 'T-1', id: 'k1', sender: { id: 'crm' }, text: '', timestamp: 0, direct: true });
+    const replay = await post(body, { 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', body) });
+    assert.deepEqual([replay.status, replay.json], [200, { id: 'k1', reply: 're: hello' }]);
+    assert.equal(pushed.length, 1, 'a finished key is answered without the runtime');
+    const other = JSON.stringify({ sender: 'crm', conversation: 'T-1', text: 'something else' });
+    assert.equal((await post(other, { 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', other) })).status, 422);
+
+    answer = false;
+    const slow = await post(other, { 'idempotency-key': 'k2', 'x-switchboard-signature': sign('sec', other) });
+    assert.deepEqual([slow.status, slow.json], [202, { status: 'accepted', id: 'k2' }]);
+    // The reply comes later, with no one waiting and no callback: kept for a replay.
+    await channel.send({ channel: 'hook', account: 'webhook', chat: 'T-1', text: 'late', replyTo: 'k2' });
+    const late = await post(other, { 'idempotency-key': 'k2', 'x-switchboard-signature': sign('sec', other) });
+    assert.deepEqual([late.status, late.json], [200, { id: 'k2', reply: 'late' }]);
+    // Nothing asked for this one: kept, no error.
+    await channel.send({ channel: 'hook', account: 'webhook', chat: 'T-1', text: 'reminder' });
+
+    controller.abort();
+    await listening;
+    assert.equal((await post(body.replace('hello', 'x'), { 'idempotency-key': 'k3', 'x-switchboard-signature': sign('sec', body.replace('hello', 'x')) })).status, 503);
+    await gateway.stop(100);
+  });
+});
