@@ -24,7 +24,7 @@ import { PairingStore } from '../src/policy/access.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { lockDataDir } from '../src/store/lock.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
-import { createGateway, sendJson, validateGatewayConfig } from '../src/gateway/server.ts';
+import { sendJson } from '../src/gateway/json.ts';
 import type { GatewayRoutes } from '../src/gateway/routes.ts';
 import { createSwitchboardMetrics, meterToolRunner } from '../src/metrics.ts';
 import { createMeteredProvider } from '../src/providers/metered.ts';
@@ -100,7 +100,9 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const { config } = loadConfig(file);
   // Refuse an exposed gateway before anything opens (exit 78).
   const gatewayConfig = options.mode === 'start' ? config.gateway : undefined;
-  if (gatewayConfig) validateGatewayConfig(gatewayConfig, file);
+  // The gateway module (and node:http, ~40 ms) is loaded only when [gateway] is configured.
+  const gatewayModule = gatewayConfig ? await import('../src/gateway/server.ts') : undefined;
+  if (gatewayConfig) gatewayModule!.validateGatewayConfig(gatewayConfig, file);
 
   const names = channelNames(config, options.mode);
   if (names.length === 0) {
@@ -177,7 +179,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   let finish = (): void => undefined;
   // Built before the channels (a channel may serve an endpoint on it), started once all are.
   const gateway = gatewayConfig
-    ? createGateway({
+    ? gatewayModule!.createGateway({
         listen: gatewayConfig.listen,
         ...(gatewayConfig.token === undefined ? {} : { token: gatewayConfig.token }),
         log: log.child({ component: 'gateway' }),

@@ -13,7 +13,7 @@ import type { Channel } from '../src/channel.ts';
 import { ConfigError, type ConfigProblem } from '../src/config/load.ts';
 import type { Config } from '../src/config/schema.ts';
 import type { GatewayRoutes, HttpRoute, UpgradeRoute } from '../src/gateway/routes.ts';
-import { sendJson } from '../src/gateway/server.ts';
+import { sendJson } from '../src/gateway/json.ts';
 
 type ChannelName = keyof Config['channels'];
 

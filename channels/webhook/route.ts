@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { InboundMessage, Push } from '../../src/channel.ts';
 import type { HttpRoute } from '../../src/gateway/routes.ts';
-import { sendJson } from '../../src/gateway/server.ts';
+import { sendJson } from '../../src/gateway/json.ts';
 import { parseWebhookRequest } from './request.ts';
 import type { ResultStore } from './results.ts';
 import { signatureHeader, verify } from './signature.ts';

@@ -10,6 +10,7 @@ import { isIP, type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { ConfigError } from '../config/load.ts';
+import { sendJson } from './json.ts';
 import type { RuntimeHealth } from '../runtime/runtime.ts';
 import type { GatewayRoutes, HttpRoute, UpgradeRoute } from './routes.ts';
 
@@ -124,11 +125,7 @@ function tokenMatches(header: string | undefined, token: string): boolean {
 }
 
 /** Answers with a JSON body (errors are `{"error": "…"}`). */
-export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', ...headers });
-  response.end(text);
-}
+export { sendJson };
 
 class BodyTooLarge extends Error {}
 
