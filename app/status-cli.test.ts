@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { testLogger } from '../test/support/log.ts';
 import { createGateway, type Gateway } from '../src/gateway/server.ts';
 import type { RuntimeHealth } from '../src/runtime/runtime.ts';
 import { runStatus, statusUrl, type StatusDeps } from './status-cli.ts';
+import { freePort } from '../test/support/net.ts';
 
 const token = 'status-test-token-0123456789';
 const now = Date.now();
@@ -31,14 +31,6 @@ async function run(args: string[], gateway: StatusDeps['gateway']): Promise<{ co
   return { code, out: o, err: e };
 }
 
-/** A port nothing listens on (bound, then released). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe('switchboard status', () => {
   let gateway: Gateway;

@@ -3,22 +3,15 @@
  * `switchboard status` against it, and the refusal to expose it without a token.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
 import { runCli, startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { until } from './support/wait.ts';
+import { freePort } from './support/net.ts';
 
 const env = { TEST_MODEL_KEY: 'sk-gw', SWITCHBOARD_TOKEN: 'gateway-e2e-token-0123456789' };
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe('gateway (end to end)', () => {
   let model: FakeOpenAI;

@@ -5,23 +5,17 @@
  */
 import assert from 'node:assert/strict';
 import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { sign, verify } from '../channels/webhook/signature.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { quiet, until } from './support/wait.ts';
+import { freePort } from './support/net.ts';
 
 const secret = 'webhook-e2e-secret';
 const env = { TEST_MODEL_KEY: 'sk-wh', WEBHOOK_SECRET: secret };
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 interface Callback {
   readonly headers: IncomingMessage['headers'];

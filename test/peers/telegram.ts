@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
+import { freePort } from '../support/net.ts';
 
 type Json = Record<string, unknown>;
 export interface TgUser { id: number; is_bot: boolean; first_name: string; username: string }
@@ -691,10 +692,3 @@ function readAll(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
-/** A port free right now (the bot's webhook listener binds it later). */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  const port = await new Promise<number>((resolve) => probe.listen(0, '127.0.0.1', () => resolve((probe.address() as AddressInfo).port)));
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}

@@ -1,0 +1,11 @@
+/** Loopback ports for tests. */
+import { createServer } from 'node:net';
+
+/** A port nothing listens on right now (bound on 127.0.0.1, then released). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
