@@ -124,7 +124,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
 
   const workspace = realpathSync(join(dataDir, 'workspace'));
   // Read only when scraped, so the closure over the runtime built below is fine.
-  const metrics = createSwitchboardMetrics({ channels: names, health: () => runtime.health() });
+  const metrics = createSwitchboardMetrics({ channels: names, health: () => runtime.health(), eventLoopLag: gatewayConfig !== undefined });
   const approvals = new ApprovalStore(db);
   const schedules = new ScheduleStore(db);
   const memory = await buildMemory({ config, db, dbPath, dataDir, freshDatabase, log });

@@ -182,6 +182,11 @@ export interface SwitchboardMetricsOptions {
   readonly health?: () => RuntimeHealth;
   /** Channel names whose message counters start at 0 (so the series exist before traffic). */
   readonly channels?: readonly string[];
+  /**
+   * Sample event-loop delay (a 20 ms timer for as long as the daemon runs). Off when nothing can
+   * scrape the metrics (no gateway): an idle daemon should not wake up 50 times a second. @default true
+   */
+  readonly eventLoopLag?: boolean;
 }
 
 export interface SwitchboardMetrics extends AgentMeter {
@@ -232,7 +237,7 @@ export function createSwitchboardMetrics(options: SwitchboardMetricsOptions = {}
   registry.gauge('process_resident_memory_bytes', 'Resident set size of the process.', [], () => [[{}, process.memoryUsage.rss()]]);
   registry.gauge('switchboard_uptime_seconds', 'Seconds since the metrics (and the daemon) started.', [], () => [[{}, (Date.now() - startedAt) / 1000]]);
   const loop = monitorEventLoopDelay({ resolution: 20 });
-  loop.enable();
+  if (options.eventLoopLag ?? true) loop.enable();
   registry.gauge('switchboard_event_loop_lag_seconds', 'Event-loop delay since the previous scrape: p50, p99 and max.', ['stat'], () => {
     const values = [
       [{ stat: 'p50' }, loop.percentile(50) / 1e9],
