@@ -141,8 +141,11 @@ describe('recall with 50k memories', () => {
     for (const question of questions) here.search(question, who, 64);
     const keywordHere = performance.now() - t;
     testLogger().info({ longest, perRecall, keywordHere }, 'event loop during 50k recall');
+    // Searching on this thread would stall it for about the sum of the searches (keywordHere and
+    // more); in a worker the gaps stay small. A loaded CI box adds scheduler gaps of its own, so
+    // the bar is 60 ms or half the on-thread cost, whichever is larger.
     assert.ok(
-      longest < 60,
+      longest < Math.max(60, keywordHere / 2),
       `longest event-loop gap during recall was ${longest.toFixed(1)} ms (recall ${perRecall.toFixed(1)} ms each; the keyword searches alone take ${keywordHere.toFixed(1)} ms on this thread)`,
     );
   });
