@@ -3,7 +3,8 @@ import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { SendError } from '../../src/channel.ts';
 import { toSendError } from './errors.ts';
-import { parseListen, verifySignature } from './http.ts';
+import { parseListen } from '../../src/net.ts';
+import { verifySignature } from './http.ts';
 
 const platform = (error: string): Error => Object.assign(new Error(`An API error occurred: ${error}`), { code: 'slack_webapi_platform_error', data: { ok: false, error } });
 

@@ -9,11 +9,12 @@
  *   when push rejects (shutdown) 503, so Slack retries. A retry (X-Slack-Retry-Num) of an
  *   event already taken is answered 200 (the inbox recognises its id).
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { ListenLink, Push } from '../../src/channel.ts';
+import { parseListen, secretsEqual } from '../../src/net.ts';
 import type { Receiver } from './receive.ts';
 
 export const eventsPath = '/slack/events';
@@ -33,16 +34,9 @@ export function verifySignature(secret: string, timestamp: string | undefined, s
   if (!timestamp || !signature || !/^\d{1,12}$/.test(timestamp)) return false;
   if (Math.abs(nowMs / 1000 - Number(timestamp)) > maxSkewSeconds) return false;
   const expected = Buffer.from(`v0=${createHmac('sha256', secret).update(`v0:${timestamp}:`).update(body).digest('hex')}`);
-  const given = Buffer.from(signature);
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  return secretsEqual(signature, expected);
 }
 
-/** Splits "host:port" / "[v6]:port". */
-export function parseListen(listen: string): { host: string; port: number } {
-  const match = /^(?:\[([0-9a-fA-F:]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(listen);
-  if (!match) throw new Error(`not a host:port address: ${listen}`);
-  return { host: match[1] ?? match[2]!, port: Number(match[3]) };
-}
 
 export async function runEventsListener(options: EventsListenerOptions, push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
   const { log, receiver } = options;

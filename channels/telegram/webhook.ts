@@ -4,7 +4,6 @@
  * it is answered 200 once the update is pushed (durably in the inbox), 500 otherwise so
  * Telegram delivers it again.
  */
-import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Api } from 'grammy';
 import type { Update } from 'grammy/types';
@@ -12,6 +11,7 @@ import type { Logger } from 'pino';
 import type { ListenLink } from '../../src/channel.ts';
 import { describeError, grammySignal } from './errors.ts';
 import { whileAlive } from '../../src/listen.ts';
+import { parseListen, secretsEqual } from '../../src/net.ts';
 import { ALLOWED_UPDATES } from './poll.ts';
 
 export interface WebhookConfig {
@@ -42,8 +42,7 @@ export async function serveWebhook(options: WebhookOptions, signal: AbortSignal,
     };
     void (async () => {
       if (request.method !== 'POST' || new URL(request.url ?? '/', 'http://localhost').pathname !== path) return reply(404, 'not found');
-      const given = Buffer.from(String(request.headers['x-telegram-bot-api-secret-token'] ?? ''));
-      if (given.length !== secret.length || !timingSafeEqual(given, secret)) {
+      if (!secretsEqual(String(request.headers['x-telegram-bot-api-secret-token'] ?? ''), secret)) {
         log.warn({ remote: request.socket.remoteAddress }, 'webhook request without the right secret token; rejected');
         request.resume();
         return reply(401, 'unauthorized');
@@ -94,13 +93,6 @@ function readBody(request: IncomingMessage): Promise<string> {
     request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     request.on('error', reject);
   });
-}
-
-/** "127.0.0.1:8443" or "[::1]:8443". */
-export function parseListen(listen: string): { host: string; port: number } {
-  const match = /^\[?([^\]]*?)\]?:(\d+)$/.exec(listen);
-  if (!match) throw new Error(`bad listen address ${listen}`);
-  return { host: match[1]!, port: Number(match[2]) };
 }
 
 function listenOn(server: Server, host: string, port: number): Promise<void> {

@@ -3,7 +3,8 @@
  * the raw body keyed with `[channels.webhook] secret`. The signature is the webhook's only
  * authentication, so it is checked before anything else reads the body.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { secretsEqual } from '../../src/net.ts';
 
 /** The header both directions carry (requests to us, callbacks from us). */
 export const signatureHeader = 'x-switchboard-signature';
@@ -21,7 +22,5 @@ export function verify(secret: string, body: Buffer, header: string | readonly s
   if (typeof header !== 'string') return false;
   const match = /^sha256=([0-9a-fA-F]{64})$/.exec(header.trim());
   if (!match) return false;
-  const given = Buffer.from(match[1]!, 'hex');
-  const expected = createHmac('sha256', secret).update(body).digest();
-  return timingSafeEqual(given, expected);
+  return secretsEqual(Buffer.from(match[1]!, 'hex'), createHmac('sha256', secret).update(body).digest());
 }

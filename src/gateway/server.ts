@@ -4,12 +4,12 @@
  * and `/api/status`, and carries the routes and WebSocket upgrades other parts register
  * through {@link GatewayRoutes}.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { ConfigError } from '../config/load.ts';
+import { parseListen, secretsEqual } from '../net.ts';
 import { sendJson } from './json.ts';
 import type { RuntimeHealth } from '../runtime/runtime.ts';
 import type { GatewayRoutes, HttpRoute, UpgradeRoute } from './routes.ts';
@@ -64,13 +64,6 @@ export interface StatusReport {
 
 const loopbackNames = new Set(['localhost', 'ip6-localhost', 'ip6-loopback']);
 
-/** `host:port` split; IPv6 hosts come back without brackets. */
-export function parseListen(listen: string): { host: string; port: number } {
-  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(listen);
-  const port = match ? Number(match[3]) : NaN;
-  if (!match || port > 65_535) throw new TypeError(`listen must be host:port (e.g. 127.0.0.1:8787 or [::1]:8787), got ${JSON.stringify(listen)}`);
-  return { host: (match[1] ?? match[2])!, port };
-}
 
 /** True for 127.0.0.0/8, ::1 (and ::ffff:127.x) and the name localhost. */
 export function isLoopback(host: string): boolean {
@@ -120,12 +113,10 @@ export function validateGatewayConfig(gateway: { readonly listen: string; readon
 function tokenMatches(header: string | undefined, token: string): boolean {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
   if (!match) return false;
-  const digest = (value: string): Buffer => createHash('sha256').update(value).digest();
-  return timingSafeEqual(digest(match[1]!), digest(token));
+  return secretsEqual(match[1]!, token);
 }
 
 /** Answers with a JSON body (errors are `{"error": "…"}`). */
-export { sendJson };
 
 class BodyTooLarge extends Error {}
 
