@@ -13,10 +13,8 @@
  * a thread is chat = parent channel id, thread = thread id, and replies go into the thread.
  */
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { Client, Events, GatewayDispatchEvents, GatewayIntentBits, Options, Partials, REST, Routes, type RawFile } from 'discord.js';
 import {
-  SendError,
   type Channel,
   type ChannelContext,
   type FileSender,
@@ -36,6 +34,7 @@ import { makeDestroyFinal } from './gateway.ts';
 import type { BotIdentity, ChannelInfo, RawMessage, RawUser } from './inbound.ts';
 import { Intake, RecentIds } from './intake.ts';
 import { chunkContent, DISCORD_LIMIT, measureDiscord, renderDiscord } from './render.ts';
+import { readOutboundFile } from '../../src/outbound/file.ts';
 
 export type DiscordChannel = Channel & MessageLimit & TypingIndicator & MessageEditor & FileSender & LivenessWatched;
 
@@ -224,12 +223,7 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
     },
 
     async sendFile(ref: ConversationRef, file: OutboundFile): Promise<void> {
-      let data: Buffer;
-      try {
-        data = await readFile(file.path);
-      } catch (error) {
-        throw new SendError(`cannot read ${file.name}: ${error instanceof Error ? error.message : String(error)}`, { permanent: true, cause: error });
-      }
+      const data = await readOutboundFile(file);
       try {
         await post(ref.thread ?? ref.chat, { allowed_mentions: NO_MENTIONS, attachments: [{ id: 0, filename: file.name }] }, [{ name: file.name, data }]);
       } catch (error) {

@@ -15,7 +15,6 @@
  *   chat.update is a tier-3 method: ~50 calls a minute).
  * - Files out: files.getUploadURLExternal → POST the bytes → files.completeUploadExternal.
  */
-import { readFile } from 'node:fs/promises';
 import type { Channel, ChannelContext, FileSender, ListenLink, LivenessWatched, MessageEditor, MessageLimit, OutboundFile, OutboundMessage, Push } from '../../src/channel.ts';
 import { SendError } from '../../src/channel.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
@@ -27,6 +26,7 @@ import { BotThreads, Receiver } from './receive.ts';
 import { measureMrkdwn, renderMrkdwn } from './render.ts';
 import { runSocketMode } from './socket.ts';
 import { botClient } from './web.ts';
+import { readOutboundFile } from '../../src/outbound/file.ts';
 
 export type SlackChannel = Channel & MessageLimit & MessageEditor & FileSender & Partial<LivenessWatched>;
 
@@ -129,12 +129,7 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
     },
 
     async sendFile(ref: ConversationRef, file: OutboundFile): Promise<void> {
-      let data: Buffer;
-      try {
-        data = await readFile(file.path);
-      } catch (error) {
-        throw new SendError(`cannot read ${file.name}: ${error instanceof Error ? error.message : String(error)}`, { permanent: true, cause: error });
-      }
+      const data = await readOutboundFile(file);
       try {
         const slot = await web.files.getUploadURLExternal({ filename: file.name, length: data.length });
         if (!slot.upload_url || !slot.file_id) throw new SendError('files.getUploadURLExternal gave no upload URL');
