@@ -4,6 +4,8 @@
  * configured, as an HTML alternative.
  */
 
+import { HOLD_MARKERS, renderInlineHtml } from '../../src/outbound/inline-html.ts';
+
 const fence = /^\s*(```|~~~)/;
 
 /** Splits markdown into code-fence blocks and the prose between them. */
@@ -59,21 +61,10 @@ export function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
-const safeUrl = (url: string): boolean => /^(https?:|mailto:)/i.test(url);
+const inline = { tags: { bold: 'strong', italic: 'em', strike: 'del' }, safeUrl: /^(https?:|mailto:)/i, escape: escapeHtml } as const;
 
-/** Inline markdown → HTML (input not yet escaped; code spans are protected from the other rules). */
-function htmlInline(line: string): string {
-  const codes: string[] = [];
-  const protectedLine = line.replace(/`([^`]+)`/g, (_, code: string) => `\uE000${codes.push(`<code>${escapeHtml(code)}</code>`) - 1}\uE001`);
-  return escapeHtml(protectedLine)
-    .replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (whole, text: string, url: string) => (safeUrl(url) ? `<a href="${url}">${text}</a>` : whole))
-    .replace(/&lt;(https?:\/\/[^&\s]+)&gt;/g, '<a href="$1">$1</a>')
-    .replace(/\*\*(?=\S)(.+?)(?<=\S)\*\*/g, '<strong>$1</strong>')
-    .replace(/(^|\W)__(?=\S)(.+?)(?<=\S)__(?!\w)/g, '$1<strong>$2</strong>')
-    .replace(/(^|[^\w*])\*(?=[^\s*])([^*]+?)(?<=[^\s*])\*(?![\w*])/g, '$1<em>$2</em>')
-    .replace(/~~(?=\S)(.+?)(?<=\S)~~/g, '<del>$1</del>')
-    .replace(/\uE000(\d+)\uE001/g, (_, index: string) => codes[Number(index)]!);
-}
+/** Inline markdown → HTML (the renderer Telegram and Matrix use too). */
+const htmlInline = (line: string): string => renderInlineHtml(line.replace(HOLD_MARKERS, ''), inline);
 
 /** Markdown → a small, self-contained HTML document for the alternative part. */
 export function renderHtml(markdown: string): string {
