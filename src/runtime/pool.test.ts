@@ -107,6 +107,49 @@ describe('KeyedPool', () => {
     assert.equal(accepted, 10);
   });
 
+  it('wakes a waiting producer when a reservation is given back (no deadlock when nothing runs)', async () => {
+    const pool = new KeyedPool<number>({ concurrency: 1, maxQueued: 1, worker: async () => undefined, onError: (error) => assert.fail(String(error)) });
+    await pool.acquire();
+    let second = false;
+    const waiting = pool.acquire().then(() => (second = true));
+    await tick();
+    assert.equal(second, false, 'the queue is full: the second producer waits');
+    pool.release();
+    await waiting;
+    assert.equal(second, true);
+    pool.enqueue('k', 1, { reserved: true });
+    await pool.idle();
+    assert.equal(pool.queued, 0);
+    assert.equal(pool.inFlight, 0);
+  });
+
+  it('clearQueued wakes producers and keeps a running key FIFO for later items', async () => {
+    const gate = deferred();
+    const done: number[] = [];
+    const pool = new KeyedPool<number>({
+      concurrency: 1,
+      maxQueued: 2,
+      worker: async (item) => {
+        if (item === 0) await gate.promise;
+        done.push(item);
+      },
+      onError: (error) => assert.fail(String(error)),
+    });
+    pool.enqueue('k', 0);
+    pool.enqueue('k', 1);
+    pool.enqueue('j', 2);
+    let admitted = false;
+    const producer = pool.acquire().then(() => (admitted = true));
+    await tick();
+    assert.equal(admitted, false);
+    assert.equal(pool.clearQueued(), 2);
+    await producer;
+    pool.enqueue('k', 3, { reserved: true });
+    gate.resolve();
+    await pool.idle();
+    assert.deepEqual(done, [0, 3]);
+  });
+
   it('reports a failing item and goes on', async () => {
     const errors: unknown[] = [];
     const done: number[] = [];

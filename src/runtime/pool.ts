@@ -1,3 +1,5 @@
+import PQueue from 'p-queue';
+
 /**
  * A keyed worker pool: at most `concurrency` items run at once, never two of one key at
  * once, FIFO within a key, keys served in the order they became ready. When `maxQueued`
@@ -14,31 +16,46 @@ export interface KeyedPoolOptions<T> {
   readonly onError: (error: unknown, item: T, key: string) => void;
 }
 
+/**
+ * p-queue does the scheduling: its `concurrency` bounds the turns in flight, its FIFO order
+ * serves keys in the order they became ready, its `pending` / `size` / `onIdle()` / events
+ * are the pool's figures and signals. What p-queue has no notion of is a key, so the pool
+ * hands it at most one item per key — the head of a key that is neither queued in p-queue
+ * nor running — and keeps the rest of that key's items here, in arrival order, until the
+ * item before them has finished. Since a key with held items always has one item in
+ * p-queue, `onIdle()` means the pool is idle.
+ */
 export class KeyedPool<T> {
   readonly #options: KeyedPoolOptions<T>;
-  readonly #queues = new Map<string, T[]>();
-  /** Keys with waiting items and nothing running, in the order they became ready. */
-  readonly #ready: string[] = [];
+  readonly #queue: PQueue;
+  /**
+   * A key is here while one of its items is in p-queue (waiting or running); the array holds
+   * its later items, which wait for that one to finish.
+   */
+  readonly #held = new Map<string, T[]>();
+  /** Keys whose item is running (p-queue knows how many, not which). */
   readonly #running = new Set<string>();
-  readonly #waiters: Array<() => void> = [];
-  readonly #idleWaiters: Array<() => void> = [];
-  #queued = 0;
+  #heldCount = 0;
+  /** acquire()s granted but not yet turned into enqueue() or release(). */
   #reserved = 0;
+  /** Wakes producers blocked in acquire() when a reservation is given back. */
+  readonly #released = new Set<() => void>();
 
   constructor(options: KeyedPoolOptions<T>) {
     if (!(options.concurrency >= 1)) throw new RangeError(`concurrency must be ≥ 1, got ${options.concurrency}`);
     if (!(options.maxQueued >= 1)) throw new RangeError(`maxQueued must be ≥ 1, got ${options.maxQueued}`);
     this.#options = options;
+    this.#queue = new PQueue({ concurrency: options.concurrency });
   }
 
-  /** Items waiting to run. */
+  /** Items waiting to run: p-queue's own queue plus the later items of busy keys. */
   get queued(): number {
-    return this.#queued;
+    return this.#queue.size + this.#heldCount;
   }
 
   /** Items running now. */
   get inFlight(): number {
-    return this.#running.size;
+    return this.#queue.pending;
   }
 
   /**
@@ -46,85 +63,84 @@ export class KeyedPool<T> {
    * by exactly one `enqueue(…, { reserved: true })` or `release()`.
    */
   async acquire(): Promise<void> {
-    while (this.#queued + this.#reserved >= this.#options.maxQueued) {
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
-    }
+    while (this.queued + this.#reserved >= this.#options.maxQueued) await this.#room();
     this.#reserved++;
   }
 
   /** Gives back a reservation that will not be used. */
   release(): void {
     this.#reserved--;
-    this.#wakeProducer();
+    for (const wake of this.#released) wake();
   }
 
   /** Adds an item; with `reserved` it consumes a reservation from `acquire()`. */
   enqueue(key: string, item: T, options: { reserved?: boolean } = {}): void {
     if (options.reserved) this.#reserved--;
-    let queue = this.#queues.get(key);
-    if (!queue) {
-      queue = [];
-      this.#queues.set(key, queue);
+    const held = this.#held.get(key);
+    if (held) {
+      held.push(item);
+      this.#heldCount++;
+      return;
     }
-    queue.push(item);
-    this.#queued++;
-    if (queue.length === 1 && !this.#running.has(key)) this.#ready.push(key);
-    this.#pump();
+    this.#held.set(key, []);
+    this.#schedule(key, item);
   }
 
   /** Resolves when nothing is queued or running. */
   idle(): Promise<void> {
-    if (this.#queued === 0 && this.#running.size === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+    return this.#queue.onIdle();
   }
 
   /** Drops every waiting item (they stay in the durable inbox) and returns how many. */
   clearQueued(): number {
-    const dropped = this.#queued;
-    this.#queues.clear();
-    this.#ready.length = 0;
-    this.#queued = 0;
-    this.#wakeProducer();
-    this.#checkIdle();
+    const dropped = this.queued;
+    for (const [key, held] of this.#held) {
+      if (this.#running.has(key)) held.length = 0;
+      else this.#held.delete(key);
+    }
+    this.#heldCount = 0;
+    // Emits p-queue's 'next' (and 'idle' when nothing runs): blocked producers and idle() see it.
+    this.#queue.clear();
     return dropped;
   }
 
-  #pump(): void {
-    while (this.#running.size < this.#options.concurrency && this.#ready.length > 0) {
-      const key = this.#ready.shift()!;
-      const queue = this.#queues.get(key)!;
-      const item = queue.shift()!;
-      this.#queued--;
-      this.#running.add(key);
-      this.#wakeProducer();
-      void this.#run(key, item);
-    }
+  #schedule(key: string, item: T): void {
+    void this.#queue.add(() => this.#run(key, item));
   }
 
   async #run(key: string, item: T): Promise<void> {
+    this.#running.add(key);
     try {
       await this.#options.worker(item, key);
     } catch (error) {
       this.#options.onError(error, item, key);
     } finally {
       this.#running.delete(key);
-      const queue = this.#queues.get(key);
-      if (queue && queue.length > 0) this.#ready.push(key);
-      else this.#queues.delete(key);
-      this.#pump();
-      this.#checkIdle();
+      // Hand the key's next item to p-queue before this task counts as finished, so it
+      // takes its place at the back of p-queue's line and onIdle() cannot fire in between.
+      const held = this.#held.get(key);
+      if (held !== undefined && held.length > 0) {
+        this.#heldCount--;
+        this.#schedule(key, held.shift() as T);
+      } else this.#held.delete(key);
     }
   }
 
-  #wakeProducer(): void {
-    // A woken producer re-checks for room, so waking one too many is harmless.
-    let room = this.#options.maxQueued - this.#queued - this.#reserved;
-    while (room-- > 0 && this.#waiters.length > 0) this.#waiters.shift()!();
-  }
-
-  #checkIdle(): void {
-    if (this.#queued === 0 && this.#running.size === 0) {
-      for (const resolve of this.#idleWaiters.splice(0)) resolve();
-    }
+  /**
+   * Resolves when the queue may have room again: an item started (p-queue 'active'), p-queue
+   * moved on or was cleared ('next'), or a reservation was given back.
+   */
+  #room(): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = (): void => {
+        this.#queue.off('active', wake);
+        this.#queue.off('next', wake);
+        this.#released.delete(wake);
+        resolve();
+      };
+      this.#queue.on('active', wake);
+      this.#queue.on('next', wake);
+      this.#released.add(wake);
+    });
   }
 }
