@@ -143,7 +143,7 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
   if (config.mcp.servers.length > 0) {
     const { createMcpTools } = await import('../../src/tools/mcp.ts');
     mcp = createMcpTools({
-      log: deps.log.child({ component: 'mcp' }),
+      log: deps.log,
       servers: config.mcp.servers.map((s) => ({
         name: s.name,
         timeoutMs: s.timeout_seconds * 1000,
@@ -160,7 +160,7 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
     const { createRemoteTools } = await import('../../src/tools/remote.ts');
     const mcpTools = mcp;
     remote = createRemoteTools({
-      log: deps.log.child({ component: 'remote-tools' }),
+      log: deps.log,
       callTimeoutMs: deps.remoteTools.call_timeout_seconds * 1000,
       maxToolsPerClient: deps.remoteTools.max_tools_per_client,
       ...(deps.remoteTools.allow === undefined ? {} : { allow: deps.remoteTools.allow }),

@@ -299,7 +299,7 @@ export class IrcSession {
     if (this.#readySent || !this.registered) return;
     this.#readySent = true;
     const missing = this.#channels.filter((c) => !this.inChannel(c.name)).map((c) => c.name);
-    if (missing.length > 0) this.#log.warn({ channels: missing }, 'ready without every IRC channel joined');
+    if (missing.length > 0) this.#log.warn({ rooms: missing }, 'ready without every IRC channel joined');
     this.#events.ready();
   }
 
@@ -346,14 +346,14 @@ export class IrcSession {
       this.#user = msg.ident;
       this.#host = msg.hostname;
     }
-    this.#log.info({ channel }, 'joined IRC channel');
+    this.#log.info({ room: channel }, 'joined IRC channel');
     if (this.#channels.every((c) => this.inChannel(c.name) || this.#failedJoins.has(ircLower(c.name)))) this.#ready();
   }
 
   #joinFailed(code: string, channel: string, reason: string): void {
     if (!this.configured(channel)) return;
     this.#failedJoins.add(ircLower(channel));
-    this.#log.warn({ channel, code, reason }, 'could not join IRC channel');
+    this.#log.warn({ room: channel, code, reason }, 'could not join IRC channel');
     if (this.#channels.every((c) => this.inChannel(c.name) || this.#failedJoins.has(ircLower(c.name)))) this.#ready();
   }
 
@@ -362,7 +362,7 @@ export class IrcSession {
     this.#joined.delete(ircLower(channel));
     const entry = this.#channels.find((c) => sameNick(c.name, channel));
     const rejoin = this.#config.rejoin_on_kick && entry !== undefined;
-    this.#log.warn({ channel, by: msg.nick, reason, rejoinInMs: rejoin ? this.#timings.rejoinDelayMs : undefined }, 'kicked from IRC channel');
+    this.#log.warn({ room: channel, by: msg.nick, reason, rejoinInMs: rejoin ? this.#timings.rejoinDelayMs : undefined }, 'kicked from IRC channel');
     if (rejoin) {
       this.#timer(() => {
         if (this.registered && !this.inChannel(entry.name)) this.#client.join(entry.name, entry.key);

@@ -184,12 +184,17 @@ function expected(schema: SchemaNode): string {
     case 'number':
       return `must be a ${actions.some((action) => action.type === 'integer') ? 'whole number' : 'number'}${bounds}`;
     case 'string':
-      if (actions.some((action) => action.type === 'regex')) return 'must be an http:// or https:// URL';
+      {
+        // Every pattern in the schema carries its own description (schema.test checks it).
+        const pattern = actions.find((action) => action.type === 'regex');
+        if (pattern) return `must be ${typeof pattern.message === 'string' ? pattern.message : 'text of the form shown in the example'}`;
+      }
       return actions.some((action) => action.type === 'non_empty') ? 'must be a non-empty string' : 'must be a string';
     case 'boolean':
       return 'must be true or false';
     case 'strict_object':
     case 'object':
+    case 'record':
       return 'must be a table';
     case 'array':
       return 'must be a list';
@@ -205,8 +210,19 @@ function exampleLine(path: string[], schema: SchemaNode): string | undefined {
   if (example === undefined || key === undefined) {
     return base.type === 'strict_object' && path.length > 0 ? `[${path.join('.')}]` : undefined;
   }
-  const section = path.length > 1 ? `[${path.slice(0, -1).join('.')}] ` : '';
-  return `${section}${stringify({ [key]: example }).trim()}`;
+  const parent = path.slice(0, -1);
+  // A list of tables is written [[name]] (mcp.servers.0.name → [[mcp.servers]] name = …).
+  const section = parent.length === 0 ? '' : /^\d+$/.test(parent.at(-1)!) ? `[[${parent.slice(0, -1).join('.')}]] ` : `[${parent.join('.')}] `;
+  return `${section}${key} = ${inlineToml(example)}`;
+}
+
+/** A TOML value on one line: tables inline (`{ A = "b" }`), everything else as TOML writes it. */
+function inlineToml(value: unknown): string {
+  if (typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date)) {
+    const entries = Object.entries(value).map(([key, item]) => `${/^[A-Za-z0-9_-]+$/.test(key) ? key : JSON.stringify(key)} = ${inlineToml(item)}`);
+    return entries.length === 0 ? '{}' : `{ ${entries.join(', ')} }`;
+  }
+  return stringify({ v: value }).trim().slice('v = '.length);
 }
 
 function render(value: unknown): string {

@@ -42,7 +42,7 @@ const Agent = v.strictObject({
 });
 
 /** An http(s) URL, optional (each provider kind has its default). */
-const urlField = v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://api.openai.com/v1'])));
+const urlField = v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/, 'an http:// or https:// URL'), v.examples(['https://api.openai.com/v1'])));
 
 const providerKind = v.pipe(v.picklist(['openai', 'anthropic', 'gemini']), v.examples(['openai']));
 const keyList = v.optional(v.pipe(v.array(text('${OPENAI_API_KEY_2}')), v.examples([['${OPENAI_API_KEY}', '${OPENAI_API_KEY_2}']])), []);
@@ -119,7 +119,7 @@ const Tools = v.strictObject({
 const Embeddings = v.strictObject({
   /** none = keyword-only recall; openai = any OpenAI-compatible /v1/embeddings (OpenAI, Ollama, vLLM…). */
   kind: choice(['none', 'openai'], 'none'),
-  base_url: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://api.openai.com/v1'])), 'https://api.openai.com/v1'),
+  base_url: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/, 'an http:// or https:// URL'), v.examples(['https://api.openai.com/v1'])), 'https://api.openai.com/v1'),
   model: textOr('text-embedding-3-small', 'text-embedding-3-small'),
   api_key: v.optional(text('${OPENAI_API_KEY}')),
   /** Ask the endpoint for vectors of this size (models that support it). */
@@ -178,7 +178,7 @@ const Terminal = v.strictObject({
 });
 
 /** host:port for a listener this daemon opens. */
-const listenAddress = (example: string) => v.pipe(v.string(), v.regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/), v.examples([example]));
+const listenAddress = (example: string) => v.pipe(v.string(), v.regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'a host:port address'), v.examples([example]));
 
 /** Remote tools registered by WebSocket clients at /ws/tools (seed 004). */
 const RemoteTools = v.strictObject({
@@ -203,7 +203,7 @@ const Gateway = v.strictObject({
 const McpServer = v.pipe(
   v.strictObject({
     /** Tool prefix and source label: its tools appear as <name>__<tool>. */
-    name: v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/), v.examples(['files'])),
+    name: v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/, 'a name of lowercase letters, digits, _ and - (starting with a letter, at most 32)'), v.examples(['files'])),
     /** stdio: the program to start. */
     command: v.optional(text('npx')),
     args: v.optional(v.pipe(v.array(v.string()), v.examples([['-y', '@modelcontextprotocol/server-filesystem', '/srv/share']])), []),
@@ -211,7 +211,7 @@ const McpServer = v.pipe(
     env: v.optional(v.pipe(v.record(v.string(), v.string()), v.examples([{ FILES_TOKEN: '${FILES_TOKEN}' }])), {}),
     cwd: v.optional(text('/srv/share')),
     /** Streamable HTTP endpoint, instead of a command. */
-    url: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['http://127.0.0.1:9000/mcp']))),
+    url: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/, 'an http:// or https:// URL'), v.examples(['http://127.0.0.1:9000/mcp']))),
     headers: v.optional(v.pipe(v.record(v.string(), v.string()), v.examples([{ Authorization: 'Bearer ${MCP_TOKEN}' }])), {}),
     /** Per tool call (and for connecting). */
     timeout_seconds: positive(3600, 60),
@@ -236,13 +236,13 @@ const policy = {
 const Telegram = v.strictObject({
   token: text('${TELEGRAM_BOT_TOKEN}'),
   /** Bot API server (a local Bot API server or a test peer). */
-  api_root: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://api.telegram.org']))),
+  api_root: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/, 'an http:// or https:// URL'), v.examples(['https://api.telegram.org']))),
   /** Seconds a getUpdates long poll is held open. */
   poll_timeout_seconds: int(1, 50, 25),
   /** Webhook mode instead of long polling: Telegram POSTs updates to `url`, served on `listen`. */
   webhook: v.optional(
     v.strictObject({
-      url: v.pipe(v.string(), v.regex(/^https:\/\/\S+$/), v.examples(['https://bot.example.org/telegram'])),
+      url: v.pipe(v.string(), v.regex(/^https:\/\/\S+$/, 'an https:// URL (Telegram sends webhooks only over HTTPS)'), v.examples(['https://bot.example.org/telegram'])),
       listen: v.optional(listenAddress('127.0.0.1:8443'), '127.0.0.1:8443'),
       /** Checked against X-Telegram-Bot-Api-Secret-Token. */
       secret: text('${TELEGRAM_WEBHOOK_SECRET}'),
@@ -254,7 +254,7 @@ const Telegram = v.strictObject({
 const Discord = v.strictObject({
   token: text('${DISCORD_BOT_TOKEN}'),
   /** REST API base (a local peer in tests); the gateway URL comes from GET /gateway/bot. */
-  api_base: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://discord.com/api']))),
+  api_base: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/, 'an http:// or https:// URL'), v.examples(['https://discord.com/api']))),
   ...policy,
 });
 
@@ -268,7 +268,7 @@ const Slack = v.pipe(
     /** Where the HTTP Events API listener binds (HTTP mode only). */
     listen: v.optional(listenAddress('127.0.0.1:3000'), '127.0.0.1:3000'),
     /** Web API base (a local peer in tests). */
-    api_url: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://slack.com/api/']))),
+    api_url: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/, 'an http:// or https:// URL'), v.examples(['https://slack.com/api/']))),
     ...policy,
   }),
   v.check((slack) => slack.app_token !== undefined || slack.signing_secret !== undefined, 'needs app_token (Socket Mode) or signing_secret (HTTP events)'),
@@ -276,8 +276,8 @@ const Slack = v.pipe(
 
 const Matrix = v.pipe(
   v.strictObject({
-    homeserver: v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/), v.examples(['https://matrix.example.org'])),
-    user_id: v.pipe(v.string(), v.regex(/^@[^:]+:\S+$/), v.examples(['@switchboard:example.org'])),
+    homeserver: v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/, 'an http:// or https:// URL'), v.examples(['https://matrix.example.org'])),
+    user_id: v.pipe(v.string(), v.regex(/^@[^:]+:\S+$/, 'a Matrix user id, @name:server'), v.examples(['@switchboard:example.org'])),
     access_token: v.optional(text('${MATRIX_ACCESS_TOKEN}')),
     password: v.optional(text('${MATRIX_PASSWORD}')),
     /** Rooms to join at start (ids or aliases); invites from allowed senders are accepted too. */
@@ -291,7 +291,7 @@ const Irc = v.strictObject({
   host: text('irc.libera.chat'),
   port: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(65_535), v.examples([6697]))),
   tls: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
-  nick: v.pipe(v.string(), v.regex(/^[A-Za-z[\]\\`_^{|}][A-Za-z0-9[\]\\`_^{|}-]{0,29}$/), v.examples(['switchboard'])),
+  nick: v.pipe(v.string(), v.regex(/^[A-Za-z[\]\\`_^{|}][A-Za-z0-9[\]\\`_^{|}-]{0,29}$/, 'an IRC nick: a letter or one of [ ] \\ ` _ ^ { | } first, then also digits and -, at most 30'), v.examples(['switchboard'])),
   /** Channels to join (with their key after a space, if any). */
   channels: v.optional(v.pipe(v.array(text('#switchboard')), v.examples([['#switchboard']])), []),
   /** Server password (PASS). */
@@ -319,7 +319,7 @@ const mailServer = (port: number) =>
 
 const Email = v.strictObject({
   /** The bot's address: replies come from it. */
-  address: v.pipe(v.string(), v.regex(/^[^@\s]+@[^@\s]+$/), v.examples(['bot@example.org'])),
+  address: v.pipe(v.string(), v.regex(/^[^@\s]+@[^@\s]+$/, 'an email address, name@domain'), v.examples(['bot@example.org'])),
   imap: mailServer(993),
   smtp: mailServer(465),
   /** Sender addresses (or globs like "*@example.org") answered; required: strangers are never answered (no backscatter). */
@@ -363,7 +363,7 @@ export const ConfigSchema = v.strictObject({
   security: v.optional(Security, {}),
   tools: v.optional(Tools, {}),
   memory: v.optional(MemoryConfig, {}),
-  agents: v.optional(v.record(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/)), SubAgent), {}),
+  agents: v.optional(v.record(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/, 'a name of lowercase letters, digits, _ and - (starting with a letter, at most 32)')), SubAgent), {}),
   runtime: v.optional(Runtime, {}),
   /** Absent = no HTTP gateway. */
   gateway: v.optional(Gateway),
@@ -397,6 +397,8 @@ export interface SchemaNode {
   readonly options?: readonly unknown[];
   readonly requirement?: unknown;
   readonly examples?: readonly unknown[];
+  /** A pattern's description (`v.regex(…, 'an http:// or https:// URL')`). */
+  readonly message?: unknown;
   readonly item?: SchemaNode;
   readonly value?: SchemaNode;
 }

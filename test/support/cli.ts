@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { logKeyWatcher } from './log-keys.ts';
 
 export const cliPath = fileURLToPath(new URL('../../app/cli.ts', import.meta.url));
 
@@ -34,8 +35,16 @@ export function runCli(args: readonly string[], options: CliOptions = {}): Promi
     const child = spawn(process.execPath, [cliPath, ...args], { cwd: options.cwd ?? tmpdir(), env: { ...baseEnv(), ...options.env } });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const problems: string[] = [];
+    const watchers = { stdout: logKeyWatcher((problem) => problems.push(problem)), stderr: logKeyWatcher((problem) => problems.push(problem)) };
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+      watchers.stdout.feed(chunk.toString('utf8'));
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+      watchers.stderr.feed(chunk.toString('utf8'));
+    });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`switchboard ${args.join(' ')} did not exit within ${options.timeoutMs ?? 20_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
@@ -43,7 +52,10 @@ export function runCli(args: readonly string[], options: CliOptions = {}): Promi
     child.on('error', reject);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
+      watchers.stdout.feed('\n');
+      watchers.stderr.feed('\n');
+      if (problems.length > 0) reject(new Error(`switchboard ${args.join(' ')} logged a line with a repeated key:\n${problems.join('\n')}`));
+      else resolve({ code, signal, stdout, stderr });
     });
     child.stdin.end(options.input ?? '');
   });
@@ -60,11 +72,19 @@ export interface Daemon {
 }
 
 export function startDaemon(args: readonly string[], options: CliOptions = {}): Daemon {
-  const child = spawn(process.execPath, [cliPath, ...args], { cwd: options.cwd ?? tmpdir(), env: { ...baseEnv(), ...options.env } });
+  // Debug level, so the repeated-key check below sees every line a channel can log.
+  const env = { ...baseEnv(), SWITCHBOARD_LOG_LEVEL: 'debug', ...options.env };
+  const child = spawn(process.execPath, [cliPath, ...args], { cwd: options.cwd ?? tmpdir(), env });
   const out = { stdout: '', stderr: '' };
   const listeners: Array<() => void> = [];
+  // A log line with a repeated key fails the running test (as an uncaught error) at once.
+  const keyProblem = (problem: string): never => {
+    throw new Error(`the daemon logged a line with a repeated key:\n${problem}`);
+  };
+  const watchers = { stdout: logKeyWatcher(keyProblem), stderr: logKeyWatcher(keyProblem) };
   const onData = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
     out[stream] += chunk.toString('utf8');
+    watchers[stream].feed(chunk.toString('utf8'));
     for (const listener of [...listeners]) listener();
   };
   child.stdout.on('data', onData('stdout'));
