@@ -20,7 +20,11 @@ import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startEmailPeer, type EmailPeer, type ReceivedMail } from './peers/email.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { testLogger } from './support/log.ts';
+import { requireServers } from './support/servers.ts';
 import { until } from './support/wait.ts';
+
+// Real dovecot and postfix run these tests: without them, fail now with the install line instead of waiting.
+requireServers('dovecot', 'postfix');
 
 const dm: Place = { kind: 'dm', user: 'alice' };
 const env = { TEST_MODEL_KEY: 'sk-email' };
@@ -145,7 +149,7 @@ describe('email with the daemon', () => {
   });
   after(async () => {
     await stop();
-    await model.close();
+    await model?.close();
   });
 
   const texts = (): string[] => peer.botMessages(dm).map((m) => m.text);

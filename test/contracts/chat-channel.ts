@@ -86,9 +86,14 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
       peer = await makePeer();
     });
     after(async () => {
-      await stop();
-      await peer.close();
-      await model.close();
+      // Undo whatever part of before() ran: a peer that failed to start must not leave the
+      // fake model (and so the test file) running.
+      try {
+        await stop();
+        await peer?.close();
+      } finally {
+        await model?.close();
+      }
     });
 
     async function start(policy: { allow?: readonly string[]; mentionOnly?: boolean; stream?: boolean } = {}): Promise<void> {

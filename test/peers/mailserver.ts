@@ -44,6 +44,7 @@ export interface MailServer {
 }
 
 const binaries = ['/usr/sbin/dovecot', '/usr/bin/doveadm', '/usr/sbin/postfix'];
+const RUN_TIMEOUT_MS = 30_000;
 
 /** Starts dovecot + postfix with one mailbox per local part in `users` (password = `<user>pw`). */
 export async function startMailServer(users: readonly string[], domain = 'test.example'): Promise<MailServer> {
@@ -65,10 +66,20 @@ export async function startMailServer(users: readonly string[], domain = 'test.e
       const fd = openSync(commandLog, 'a');
       const child = spawn(command, args, { stdio: ['ignore', fd, fd] });
       closeSync(fd);
-      child.once('error', reject);
-      child.once('exit', (code) =>
-        code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} exited with ${code}: ${readFileSync(commandLog, 'utf8').slice(-2000)}`)),
-      );
+      // A server command that hangs fails the test with what it printed, instead of hanging it.
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new Error(`${command} ${args.join(' ')} did not finish within ${RUN_TIMEOUT_MS} ms: ${readFileSync(commandLog, 'utf8').slice(-2000)}`));
+      }, RUN_TIMEOUT_MS);
+      child.once('error', (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        if (code === 0) resolve();
+        else reject(new Error(`${command} ${args.join(' ')} exited with ${code}: ${readFileSync(commandLog, 'utf8').slice(-2000)}`));
+      });
     });
   const accounts = Object.fromEntries(users.map((user) => [user, { address: `${user}@${domain}`, password: `${user}pw` }]));
 
