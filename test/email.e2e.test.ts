@@ -1,8 +1,9 @@
 /**
  * Email end to end against a real mail system (dovecot + postfix on random local ports, see
  * test/peers/mailserver.ts): the shared contract suites, threaded replies filed in Sent,
- * history across a thread, mail that must never be answered (strangers, autoresponders,
- * bounces), IMAP going away while mail arrives, and a SIGKILL mid-turn.
+ * history across a thread (also from terse clients that name only the bot's reply), mail that
+ * must never be answered (strangers, autoresponders, bounces), IMAP going away while mail
+ * arrives, and a SIGKILL mid-turn.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -132,6 +133,58 @@ describe('email channel without the daemon', () => {
   });
 });
 
+describe('email channel without the daemon: terse replies', () => {
+  const link = { ready: () => undefined, alive: () => undefined, deaf: () => undefined };
+
+  it('a reply naming only the bot\'s mail continues the thread even after the thread record was lost (found in Sent)', async () => {
+    const peer = await sharedPeer();
+    peer.reset();
+    const first = mkdtempSync(join(tmpdir(), 'sb-email-'));
+    const second = mkdtempSync(join(tmpdir(), 'sb-email-'));
+    /** Listens with `channel` until `count` mails were pushed. */
+    const receiveMails = async (channel: Channel, count: number, send: () => Promise<unknown>): Promise<InboundMessage[]> => {
+      const pushed: InboundMessage[] = [];
+      const abort = new AbortController();
+      const listening = channel.listen(async (message) => (pushed.push(message), 'accepted'), abort.signal, link);
+      await send();
+      await until(() => pushed.length === count, `${count} mail(s)`);
+      abort.abort();
+      await listening;
+      return pushed;
+    };
+    try {
+      const before = createEmailChannel(channelConfig(peer), channelContext(first));
+      let root = '';
+      const [question] = await receiveMails(before, 1, async () => (root = await peer.mail('alice', { subject: 'Budget', text: 'Is the budget approved?' })));
+      await before.send({ ...refOf(question!), text: 'Yes.', replyTo: root });
+      await until(() => botMailsTo('alice', peer, root).length === 1, 'the reply');
+      const reply = botMailsTo('alice', peer, root)[0]!;
+
+      // a fresh state dir: the thread book knows neither the thread nor the reply
+      const after = createEmailChannel(channelConfig(peer), channelContext(second));
+      const pushed = await receiveMails(after, 2, async () => {
+        await peer.mail('alice', { subject: 'Re: Budget', text: 'How much?', inReplyTo: reply.messageId, references: [reply.messageId] });
+        // bob was forwarded the bot's reply: his answer is a conversation of his own
+        await peer.mail('bob', { subject: 'Re: Budget', text: 'Me too?', inReplyTo: reply.messageId });
+      });
+      const terse = pushed.find((message) => message.sender.id === peer.users.alice);
+      const stranger = pushed.find((message) => message.sender.id === peer.users.bob);
+      assert.equal(terse!.chat, root, 'the thread of the bot\'s reply, from the Sent folder');
+      assert.equal(terse!.text, 'How much?');
+      assert.equal(stranger!.chat, reply.messageId, 'not alice\'s conversation');
+
+      await after.send({ ...refOf(terse!), text: 'Enough.', replyTo: terse!.id });
+      await until(() => botMailsTo('alice', peer, root).length === 2, 'the second reply');
+      const again = botMailsTo('alice', peer, root)[1]!;
+      assert.equal(again.inReplyTo, terse!.id);
+      assert.deepEqual(again.references, [root, reply.messageId, terse!.id], 'the root first, though the terse reply left it out');
+    } finally {
+      rmSync(first, { recursive: true, force: true });
+      rmSync(second, { recursive: true, force: true });
+    }
+  });
+});
+
 /** The bot's mails in a person's INBOX that belong to the thread started by `root`. */
 function botMailsTo(user: PeerUser, peer: EmailPeer, root: string): ReceivedMail[] {
   return peer.inbox(user).filter((m) => m.from === peer.bot.address && (m.inReplyTo === root || m.references.includes(root)));
@@ -218,6 +271,56 @@ describe('email with the daemon', () => {
     assert.equal(again.inReplyTo, second);
     assert.deepEqual(again.references, [first, reply.messageId, second]);
     assert.equal(again.text, 'echo: Pizza sounds good. What time?');
+    await stop();
+  });
+
+  it('continues the thread when a reply names only the bot\'s reply (terse clients), also after a restart', async () => {
+    await start();
+    model.script({ text: 'How about Luigi?' });
+    const first = await peer.mail('alice', { subject: 'Lunch plans', text: 'Where shall we eat today?' });
+    await until(() => botMailsTo('alice', peer, first).length === 1, 'the reply', 15_000, log);
+    const reply = botMailsTo('alice', peer, first)[0]!;
+
+    // In-Reply-To and References name only the bot's reply, not the thread's root
+    const second = await peer.mail('alice', { subject: 'Re: Lunch plans', text: 'Pizza sounds good. What time?', inReplyTo: reply.messageId, references: [reply.messageId] });
+    await until(() => botMailsTo('alice', peer, first).length === 2, 'the second reply', 15_000, log);
+    assert.deepEqual(
+      model.requests.at(-1)!.body.messages.slice(1).map((m) => m.content),
+      ['Subject: Lunch plans\n\nWhere shall we eat today?', 'How about Luigi?', 'Pizza sounds good. What time?'],
+      'the same conversation: the first exchange is in the history',
+    );
+    const again = botMailsTo('alice', peer, first)[1]!;
+    assert.equal(again.subject, 'Re: Lunch plans');
+    assert.equal(again.inReplyTo, second);
+    assert.deepEqual(again.references, [first, reply.messageId, second], 'the root first, then the terse reply\'s own References');
+
+    // after a restart (the record is durable), In-Reply-To only, no References
+    daemon!.child.kill('SIGTERM');
+    assert.equal((await daemon!.exited).code, 0, `daemon exit code${log()}`);
+    await start({ reuse: true });
+    const third = await peer.mail('alice', { subject: 'Re: Lunch plans', text: 'Noon, then.', inReplyTo: again.messageId });
+    await until(() => botMailsTo('alice', peer, first).length === 3, 'the third reply', 15_000, log);
+    assert.deepEqual(
+      model.requests.at(-1)!.body.messages.slice(1).map((m) => m.content),
+      [
+        'Subject: Lunch plans\n\nWhere shall we eat today?',
+        'How about Luigi?',
+        'Pizza sounds good. What time?',
+        'echo: Pizza sounds good. What time?',
+        'Noon, then.',
+      ],
+      'the same conversation after the restart',
+    );
+    const last = botMailsTo('alice', peer, first)[2]!;
+    assert.equal(last.inReplyTo, third);
+    assert.deepEqual(last.references, [first, again.messageId, third], 'RFC 5322: the In-Reply-To of a mail without References stands in for them');
+    assert.doesNotMatch(daemon!.stdout(), /found in the Sent folder/, 'known from the thread record, not looked up');
+
+    // a reply to a mail the bot never sent is a conversation of its own
+    const stray = await peer.mail('alice', { subject: 'Re: Budget', text: 'And the budget?', inReplyTo: '<unknown@elsewhere.example>', references: ['<unknown@elsewhere.example>'] });
+    await until(() => botMailsTo('alice', peer, stray).length === 1, 'the reply to the stray mail', 15_000, log);
+    assert.deepEqual(model.requests.at(-1)!.body.messages.slice(1).map((m) => m.content), ['And the budget?'], 'no history');
+    assert.deepEqual(botMailsTo('alice', peer, stray)[0]!.references, ['<unknown@elsewhere.example>', stray]);
     await stop();
   });
 

@@ -2,8 +2,8 @@
 import { ImapFlow } from 'imapflow';
 import { simpleParser } from 'mailparser';
 import type { EmailConfig } from '../../src/config/schema.ts';
-import { firstAddress, messageIds, threadRoot } from './inbound.ts';
-import type { ReplyTarget } from './threads.ts';
+import { firstAddress, messageIds, parentReferences, threadRoot } from './inbound.ts';
+import type { ReplyTarget, SentMail } from './threads.ts';
 
 /** A client for the configured server (not yet connected). imapflow's own IDLE is off: the listen loop runs IDLE itself. */
 export function imapClient(config: EmailConfig): ImapFlow {
@@ -103,8 +103,41 @@ export async function findReplyTarget(client: ImapFlow, folder: string, messageI
       address: from.address,
       ...(from.name ? { name: from.name } : {}),
       subject: mail.subject ?? '',
-      references: messageIds(mail.references),
+      references: parentReferences(mail),
     };
+  } finally {
+    lock.release();
+  }
+}
+
+/** Most Message-IDs of one mail looked up in the Sent folder (a long References is mostly older mail). */
+const MAX_SENT_LOOKUP = 20;
+
+/**
+ * The mails from `self` in `folder` (the Sent folder) with one of `ids` (the first
+ * MAX_SENT_LOOKUP of them), in the order of `ids`, each with the thread it belongs to (the
+ * bot's replies start References with their thread's root) and whom it went to; for a reply
+ * naming a bot mail that the thread book no longer knows.
+ */
+export async function findSentMail(client: ImapFlow, folder: string, ids: readonly string[], self: string): Promise<SentMail[]> {
+  const wanted = ids.slice(0, MAX_SENT_LOOKUP);
+  if (wanted.length === 0) return [];
+  const lock = await client.getMailboxLock(folder, { readOnly: true });
+  try {
+    const criteria = wanted.map((id) => ({ header: { 'message-id': id } }));
+    const uids = await client.search(criteria.length === 1 ? criteria[0]! : { or: criteria }, { uid: true });
+    const found: SentMail[] = [];
+    for (const uid of uids || []) {
+      const fetched = await client.fetchOne(String(uid), { uid: true, headers: true }, { uid: true });
+      if (!fetched || !fetched.headers) continue;
+      const mail = await simpleParser(fetched.headers);
+      const id = messageIds(mail.messageId)[0];
+      const to = firstAddress(mail.to)?.address;
+      if (id === undefined || to === undefined || !wanted.includes(id) || firstAddress(mail.from)?.address !== self.toLowerCase()) continue;
+      const headers = { ...(mail.references === undefined ? {} : { references: mail.references }), ...(mail.inReplyTo === undefined ? {} : { inReplyTo: mail.inReplyTo }) };
+      found.push({ id, chat: threadRoot({ ...headers, messageId: id }), to });
+    }
+    return found.sort((a, b) => wanted.indexOf(a.id) - wanted.indexOf(b.id));
   } finally {
     lock.release();
   }

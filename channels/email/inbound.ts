@@ -5,7 +5,8 @@
  *
  * Ids: `id` is the Message-ID with its angle brackets ("<abc@example.org>"), stable across
  * redeliveries; `chat` is the thread's root Message-ID (the first of References, else
- * In-Reply-To, else the mail's own id), so every mail of one thread is one conversation.
+ * In-Reply-To, else the mail's own id — or, for a reply that names only a mail the bot sent,
+ * that mail's thread: `knownThread`), so every mail of one thread is one conversation.
  */
 import { createHash } from 'node:crypto';
 import type { AddressObject, HeaderLines, ParsedMail } from 'mailparser';
@@ -66,9 +67,61 @@ export function messageIds(value: string | readonly string[] | undefined): strin
   return text.match(/<[^<>\s]+>/g) ?? [];
 }
 
-/** The thread a mail belongs to: the first id of References, else In-Reply-To, else its own id. */
-export function threadRoot(mail: { references?: string | readonly string[]; inReplyTo?: string; messageId: string }): string {
+/** The thread headers of a mail, as mailparser gives them. */
+export interface ThreadHeaders {
+  readonly references?: string | readonly string[];
+  readonly inReplyTo?: string;
+}
+
+/** The thread a mail belongs to by its headers alone: the first id of References, else In-Reply-To, else its own id. */
+export function threadRoot(mail: ThreadHeaders & { messageId: string }): string {
   return messageIds(mail.references)[0] ?? messageIds(mail.inReplyTo)[0] ?? mail.messageId;
+}
+
+/**
+ * The ids a reply to this mail puts before the mail's own id in References (RFC 5322 §3.6.4):
+ * its References, else its In-Reply-To when that names exactly one mail.
+ */
+export function parentReferences(mail: ThreadHeaders): string[] {
+  const references = messageIds(mail.references);
+  if (references.length > 0) return references;
+  const inReplyTo = messageIds(mail.inReplyTo);
+  return inReplyTo.length === 1 ? inReplyTo : [];
+}
+
+/** The Message-IDs a mail names as earlier mail of its thread, newest first: In-Reply-To, then References from the end. */
+export function namedIds(mail: ThreadHeaders): string[] {
+  return [...new Set([...messageIds(mail.inReplyTo), ...messageIds(mail.references).reverse()])];
+}
+
+/** What the channel knows about earlier mail (its thread book). */
+export interface KnownMail {
+  /** Whether mail of the thread with this root was seen. */
+  hasThread(chat: string): boolean;
+  /** The thread of the mail the bot sent to `to` with this Message-ID, if it sent one. */
+  sentThread(id: string, to: string): string | undefined;
+}
+
+/**
+ * The known thread a mail from `sender` continues: the first id it names (References oldest
+ * first, then In-Reply-To) that is the root of a known thread; else the thread of a mail the
+ * bot sent to `sender` that it names (the newest). Terse clients (some mobile and web ones)
+ * name only the bot's mail they answer, not the thread's root: this keeps their replies in the
+ * conversation. A bot mail is followed only for the person it went to: someone it was
+ * forwarded to starts a conversation of their own.
+ *
+ * Undefined when the mail names none of these — a new mail, or a reply into a thread the
+ * channel does not know: then `threadRoot` decides.
+ */
+export function knownThread(mail: ThreadHeaders, sender: string, known: KnownMail): string | undefined {
+  const named = namedIds(mail);
+  const root = [...named].reverse().find((id) => known.hasThread(id));
+  if (root !== undefined) return root;
+  for (const id of named) {
+    const chat = known.sentThread(id, sender);
+    if (chat !== undefined) return chat;
+  }
+  return undefined;
 }
 
 /** A stable id for a mail without a Message-ID (its header block does not change between deliveries). */
@@ -110,6 +163,8 @@ export interface NormaliseOptions {
   readonly messageId: string;
   /** When the mail has no usable Date header (IMAP INTERNALDATE). */
   readonly receivedAt: number;
+  /** The thread, when the channel knows it (`knownThread`); else the root its headers name (`threadRoot`). */
+  readonly chat?: string;
 }
 
 /** The InboundMessage for a parsed mail (attachments are added by the caller once saved). */
@@ -123,7 +178,9 @@ export function normalise(mail: ParsedMail, options: NormaliseOptions): InboundM
   return {
     channel: options.channel,
     account: options.account,
-    chat: threadRoot({ ...(references === undefined ? {} : { references }), ...(inReplyTo === undefined ? {} : { inReplyTo }), messageId: options.messageId }),
+    chat:
+      options.chat ??
+      threadRoot({ ...(references === undefined ? {} : { references }), ...(inReplyTo === undefined ? {} : { inReplyTo }), messageId: options.messageId }),
     id: options.messageId,
     sender: { id: from.address, ...(from.name ? { name: from.name } : {}) },
     text: composeText(mail.subject, bodyText(mail), firstOfThread),

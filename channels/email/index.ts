@@ -6,8 +6,10 @@
  * Message-ID, `account` the bot's address, `sender.id` the From address (lower-cased).
  * Replies go to the From address of the mail answered, as a proper reply ("Re: …",
  * In-Reply-To, References) from the bot's address, and are saved in the Sent folder. What a
- * reply needs about the mail it answers is kept in a small file in the channel's state
- * directory (threads.ts); if that was lost, the mail is looked up by Message-ID over IMAP.
+ * reply needs about the mail it answers, and the thread of every mail the bot sent, are kept
+ * in a small file in the channel's state directory (threads.ts); if that was lost, the mail
+ * is looked up by Message-ID over IMAP (the INBOX for mail answered, the Sent folder for the
+ * bot's own).
  * Mail that must never be answered (bounces, lists, autoresponders, the bot's own) is
  * marked \Seen and logged, never pushed.
  */
@@ -31,11 +33,11 @@ import {
 import type { EmailConfig } from '../../src/config/schema.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
 import { describeSmtpError, toSendError } from './errors.ts';
-import { closeClient, findReplyTarget, findSentFolder, imapClient, savesSentMailItself } from './imap.ts';
+import { closeClient, findReplyTarget, findSentFolder, findSentMail, imapClient, savesSentMailItself } from './imap.ts';
 import { replySubject } from './inbound.ts';
 import { HEARTBEAT_MS, receive } from './receive.ts';
 import { renderHtml, renderPlain } from './render.ts';
-import { ThreadBook, type ReplyTarget } from './threads.ts';
+import { ThreadBook, type ReplyTarget, type SentMail } from './threads.ts';
 
 /** A reply is one mail: the limit only guards against absurd lengths. */
 export const EMAIL_LIMIT = 100_000;
@@ -61,8 +63,10 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
   });
   /** Per thread, the mail the reply being sent answers: a reply's later parts (sent without replyTo) answer it too. */
   const answering = new Map<string, ReplyTarget>();
-  /** undefined: not looked up yet; null: the server has no Sent folder (or saves sent mail itself). */
+  /** undefined: not looked up yet; null: the server has no Sent folder. */
   let sentFolder: string | null | undefined;
+  /** Whether the server files mail sent through its SMTP in Sent by itself (undefined: not known yet). */
+  let savesSentItself: boolean | undefined;
 
   async function withImap<T>(work: (client: ReturnType<typeof imapClient>) => Promise<T>): Promise<T> {
     const client = imapClient(config);
@@ -94,13 +98,48 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
       throw new SendError(`looking up ${wanted.join(', ')} over IMAP failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
     if (!found) throw new SendError(`no mail to answer in thread ${ref.chat}: neither in the local record nor in ${config.folder}`, { permanent: true });
-    threads.record(found);
-    return found;
+    // The conversation is the outbound message's: its headers alone may name another root (a terse client's reply).
+    const target = { ...found, chat: ref.chat };
+    threads.record(target);
+    return target;
   }
 
-  /** Mail options for a reply to `target` (headers, subject, addresses). */
-  function replyHeaders(target: ReplyTarget): Mail.Options {
-    const references = [...new Set([...target.references, target.id])];
+  /** The Sent folder's path (looked up once per channel), or null when the server has none. */
+  async function sentFolderOf(client: ReturnType<typeof imapClient>): Promise<string | null> {
+    if (sentFolder === undefined) {
+      sentFolder = (await findSentFolder(client)) ?? null;
+      log.info({ folder: sentFolder }, sentFolder ? 'Sent folder found' : 'the server has no Sent folder');
+    }
+    return sentFolder;
+  }
+
+  /** For receive: the thread of a bot mail named by a reply that the thread book does not know, from the Sent folder. */
+  async function findSentThread(ids: readonly string[], sender: string): Promise<string | undefined> {
+    if (sentFolder === null) return undefined;
+    try {
+      const found = await withImap(async (client) => {
+        const folder = await sentFolderOf(client);
+        return folder === null ? [] : findSentMail(client, folder, ids, address);
+      });
+      for (const mail of found) threads.recordSent(mail);
+      const chat = found.find((mail) => mail.to === sender)?.chat;
+      if (found.length > 0) log.info({ messageIds: ids, found: found.map((mail) => mail.id), chat }, 'reply to a mail the bot sent, found in the Sent folder');
+      return chat;
+    } catch (error) {
+      // Not fatal: the mail is still answered, in the thread its headers name.
+      log.warn({ messageIds: ids, reason: error instanceof Error ? error.message : String(error) }, 'looking the mails a reply names up in the Sent folder failed');
+      return undefined;
+    }
+  }
+
+  /**
+   * Mail options for a reply to `target` (headers, subject, addresses). References start with
+   * the thread's root even when the mail answered left it out (a terse client's reply naming
+   * only the bot's mail): clients thread by it, and a reply to this mail that keeps it lands
+   * in the thread by its headers alone.
+   */
+  function replyHeaders(target: ReplyTarget): Mail.Options & { readonly messageId: string } {
+    const references = [...new Set([target.chat, ...target.references, target.id])];
     const kept = references.length > MAX_REFERENCES ? [references[0]!, ...references.slice(-(MAX_REFERENCES - 1))] : references;
     return {
       from: { name: ctx.assistantName, address: config.address },
@@ -117,11 +156,19 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
     };
   }
 
-  /** Sends a composed mail to `to` and files a copy in Sent. */
-  async function deliver(options: Mail.Options, to: string, what: string): Promise<void> {
+  /**
+   * Sends a composed mail to `to` and files a copy in Sent. Its Message-ID is recorded with its
+   * thread before it is handed to SMTP, so that a crash can never leave a sent mail unrecorded
+   * (a crash or a failure before the send leaves a record of a mail never sent: harmless, no
+   * reply names it; a retry is a new mail with a new Message-ID). Were the record lost anyway
+   * (state directory wiped, a power cut before the OS wrote the file), a reply naming the mail
+   * finds it in the Sent folder (`findSentThread`).
+   */
+  async function deliver(options: Mail.Options, sent: SentMail, what: string): Promise<void> {
+    threads.recordSent(sent);
     const raw = await new MailComposer(options).compile().build();
     try {
-      await transport.sendMail({ envelope: { from: config.address, to: [to] }, raw });
+      await transport.sendMail({ envelope: { from: config.address, to: [sent.to] }, raw });
     } catch (error) {
       const failure = toSendError(error, what);
       log.warn({ reason: describeSmtpError(error), permanent: failure.permanent }, `${what} failed`);
@@ -134,13 +181,14 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
   }
 
   async function fileInSent(raw: Buffer): Promise<void> {
-    if (sentFolder === null) return;
+    if (sentFolder === null || savesSentItself === true) return;
     await withImap(async (client) => {
-      if (sentFolder === undefined) {
-        sentFolder = savesSentMailItself(client) ? null : ((await findSentFolder(client)) ?? null);
-        log.info({ folder: sentFolder }, sentFolder ? 'replies are saved in the Sent folder' : 'no Sent folder to save replies in');
+      if (savesSentItself === undefined) {
+        savesSentItself = savesSentMailItself(client);
+        if (savesSentItself) log.info('the server saves sent mail in Sent itself');
       }
-      if (sentFolder) await client.append(sentFolder, raw, ['\\Seen']);
+      const folder = savesSentItself ? null : await sentFolderOf(client);
+      if (folder) await client.append(folder, raw, ['\\Seen']);
     });
   }
 
@@ -153,7 +201,7 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
     livenessTimeoutMs: heartbeatMs * 2 + 30_000,
 
     listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
-      return receive({ config, ctx, threads, log }, push, signal, link);
+      return receive({ config, ctx, threads, log, findSentThread }, push, signal, link);
     },
 
     async send(message: OutboundMessage): Promise<void> {
@@ -161,9 +209,10 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
       answering.delete(message.chat); // re-inserted at the end: the thread answered longest ago is dropped first
       answering.set(message.chat, target);
       if (answering.size > 1000) answering.delete(answering.keys().next().value!);
+      const headers = replyHeaders(target);
       await deliver(
-        { ...replyHeaders(target), text: renderPlain(message.text), ...(config.html ? { html: renderHtml(message.text) } : {}) },
-        target.address,
+        { ...headers, text: renderPlain(message.text), ...(config.html ? { html: renderHtml(message.text) } : {}) },
+        { id: headers.messageId, chat: message.chat, to: target.address },
         'sending the reply',
       );
     },
@@ -174,9 +223,10 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
         throw new SendError(`${file.name} is ${(size / 1024 / 1024).toFixed(1)} MB, over the ${config.max_message_mb} MB mail limit`, { permanent: true });
       }
       const target = await replyTarget(ref, undefined);
+      const headers = replyHeaders(target);
       await deliver(
-        { ...replyHeaders(target), text: `Attached: ${file.name}`, attachments: [{ filename: file.name, content: await readFile(file.path) }] },
-        target.address,
+        { ...headers, text: `Attached: ${file.name}`, attachments: [{ filename: file.name, content: await readFile(file.path) }] },
+        { id: headers.messageId, chat: ref.chat, to: target.address },
         'sending a file',
       );
     },

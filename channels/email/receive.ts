@@ -19,7 +19,7 @@ import type { Logger } from 'pino';
 import type { Attachment, ChannelContext, InboundMessage, ListenLink, Push } from '../../src/channel.ts';
 import type { EmailConfig } from '../../src/config/schema.ts';
 import { closeClient, imapClient, Waker } from './imap.ts';
-import { firstAddress, loopGuard, messageIds, normalise, syntheticMessageId } from './inbound.ts';
+import { firstAddress, knownThread, loopGuard, messageIds, namedIds, normalise, parentReferences, syntheticMessageId } from './inbound.ts';
 import type { ThreadBook } from './threads.ts';
 
 /** Longest wait without talking to the server (a NOOP or a poll), so a dead connection shows. */
@@ -30,6 +30,12 @@ export interface ReceiveOptions {
   readonly ctx: ChannelContext;
   readonly threads: ThreadBook;
   readonly log: Logger;
+  /**
+   * The thread of a mail the bot sent to `sender`, the first of `ids` (newest first) found in
+   * its Sent folder; for replies that name no mail the thread book knows. Never throws (a
+   * failed lookup is logged and gives undefined).
+   */
+  readonly findSentThread: (ids: readonly string[], sender: string) => Promise<string | undefined>;
 }
 
 export async function receive(options: ReceiveOptions, push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
@@ -119,11 +125,17 @@ async function readMail(options: ReceiveOptions, client: ImapFlow, uid: number, 
   const full = await client.fetchOne(String(uid), { uid: true, source: true }, { uid: true });
   if (!full || !full.source) return;
   let mail: ParsedMail;
-  let message: InboundMessage;
   try {
     mail = await simpleParser(full.source);
+  } catch (error) {
+    log.warn({ err: error }, 'mail not answered: it could not be read');
+    return markSeen();
+  }
+  const chat = await threadOf(options, mail, from ?? '');
+  let message: InboundMessage;
+  try {
     const internalDate = head.internalDate instanceof Date ? head.internalDate.getTime() : Date.now();
-    message = normalise(mail, { channel: ctx.name, account: self, messageId: id, receivedAt: internalDate });
+    message = normalise(mail, { channel: ctx.name, account: self, messageId: id, receivedAt: internalDate, ...(chat === undefined ? {} : { chat }) });
   } catch (error) {
     log.warn({ err: error }, 'mail not answered: it could not be read');
     return markSeen();
@@ -135,12 +147,25 @@ async function readMail(options: ReceiveOptions, client: ImapFlow, uid: number, 
     address: message.sender.id,
     ...(message.sender.name ? { name: message.sender.name } : {}),
     subject: mail.subject ?? '',
-    references: messageIds(mail.references),
+    references: parentReferences(mail),
   });
   const result = await push(attachments.length > 0 ? { ...message, attachments } : message);
   if (result === 'duplicate') log.info('mail handed out again (not yet marked read): already in the inbox');
   else log.debug({ chat: message.chat }, 'mail received');
   await markSeen();
+}
+
+/**
+ * The thread of a reply the thread book knows (a known root, or a mail the bot sent), else
+ * the one the bot's Sent folder knows (the book lost it, or dropped it as too old); undefined
+ * for a new mail or a thread the bot never took part in (the root its headers name decides).
+ */
+async function threadOf(options: ReceiveOptions, mail: ParsedMail, sender: string): Promise<string | undefined> {
+  const headers = { ...(mail.references === undefined ? {} : { references: mail.references }), ...(mail.inReplyTo === undefined ? {} : { inReplyTo: mail.inReplyTo }) };
+  const known = knownThread(headers, sender, options.threads);
+  if (known !== undefined) return known;
+  const named = namedIds(headers);
+  return named.length === 0 ? undefined : options.findSentThread(named, sender);
 }
 
 /** Saves the mail's files (not images embedded in its HTML) in the workspace. */
