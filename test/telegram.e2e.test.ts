@@ -5,7 +5,7 @@
  * 429 on sendMessage, and webhook mode.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -211,5 +211,62 @@ describe('telegram webhook mode', () => {
     await quiet();
     assert.equal(peer.botMessages(dm).length, 1, 'nothing answered the forged update');
     assert.doesNotMatch(JSON.stringify(model.requests), /forged/);
+  });
+});
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+describe('telegram against a server that answers getUpdates at once (no long polling)', () => {
+  let model: FakeOpenAI;
+  let peer: TelegramPeer;
+  let config: ReturnType<typeof tempConfig>;
+  let daemon: Daemon | undefined;
+
+  before(async () => {
+    model = await startFakeOpenAI();
+    peer = await startTelegramPeer({ ignoreTimeout: true });
+    config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n${peer.configSection()}allow = ["${peer.users.alice}"]\n`);
+    daemon = startDaemon(['start', '--config', config.file], { env });
+    await daemon.waitFor(/"msg":"ready"/, 'stdout', 20_000);
+  });
+  after(async () => {
+    if (daemon) {
+      daemon.child.kill('SIGTERM');
+      await daemon.exited;
+    }
+    config?.cleanup();
+    await peer?.close();
+    await model?.close();
+  });
+
+  it('does not spin while idle, says so once, and still answers within a second or two', async (t) => {
+    await daemon!.waitFor(/answers getUpdates at once/, 'stdout', 10_000);
+    const pid = daemon!.child.pid!;
+    const polls = (): number => peer.calls.filter((c) => c.method === 'getUpdates').length;
+    const cpuBefore = cpuSeconds(pid);
+    const pollsBefore = polls();
+    const started = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+    const seconds = (Date.now() - started) / 1000;
+    const share = (cpuSeconds(pid) - cpuBefore) / seconds;
+    const rate = (polls() - pollsBefore) / seconds;
+    assert.ok(share < 0.05, `idle CPU ${(share * 100).toFixed(1)} % of a core over ${seconds.toFixed(1)} s (${rate.toFixed(1)} polls/s)`);
+    assert.ok(rate <= 3, `${rate.toFixed(1)} getUpdates a second while idle`);
+    const warnings = daemon!.stdout().split('\n').filter((line) => line.includes('answers getUpdates at once'));
+    assert.equal(warnings.length, 1, 'the warning is logged once');
+    assert.match(warnings[0]!, new RegExp(`"server":"${peer.apiRoot}"`));
+    assert.doesNotMatch(warnings[0]!, new RegExp(peer.token), 'the token stays out of the log');
+
+    const sent = Date.now();
+    await peer.post('alice', dm, 'are you there?');
+    await until(() => peer.botMessages(dm).length === 1, 'the reply', 10_000, () => daemon!.stdout().slice(-3000));
+    const latency = Date.now() - sent;
+    assert.equal(peer.botMessages(dm)[0]!.text, 'echo: are you there?');
+    assert.ok(latency < 3000, `answered after ${latency} ms`);
+    t.diagnostic(`idle CPU ${(share * 100).toFixed(2)} % of a core over ${seconds.toFixed(1)} s, ${rate.toFixed(2)} getUpdates/s, reply after ${latency} ms`);
   });
 });

@@ -247,3 +247,14 @@ describe('telegram channel in webhook mode', () => {
     assert.equal(bot.pushed.length, before);
   });
 });
+
+describe('getUpdates answered early (no long polling)', () => {
+  it('counts an empty answer well before the timeout as early, a held one or timeout 0 not', async () => {
+    const { answeredEarly, earlyPauseMs } = await import('./poll.ts');
+    assert.equal(answeredEarly(30, 5), true);
+    assert.equal(answeredEarly(30, 14_000), true);
+    assert.equal(answeredEarly(30, 29_000), false);
+    assert.equal(answeredEarly(0, 5), false, 'timeout 0 asks for an immediate answer');
+    assert.deepEqual([1, 2, 3, 4, 5, 6, 10].map(earlyPauseMs), [50, 100, 200, 400, 800, 1000, 1000]);
+  });
+});

@@ -161,7 +161,7 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
       });
       if (signal.aborted) return;
       link.ready();
-      await poll({ api, token, timeoutSeconds: config.poll_timeout_seconds, livenessMs, log, state, handle: handleUpdate }, signal, link);
+      await poll({ api, token, timeoutSeconds: config.poll_timeout_seconds, server: apiRoot, livenessMs, log, state, handle: handleUpdate }, signal, link);
     },
 
     async send(message: OutboundMessage): Promise<void> {

@@ -25,6 +25,8 @@ export interface PollOptions {
   readonly api: Api;
   readonly token: string;
   readonly timeoutSeconds: number;
+  /** The Bot API server, for log lines (its root URL: never the token). */
+  readonly server: string;
   readonly livenessMs: number;
   readonly log: Logger;
   readonly state: PollState;
@@ -35,11 +37,36 @@ export interface PollOptions {
 /** Failed polls in a row retried here before giving up to the supervisor (which backs off further). */
 const MAX_RETRIES = 5;
 
+/**
+ * A server that answers an empty getUpdates long before the `timeout` it was asked to hold
+ * it for (telegram-test-api, some proxies and self-hosted Bot API servers) would make this
+ * loop spin at thousands of requests a second. An empty answer sooner than this share of the
+ * timeout counts as early; early answers in a row wait before the next poll, doubling from
+ * EARLY_PAUSE_MS up to EARLY_PAUSE_MAX_MS — so a message is still picked up within about a
+ * second, at about one request a second. A held poll or an update resets it.
+ */
+const EARLY_SHARE = 0.5;
+const EARLY_PAUSE_MS = 50;
+const EARLY_PAUSE_MAX_MS = 1000;
+
+/** How long to wait after the `streak`-th early empty answer in a row. */
+export function earlyPauseMs(streak: number): number {
+  return Math.min(EARLY_PAUSE_MAX_MS, EARLY_PAUSE_MS * 2 ** Math.max(0, streak - 1));
+}
+
+/** Whether an empty answer after `elapsedMs` to a poll asking for `timeoutSeconds` came early. */
+export function answeredEarly(timeoutSeconds: number, elapsedMs: number): boolean {
+  return timeoutSeconds > 0 && elapsedMs < timeoutSeconds * 1000 * EARLY_SHARE;
+}
+
 export async function poll(options: PollOptions, signal: AbortSignal, link: ListenLink): Promise<void> {
   const { api, log, state } = options;
   let failures = 0;
+  let early = 0;
+  let warned = false;
   while (!signal.aborted) {
     let updates: Update[];
+    const asked = performance.now();
     try {
       updates = await api.getUpdates(
         { ...(state.offset === undefined ? {} : { offset: state.offset }), timeout: options.timeoutSeconds, allowed_updates: [...ALLOWED_UPDATES] },
@@ -62,6 +89,20 @@ export async function poll(options: PollOptions, signal: AbortSignal, link: List
     }
     failures = 0;
     link.alive();
+    if (updates.length === 0 && answeredEarly(options.timeoutSeconds, performance.now() - asked)) {
+      early++;
+      if (!warned) {
+        warned = true;
+        const answeredInMs = Math.round(performance.now() - asked);
+        log.warn(
+          { server: options.server, timeoutSeconds: options.timeoutSeconds, answeredInMs },
+          'this Bot API server answers getUpdates at once instead of holding it (no long polling); polling about once a second instead of spinning',
+        );
+      }
+      if (!(await pause(earlyPauseMs(early), signal))) return;
+      continue;
+    }
+    early = 0;
     for (const update of updates) {
       if (signal.aborted) return; // unconfirmed: Telegram hands it out again
       await whileAlive(link, options.livenessMs, () => options.handle(update));

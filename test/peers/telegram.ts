@@ -37,6 +37,8 @@ export interface ApiCall { readonly method: string; readonly params: Json; statu
 export interface TelegramPeerOptions {
   /** Configure the bot for webhook mode: updates are POSTed to it instead of handed to getUpdates. */
   readonly webhook?: boolean;
+  /** Answer getUpdates at once, ignoring its `timeout` (as telegram-test-api and some proxies do). */
+  readonly ignoreTimeout?: boolean;
 }
 
 export interface TelegramPeer extends ChatPeer {
@@ -235,7 +237,7 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     }
     waiting = [];
     const limit = Math.min(100, Math.max(1, Number(params.limit ?? 100)));
-    const timeout = Math.min(50, Math.max(0, Number(params.timeout ?? 0)));
+    const timeout = options.ignoreTimeout ? 0 : Math.min(50, Math.max(0, Number(params.timeout ?? 0)));
     if (updates.length > 0 || timeout === 0) return answer(res, limit);
     const poll: Poll = { params, res };
     poll.timer = setTimeout(() => {
