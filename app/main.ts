@@ -1,10 +1,12 @@
 /**
- * The CLI: `start`, `chat`, `--help`, `--version`. Usage errors exit 2, config errors 78.
+ * The CLI: `start`, `chat`, `--help`, `--version`. Usage errors exit 2, config errors 78,
+ * a data_dir that cannot be created or written 73.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, EXIT_CONFIG } from '../src/config/load.ts';
 import { DataDirInUseError } from '../src/store/lock.ts';
+import { EXIT_CANTCREAT, FileSystemError } from '../src/store/files.ts';
 
 const EXIT_USAGE = 2;
 
@@ -81,6 +83,10 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`switchboard: ${error.message}\n`);
       return 1;
     }
+    if (error instanceof FileSystemError) {
+      process.stderr.write(`switchboard: ${error.message} Nothing was started.\n`);
+      return EXIT_CANTCREAT;
+    }
     throw error;
   }
 }
@@ -156,6 +162,10 @@ async function runOperator(run: OperatorRun, args: readonly string[], configFlag
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
       return EXIT_CONFIG;
+    }
+    if (error instanceof FileSystemError) {
+      process.stderr.write(`switchboard: ${error.message}\n`);
+      return EXIT_CANTCREAT;
     }
     throw error;
   }

@@ -4,10 +4,11 @@
  * it reads them as "${NAME}", and the answer tells where to put them. An existing config is
  * kept as `.bak` first. Answers come from any stream, so tests script them.
  */
-import { chmodSync, copyFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseConfig } from '../src/config/load.ts';
+import { makeDirectory } from '../src/store/files.ts';
 import { checkEndpoint } from './doctor-remote.ts';
 import { chatProbe } from './doctor.ts';
 
@@ -81,7 +82,7 @@ export async function runOnboard(args: readonly string[], io: OnboardIo): Promis
     io.stdout.write(`${result.ok ? '✓' : '✗'} ${result.detail}${result.fix && !result.ok ? `; fix: ${result.fix}` : ''}\n`);
     if (!result.ok && !/^y/i.test(await ask('Write the config anyway?', 'no'))) return 1;
 
-    mkdirSync(dirname(target), { recursive: true });
+    makeDirectory(dirname(target));
     if (existsSync(target)) {
       let backup = `${target}.bak`;
       for (let n = 1; existsSync(backup); n++) backup = `${target}.bak.${n}`;

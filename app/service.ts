@@ -11,6 +11,7 @@ import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, locateConfig } from '../src/config/load.ts';
+import { FileSystemError, makeDirectory } from '../src/store/files.ts';
 
 /** Runs `systemctl <args>`; resolves with the exit code and combined output. */
 export type SystemctlRunner = (args: readonly string[]) => Promise<{ readonly code: number; readonly output: string }>;
@@ -116,8 +117,9 @@ export async function runServiceCommand(args: readonly string[], io: ServiceIo):
     writeFileSync(`${unitPath}.tmp`, unit, { mode: 0o644 });
     renameSync(`${unitPath}.tmp`, unitPath);
     // A user unit runs as us: create the data_dir now (private), or ReadWritePaths has nothing to open.
-    if (user) mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    if (user) makeDirectory(dataDir);
   } catch (error) {
+    if (error instanceof FileSystemError) return fail(io, error.in({ dataDir, configFile: configPath }).message);
     return fail(io, `cannot write ${unitPath}: ${errorText(error)}${user ? '' : ' (run it with sudo, or use --user)'}`);
   }
   io.stdout.write(`wrote ${unitPath}\n`);
