@@ -25,7 +25,7 @@ interface Run {
 function run(args: readonly string[], options: { uid?: number; cwd: string; timeoutMs?: number }): Promise<Run> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const env = { ...process.env, TEST_MODEL_KEY: 'k' };
+    const env: NodeJS.ProcessEnv = { ...process.env, TEST_MODEL_KEY: 'k' };
     delete env.SWITCHBOARD_CONFIG;
     delete env.SWITCHBOARD_LOG_LEVEL;
     const child = spawn(process.execPath, [cliPath, ...args], { cwd: options.cwd, env, ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.uid }) });
