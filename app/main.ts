@@ -23,7 +23,7 @@ Commands:
   onboard        answer a few questions, check the model key, write a commented config
   doctor         check config, model key, channel credentials, data_dir, disk, service unit [--json]
   service        install | uninstall [--user] [--dry-run]   (systemd unit, enabled and started)
-  help           show this help
+  help [COMMAND] show this help, or a command's (as does COMMAND --help)
 
 Options:
   -c, --config FILE   config file (default: $SWITCHBOARD_CONFIG, ./switchboard.toml,
@@ -36,11 +36,83 @@ Examples:
   printf 'hi\\nand you?\\n' | switchboard chat
 `;
 
+/** `switchboard <command> --help` for the commands main.ts runs itself. */
+const ownUsage: Readonly<Record<string, string>> = {
+  start: `Usage: switchboard start [--config FILE]
+
+Runs the daemon in the foreground until SIGINT/SIGTERM: every channel that has a
+[channels.…] table, and the HTTP gateway when [gateway] is configured. Logs go to stdout
+(to stderr when [channels.terminal] is configured). SIGHUP re-reads the config.
+
+Options:
+  -c, --config FILE   config file (default: $SWITCHBOARD_CONFIG, ./switchboard.toml,
+                      ~/.config/switchboard/config.toml)
+  -h, --help          show this help
+
+Exit codes: 0 stopped cleanly, 78 config error, 73 data_dir cannot be created or written,
+1 data_dir in use by another Switchboard process.
+`,
+  chat: `Usage: switchboard chat [--config FILE]
+
+Talks to the agent from this terminal, through the terminal channel (whatever channels the
+config has). Lines piped in are messages: chat exits once the input has ended and every
+reply is out. Warnings and errors go to stderr.
+
+Options:
+  -c, --config FILE   config file (default: as for start)
+  -h, --help          show this help
+
+Exit codes: as for start.
+`,
+  reload: `Usage: switchboard reload [--config FILE]
+
+Makes the running daemon re-read its config: through the gateway (POST /api/reload) when
+[gateway] is configured, else SIGHUP to the pid in <data_dir>/switchboard.pid. Changed
+channels restart alone; keys that need a restart are named. A config the daemon rejects
+changes nothing: it keeps running with the config it had.
+
+Options:
+  -c, --config FILE   the daemon's config file (default: as for start)
+  -h, --help          show this help
+
+Exit codes: 0 reloaded (or signalled), 1 no running daemon found or the daemon rejected the
+new config, 78 the file is invalid here (the daemon was not asked).
+`,
+};
+
+/** The usage of any command; the operator commands' live in their modules, loaded only for this. */
+async function usageOf(command: string): Promise<string | undefined> {
+  if (ownUsage[command] !== undefined) return ownUsage[command];
+  switch (command) {
+    case 'memory':
+      return (await import('./memory-cli.ts')).memoryUsage;
+    case 'pairing':
+      return (await import('./pairing-cli.ts')).pairingUsage;
+    case 'status':
+      return (await import('./status-cli.ts')).statusUsage;
+    case 'doctor':
+      return (await import('./doctor.ts')).doctorUsage;
+    case 'service':
+      return (await import('./service.ts')).serviceUsage;
+    case 'onboard':
+      return (await import('./onboard.ts')).onboardUsage;
+    case 'help':
+      return usage;
+    default:
+      return undefined;
+  }
+}
+
 const commands = new Set(['start', 'chat', 'help']);
 
 /** Runs the CLI and returns the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   const operator = operatorCommand(argv);
+  // Every command answers --help (before its config is read: help needs none).
+  if (operator && operator.rest.some((arg) => arg === '--help' || arg === '-h')) {
+    process.stdout.write((await usageOf(operator.name)) ?? usage);
+    return 0;
+  }
   if (operator) return runOperator(operator.run, operator.rest, operator.config);
   let parsed;
   try {
@@ -63,6 +135,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const [command, ...extra] = positionals;
+  // `switchboard help doctor` = `switchboard doctor --help`.
+  if (command === 'help' && extra.length === 1) {
+    const text = await usageOf(extra[0]!);
+    if (text === undefined) return usageError(`unknown command "${extra[0]}"`);
+    process.stdout.write(text);
+    return 0;
+  }
+  if (values.help && command !== undefined && ownUsage[command] !== undefined) {
+    process.stdout.write(ownUsage[command]);
+    return 0;
+  }
   if (values.help || command === undefined || command === 'help') {
     process.stdout.write(usage);
     return command === undefined && !values.help ? EXIT_USAGE : 0;
@@ -130,7 +213,7 @@ const operatorCommands: Readonly<Record<string, OperatorRun>> = {
  * `switchboard [--config F] memory …`: operator commands have flags of their own, so they
  * are split off before the strict parse. Returns undefined for any other command.
  */
-function operatorCommand(argv: readonly string[]): { run: OperatorRun; rest: string[]; config?: string } | undefined {
+function operatorCommand(argv: readonly string[]): { name: string; run: OperatorRun; rest: string[]; config?: string } | undefined {
   let config: string | undefined;
   const rest: string[] = [];
   let command: string | undefined;
@@ -152,7 +235,7 @@ function operatorCommand(argv: readonly string[]): { run: OperatorRun; rest: str
   }
   const run = command === undefined ? undefined : operatorCommands[command];
   if (!run) return undefined;
-  return config === undefined ? { run, rest } : { run, rest, config };
+  return config === undefined ? { name: command!, run, rest } : { name: command!, run, rest, config };
 }
 
 async function runOperator(run: OperatorRun, args: readonly string[], configFlag: string | undefined): Promise<number> {

@@ -54,8 +54,26 @@ const UNIT_NAME = 'switchboard.service';
 const STATE_DIR = '/var/lib/switchboard';
 const usage = 'usage: switchboard service install|uninstall [--user] [--dry-run]';
 
+export const serviceUsage = `Usage: switchboard service install|uninstall [--user] [--dry-run] [--config FILE]
+
+  install     render systemd/switchboard.service with this install's paths (node binary,
+              dist/app/cli.js, the config, data_dir), write it (a changed unit is kept as
+              .bak), then systemctl daemon-reload and enable --now
+  uninstall   disable and remove the unit; data and config stay
+
+Options:
+  --user              a user unit (~/.config/systemd/user; no root needed)
+  --dry-run           print the unit instead of installing it
+  -c, --config FILE   the config the service runs with (default: as for start)
+  -h, --help          show this help
+`;
+
 /** Runs the `service` command; returns the exit code. */
 export async function runServiceCommand(args: readonly string[], io: ServiceIo): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    io.stdout.write(serviceUsage);
+    return 0;
+  }
   const flags = new Set(args.filter((arg) => arg.startsWith('-')));
   const positional = args.filter((arg) => !arg.startsWith('-'));
   const unknown = [...flags].filter((flag) => flag !== '--user' && flag !== '--dry-run');
