@@ -213,6 +213,11 @@ test('a data_dir that cannot be created, and one open to other users', async () 
   assert.equal(shared.code, 1);
   assert.equal(byName(shared.results, 'data_dir').fix, `chmod 700 ${open}`);
 
+  const proc = await doctor({ dataDir: '/proc/switchboard-doctor/data' });
+  assert.equal(byName(proc.results, 'data_dir').ok, false);
+  // Only root gets as far as mkdir there (others may not write /proc at all).
+  if (process.getuid?.() === 0) assert.match(byName(proc.results, 'data_dir').detail, /\/proc does not take new directories/);
+
   const fresh = await doctor({ dataDir: join(dir, 'not-yet', 'data') });
   assert.equal(byName(fresh.results, 'data_dir').ok, true, 'a data_dir that can be created is fine');
 });

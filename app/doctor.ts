@@ -154,6 +154,10 @@ export function checkDataDir(dataDir: string): CheckResult {
     rmSync(mkdtempSync(join(existing, '.doctor-')), { recursive: true });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    if (code === 'ENOENT') {
+      // mkdir answers ENOENT in a directory that exists: /proc and the like (start would say the same).
+      return { check: name, ok: false, detail: `${existing} does not take new directories (a virtual file system such as /proc), so ${dataDir} cannot be created`, fix: 'set data_dir to a directory on an ordinary disk (e.g. /var/lib/switchboard or ./data)' };
+    }
     return {
       check: name,
       ok: false,
