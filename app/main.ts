@@ -260,9 +260,17 @@ async function runOperator(run: OperatorRun, args: readonly string[], configFlag
  * Exit 0 = reloaded (or signalled), 1 = no daemon found or the new config was rejected.
  */
 async function runReload(configFlag: string | undefined): Promise<number> {
-  const [{ loadConfig, locateConfig }, { statusUrl }, { dirname, join, resolve }] = await Promise.all([import('../src/config/load.ts'), import('./status-cli.ts'), import('node:path')]);
+  const [{ loadConfig, locateConfig, formatProblems }, { statusUrl }, { dirname, join, resolve }] = await Promise.all([import('../src/config/load.ts'), import('./status-cli.ts'), import('node:path')]);
   const file = locateConfig(configFlag === undefined ? {} : { flag: configFlag });
-  const { config } = loadConfig(file, process.env, { requireSecrets: false });
+  let config;
+  try {
+    ({ config } = loadConfig(file, process.env, { requireSecrets: false }));
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    // Not "nothing was started": a daemon may well be running, and it is left as it is.
+    process.stderr.write(`${formatProblems(error.file, error.problems, 'The running daemon was not asked and keeps the config it had. Fix the file, then run `switchboard reload` again.')}\n`);
+    return EXIT_CONFIG;
+  }
   const gateway = config.gateway;
   if (gateway && !/^\$\{/.test(gateway.token ?? '')) {
     const url = statusUrl(gateway.listen).replace(/\/api\/status$/, '/api/reload');
@@ -279,7 +287,7 @@ async function runReload(configFlag: string | undefined): Promise<number> {
         if (body.needsRestart?.length) process.stdout.write(`needs a restart to apply (old values kept): ${body.needsRestart.join(', ')}\n`);
         return 0;
       }
-      process.stderr.write(`switchboard reload: the daemon kept its old config: ${body.error ?? `HTTP ${response.status}`}\n`);
+      process.stderr.write(`switchboard reload: the daemon rejected the new config.\n${body.error ?? `HTTP ${response.status}; it keeps the config it had`}\n`);
       return 1;
     } catch (error) {
       process.stderr.write(`switchboard reload: cannot reach the daemon at ${url} (${error instanceof Error ? error.message : String(error)}); trying its pid file\n`);

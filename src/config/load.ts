@@ -245,13 +245,19 @@ function editDistance(a: string, b: string): number {
   return row[b.length]!;
 }
 
-/** The human-readable report printed on stderr before exiting with {@link EXIT_CONFIG}. */
-export function formatProblems(file: string | undefined, problems: readonly ConfigProblem[]): string {
+/** How a report at start ends: nothing runs until the file is fixed. */
+const startEnding = 'Nothing was started. Fix the config and start again (see switchboard.example.toml).';
+
+/**
+ * The human-readable report printed on stderr before exiting with {@link EXIT_CONFIG}.
+ * `ending` says what happens now (a reload ends differently: the daemon keeps running).
+ */
+export function formatProblems(file: string | undefined, problems: readonly ConfigProblem[], ending = startEnding): string {
   const lines = [`Config error${file ? ` in ${file}` : ''}:`];
   for (const problem of problems) {
     lines.push(`  ${problem.path === '' ? '(file)' : problem.path}: ${problem.problem}`);
     if (problem.example) lines.push(`      e.g. ${problem.example}`);
   }
-  lines.push('Nothing was started. Fix the config and start again (see switchboard.example.toml).');
+  lines.push(ending);
   return lines.join('\n');
 }
