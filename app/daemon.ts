@@ -33,6 +33,7 @@ import { createToolsRoute } from '../src/tools/sources.ts';
 import { buildMemory } from './compose/memory.ts';
 import { buildProvider } from './compose/provider.ts';
 import { buildTools, type BuiltTools } from './compose/tools.ts';
+import { announceReady } from './ready.ts';
 import { createReloader, createRouteTable, type ConfigDiff, type Prepared, type RouteTable } from './reload.ts';
 
 export interface DaemonOptions {
@@ -340,11 +341,13 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     throw explainIn(error, files, `write the pid file ${pidFile}`);
   }
   const keepAlive = setInterval(() => undefined, 1 << 30);
+  const announcing = new AbortController();
   const stopped = new Promise<number>((resolveExit) => {
     let stopping = false;
     const stop = (reason: string, code: number): void => {
       if (stopping) return;
       stopping = true;
+      announcing.abort();
       log.info({ reason }, 'stopping');
       void scheduler
         .stop()
@@ -378,9 +381,13 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
 
   runtime.start();
   scheduler.start();
-  void runtime.ready.then(() =>
-    log.info({ channels: names, maxInFlight, provider: provider.name, startupMs: Math.round(performance.now() - startedAt), config: file }, 'ready'),
-  );
+  // Logged also while a channel keeps failing, naming it (app/ready.ts).
+  announceReady({
+    runtime,
+    log,
+    signal: announcing.signal,
+    fields: () => ({ channels: names, maxInFlight, provider: provider.name, startupMs: Math.round(performance.now() - startedAt), config: file }),
+  });
   return stopped;
 }
 
