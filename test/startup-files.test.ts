@@ -108,6 +108,20 @@ describe('a data_dir that cannot be created', () => {
     }
   });
 
+  it('a config file the user may not read: exit 78 naming the user and the fix', { skip: asRoot }, async () => {
+    const { dir, file, cleanup } = setup('./data');
+    try {
+      chmodSync(file, 0o600);
+      const result = await run(['start', '--config', file], { uid: NOBODY, cwd: dir });
+      assert.equal(result.code, 78, result.stderr);
+      const expected = `Config error in ${file}:\n  (file): cannot be read (EACCES): Switchboard runs as nobody (uid 65534), who may not read it; let that user read it (e.g. sudo chgrp <its group> ${file} && sudo chmod 640 ${file})`;
+      assert.ok(result.stderr.startsWith(expected), result.stderr);
+      assert.doesNotMatch(result.stderr, /\n\s+at /, 'no stack trace');
+    } finally {
+      cleanup();
+    }
+  });
+
   it('under a file: ENOTDIR naming the file', async () => {
     const { dir, file, cleanup } = setup('./a-file/data');
     try {
