@@ -84,7 +84,7 @@ export async function runOnboard(args: readonly string[], io: OnboardIo): Promis
 }
 
 async function interview(ask: Prompt, io: OnboardIo): Promise<number> {
-  const target = resolve(io.cwd ?? process.cwd(), io.configFlag ?? io.env.SWITCHBOARD_CONFIG ?? 'switchboard.toml');
+  const target = resolve(io.cwd ?? process.cwd(), io.configFlag ?? (io.env.SWITCHBOARD_CONFIG || 'switchboard.toml'));
   const providerName = await ask.text(`Model provider (${Object.keys(PROVIDERS).join(', ')})`, 'openai', (answer) => (answer in PROVIDERS ? undefined : `unknown provider; one of ${Object.keys(PROVIDERS).join(', ')}`));
   const preset = PROVIDERS[providerName as keyof typeof PROVIDERS];
   const baseUrl = await ask.text('Endpoint URL', preset.base, field('provider', 'base_url'));
