@@ -2,7 +2,7 @@
  * The composition root: config becomes objects here and nowhere else. Each channel's
  * module is imported only when that channel is configured.
  */
-import { existsSync, mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Channel, ChannelContext } from '../src/channel.ts';
@@ -23,6 +23,7 @@ import { ScheduleStore } from '../src/schedule/store.ts';
 import { PairingStore } from '../src/policy/access.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { lockDataDir } from '../src/store/lock.ts';
+import { explainIn, makeDirectory, withFileContext } from '../src/store/files.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
 import { sendJson } from '../src/gateway/json.ts';
 import type { GatewayRoutes } from '../src/gateway/routes.ts';
@@ -32,6 +33,7 @@ import { createToolsRoute } from '../src/tools/sources.ts';
 import { buildMemory } from './compose/memory.ts';
 import { buildProvider } from './compose/provider.ts';
 import { buildTools, type BuiltTools } from './compose/tools.ts';
+import { announceReady } from './ready.ts';
 import { createReloader, createRouteTable, type ConfigDiff, type Prepared, type RouteTable } from './reload.ts';
 
 export interface DaemonOptions {
@@ -116,11 +118,21 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   });
 
   const dataDir = resolve(dirname(file), config.data_dir);
-  mkdirSync(join(dataDir, 'workspace'), { recursive: true });
-  const lock = lockDataDir(dataDir);
   const dbPath = join(dataDir, 'switchboard.db');
-  const freshDatabase = !existsSync(dbPath);
-  const db = openDatabase(dbPath, { durability: config.runtime.durability });
+  const files = { dataDir, configFile: file };
+  // Everything start creates in the data_dir, up front (0700): a file-system problem is one
+  // paragraph naming the path, the user and the fix (FileSystemError, exit 73), never a crash.
+  const { lock, db, freshDatabase } = withFileContext(files, () => {
+    for (const dir of [dataDir, join(dataDir, 'workspace'), join(dataDir, 'channels'), ...names.map((name) => join(dataDir, 'channels', name))]) makeDirectory(dir);
+    const held = lockDataDir(dataDir);
+    const fresh = !existsSync(dbPath);
+    try {
+      return { lock: held, freshDatabase: fresh, db: openDatabase(dbPath, { durability: config.runtime.durability }) };
+    } catch (error) {
+      held.release();
+      throw error;
+    }
+  });
 
   const workspace = realpathSync(join(dataDir, 'workspace'));
   // Read only when scraped, so the closure over the runtime built below is fine.
@@ -200,7 +212,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const buildChannel = (name: keyof Config['channels'], from: Config, channelRoutes: GatewayRoutes | undefined): Promise<Channel> => {
     const channelLog = log.child({ channel: name });
     const stateDir = join(dataDir, 'channels', name);
-    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    makeDirectory(stateDir);
     const context: ChannelContext = { name, log: channelLog, assistantName: from.agent.name, attachments, stateDir, ...(channelRoutes ? { gateway: channelRoutes } : {}) };
     return channelFactories[name]({ config: from, mode: options.mode, log: channelLog, finish: () => finish(), context });
   };
@@ -299,15 +311,21 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       });
       staged.commit();
     }
+  }
+  /** Closes what start opened, when it cannot go on. */
+  const abandon = async (): Promise<void> => {
+    await parts.tools.close();
+    metrics.close();
+    await memory.close();
+    db.close();
+    lock.release();
+  };
+  if (gateway) {
     try {
       await gateway.start();
     } catch (error) {
       log.fatal({ err: error, listen: gatewayConfig!.listen }, 'the gateway could not listen (port in use? change [gateway] listen)');
-      await parts.tools.close();
-      metrics.close();
-      await memory.close();
-      db.close();
-      lock.release();
+      await abandon();
       return 1;
     }
   }
@@ -315,13 +333,21 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   // `switchboard reload` finds the daemon by this file (removed at stop; one left by a crash
   // is overwritten by the next start, and the CLI checks the pid is a switchboard first).
   const pidFile = options.mode === 'start' ? join(dataDir, 'switchboard.pid') : undefined;
-  if (pidFile) writeFileSync(pidFile, `${process.pid}\n`);
+  try {
+    if (pidFile) writeFileSync(pidFile, `${process.pid}\n`);
+  } catch (error) {
+    await gateway?.stop(0);
+    await abandon();
+    throw explainIn(error, files, `write the pid file ${pidFile}`);
+  }
   const keepAlive = setInterval(() => undefined, 1 << 30);
+  const announcing = new AbortController();
   const stopped = new Promise<number>((resolveExit) => {
     let stopping = false;
     const stop = (reason: string, code: number): void => {
       if (stopping) return;
       stopping = true;
+      announcing.abort();
       log.info({ reason }, 'stopping');
       void scheduler
         .stop()
@@ -355,9 +381,13 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
 
   runtime.start();
   scheduler.start();
-  void runtime.ready.then(() =>
-    log.info({ channels: names, maxInFlight, provider: provider.name, startupMs: Math.round(performance.now() - startedAt), config: file }, 'ready'),
-  );
+  // Logged also while a channel keeps failing, naming it (app/ready.ts).
+  announceReady({
+    runtime,
+    log,
+    signal: announcing.signal,
+    fields: () => ({ channels: names, maxInFlight, provider: provider.name, startupMs: Math.round(performance.now() - startedAt), config: file }),
+  });
   return stopped;
 }
 
@@ -411,7 +441,8 @@ function openOperatorDatabase(configFlag: string | undefined): { config: Config;
   const { config } = loadConfig(file, process.env, { requireSecrets: false });
   const dataDir = resolve(dirname(file), config.data_dir);
   const dbPath = join(dataDir, 'switchboard.db');
-  return { config, dataDir, dbPath, db: openDatabase(dbPath, { durability: config.runtime.durability }) };
+  const db = withFileContext({ dataDir, configFile: file }, () => openDatabase(dbPath, { durability: config.runtime.durability }));
+  return { config, dataDir, dbPath, db };
 }
 
 /** The memory for `switchboard memory …` (no hygiene pass). */

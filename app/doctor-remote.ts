@@ -84,13 +84,16 @@ export async function checkEndpoint(name: string, endpoint: EndpointConfig, time
     return failed(name, `${where} unreachable: ${redact(answer.error, [key])}`, `check provider.base_url, the network, and that the server is running`);
   }
   if (answer.status === 401 || answer.status === 403) {
-    return failed(name, `${where} refused the key (HTTP ${answer.status}: ${redact(errorMessage(answer.body), [key])})`, keyHint);
+    const refused = key === undefined ? 'asks for a key, and none is configured' : 'refused the key';
+    return failed(name, `${where} ${refused} (HTTP ${answer.status}: ${redact(errorMessage(answer.body), [key])})`, keyHint);
   }
+  // Say what was checked: a server that needs no key (Ollama) answers without one.
+  const noKey = key === undefined ? ' (no key configured; the endpoint answered without one)' : '';
   if (answer.status === 404 || answer.status === 405) {
     // Some OpenAI-compatible servers have no /models: one real chat call instead.
     try {
       await chatProbe();
-      return pass(name, `${where} answered a test message`);
+      return pass(name, `${where} answered a test message${noKey}`);
     } catch (error) {
       const text = redact(error instanceof Error ? error.message : String(error), [key]);
       const auth = /\b(401|403)\b/.test(text);
@@ -104,10 +107,11 @@ export async function checkEndpoint(name: string, endpoint: EndpointConfig, time
     (answer.body as { models?: Array<{ name?: string; id?: string }> } | null)?.models ??
     []) as Array<{ id?: string; name?: string }>;
   const ids = listed.map((model) => (model.id ?? model.name ?? '').replace(/^models\//, ''));
+  const accepted = key === undefined ? 'no key configured; the endpoint answered without one' : 'key accepted';
   if (ids.length > 0 && !ids.some((id) => id === endpoint.model || id.startsWith(`${endpoint.model}:`))) {
-    return { check: name, ok: true, warning: true, detail: `${where}: key accepted, but "${endpoint.model}" is not among its ${ids.length} models`, fix: `check provider.model; it offers e.g. ${ids.slice(0, 5).join(', ')}` };
+    return { check: name, ok: true, warning: true, detail: `${where}: ${accepted}, but "${endpoint.model}" is not among its ${ids.length} models`, fix: `check provider.model; it offers e.g. ${ids.slice(0, 5).join(', ')}` };
   }
-  return pass(name, `${where}: key accepted${ids.length > 0 ? ', model available' : ''}`);
+  return pass(name, `${where}: ${accepted}${ids.length > 0 ? ', model available' : ''}`);
 }
 
 type ChannelsConfig = Config['channels'];

@@ -3,11 +3,12 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { startFakeOpenAI, type FakeOpenAI } from '../test/fixtures/fake-openai.ts';
+import { runCli } from '../test/support/cli.ts';
 import { runDoctor, type CheckResult } from './doctor.ts';
 
 const GOOD = 'good-token-123';
@@ -161,7 +162,7 @@ test('--json prints {check, ok, detail, fix} for each check', async () => {
     ['config', 'provider', 'data_dir', 'disk', 'service'],
   );
   for (const result of results) assert.equal(typeof result.detail, 'string');
-  assert.match(byName(results, 'provider').detail, /key accepted, model available/);
+  assert.match(byName(results, 'provider').detail, /no key configured; the endpoint answered without one, model available/);
 });
 
 test('bad channel tokens: ✗ with the fix for each platform, exit 1, the token never printed', async () => {
@@ -212,6 +213,11 @@ test('a data_dir that cannot be created, and one open to other users', async () 
   assert.equal(shared.code, 1);
   assert.equal(byName(shared.results, 'data_dir').fix, `chmod 700 ${open}`);
 
+  const proc = await doctor({ dataDir: '/proc/switchboard-doctor/data' });
+  assert.equal(byName(proc.results, 'data_dir').ok, false);
+  // Only root gets as far as mkdir there (others may not write /proc at all).
+  if (process.getuid?.() === 0) assert.match(byName(proc.results, 'data_dir').detail, /\/proc does not take new directories/);
+
   const fresh = await doctor({ dataDir: join(dir, 'not-yet', 'data') });
   assert.equal(byName(fresh.results, 'data_dir').ok, true, 'a data_dir that can be created is fine');
 });
@@ -243,4 +249,52 @@ test('usage error: exit 2', async () => {
   const { code, err } = await doctor({}, ['--bogus']);
   assert.equal(code, 2);
   assert.match(err, /unexpected argument "--bogus"/);
+});
+
+test('no key configured: doctor says so instead of "key accepted"', async () => {
+  const keyless = (base: string) => `[provider]\nkind = "openai"\nbase_url = "${base}"\nmodel = "gpt-4o-mini"\n`;
+  // An endpoint without /models: one chat call, answered without a key.
+  const chat = await doctor({ provider: keyless(model.baseUrl) });
+  const detail = byName(chat.results, 'provider').detail;
+  assert.match(detail, /answered a test message \(no key configured; the endpoint answered without one\)/);
+  assert.doesNotMatch(detail, /key accepted/);
+  // An endpoint that lists its models without a key (Ollama).
+  const listing = await doctor({ provider: keyless(`${platformUrl}/listing/v1`) });
+  assert.match(byName(listing.results, 'provider').detail, /: no key configured; the endpoint answered without one, model available$/);
+  // With a key: that is what was checked.
+  const keyed = await doctor({ provider: `${keyless(`${platformUrl}/listing/v1`)}api_key = "\${MODEL_KEY}"\n` });
+  assert.match(byName(keyed.results, 'provider').detail, /: key accepted, model available$/);
+  // One that wants a key.
+  const refusing = await doctor({ provider: keyless(`${platformUrl}/refusing/v1`) });
+  const provider = byName(refusing.results, 'provider');
+  assert.equal(provider.ok, false);
+  assert.match(provider.detail, /asks for a key, and none is configured \(HTTP 401/);
+  assert.match(provider.fix ?? '', /set provider\.api_key/);
+});
+
+test('a fresh install passes the data_dir check: Switchboard creates its data_dir 0700', async () => {
+  const home = join(dir, 'fresh-install');
+  mkdirSync(home);
+  const file = join(home, 'switchboard.toml');
+  writeFileSync(file, `data_dir = "./data"\n[provider]\nkind = "openai"\nbase_url = "${model.baseUrl}"\nmodel = "scripted"\napi_key = "\${MODEL_KEY}"\n[channels.terminal]\nuser = "tester"\n`);
+  // The first run creates the data_dir, as a new user's first `chat` does (under the usual umask 022).
+  const first = await runCli(['chat', '--config', file], { env: { MODEL_KEY: 'sk-test-secret' }, cwd: home });
+  assert.equal(first.code, 0, first.stderr);
+  assert.equal(statSync(join(home, 'data')).mode & 0o777, 0o700);
+  for (const private_ of ['switchboard.db', 'switchboard.lock']) assert.equal(statSync(join(home, 'data', private_)).mode & 0o777, 0o600, private_);
+  let out = '';
+  const code = await runDoctor(['--json'], {
+    stdout: new Writable({ write: (chunk: Buffer, _encoding, done) => ((out += chunk.toString('utf8')), done()) }),
+    stderr: new Writable({ write: (_chunk, _encoding, done) => done() }),
+    env: { MODEL_KEY: 'sk-test-secret' },
+    configFlag: file,
+    home,
+    timeoutMs: 3000,
+    unitPaths: [join(home, 'none.service')],
+  });
+  const results = JSON.parse(out) as CheckResult[];
+  const check = byName(results, 'data_dir');
+  assert.equal(check.ok, true, JSON.stringify(check));
+  assert.match(check.detail, /writable and private \(mode 700\)/);
+  assert.equal(code, 0, out);
 });

@@ -31,12 +31,32 @@ export interface DoctorIo {
   readonly unitPaths?: readonly string[];
 }
 
+export const doctorUsage = `Usage: switchboard doctor [--json] [--config FILE]
+
+Checks, without starting anything (it runs beside the daemon): the config; the model
+endpoint, with one authenticated call; each channel's credentials; that data_dir is
+writable and private; free disk; an installed systemd unit. One line per check:
+"✓ check — detail" or "✗ check — problem; fix: …".
+
+Options:
+  --json              print [{check, ok, detail, fix}] instead
+  -c, --config FILE   the config to check (default: $SWITCHBOARD_CONFIG, ./switchboard.toml,
+                      ~/.config/switchboard/config.toml)
+  -h, --help          show this help
+
+Exit codes: 0 every check passed (warnings allowed), 1 a check failed, 2 usage error.
+`;
+
 /** Under this much free space (bytes, or share of the file system) the disk check warns. */
 const LOW_DISK_BYTES = 1024 ** 3;
 const LOW_DISK_SHARE = 0.05;
 
 /** Runs every check, prints the report, returns the exit code. */
 export async function runDoctor(args: readonly string[], io: DoctorIo): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    io.stdout.write(doctorUsage);
+    return 0;
+  }
   const unknown = args.find((arg) => arg !== '--json');
   if (unknown !== undefined) {
     io.stderr.write(`switchboard: unexpected argument "${unknown}" for "switchboard doctor"\nusage: switchboard doctor [--json] [--config FILE]\n`);
@@ -134,6 +154,10 @@ export function checkDataDir(dataDir: string): CheckResult {
     rmSync(mkdtempSync(join(existing, '.doctor-')), { recursive: true });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    if (code === 'ENOENT') {
+      // mkdir answers ENOENT in a directory that exists: /proc and the like (start would say the same).
+      return { check: name, ok: false, detail: `${existing} does not take new directories (a virtual file system such as /proc), so ${dataDir} cannot be created`, fix: 'set data_dir to a directory on an ordinary disk (e.g. /var/lib/switchboard or ./data)' };
+    }
     return {
       check: name,
       ok: false,

@@ -1,10 +1,12 @@
 /**
- * The CLI: `start`, `chat`, `--help`, `--version`. Usage errors exit 2, config errors 78.
+ * The CLI: `start`, `chat`, `--help`, `--version`. Usage errors exit 2, config errors 78,
+ * a data_dir that cannot be created or written 73.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, EXIT_CONFIG } from '../src/config/load.ts';
 import { DataDirInUseError } from '../src/store/lock.ts';
+import { EXIT_CANTCREAT, FileSystemError } from '../src/store/files.ts';
 
 const EXIT_USAGE = 2;
 
@@ -21,7 +23,7 @@ Commands:
   onboard        answer a few questions, check the model key, write a commented config
   doctor         check config, model key, channel credentials, data_dir, disk, service unit [--json]
   service        install | uninstall [--user] [--dry-run]   (systemd unit, enabled and started)
-  help           show this help
+  help [COMMAND] show this help, or a command's (as does COMMAND --help)
 
 Options:
   -c, --config FILE   config file (default: $SWITCHBOARD_CONFIG, ./switchboard.toml,
@@ -34,11 +36,83 @@ Examples:
   printf 'hi\\nand you?\\n' | switchboard chat
 `;
 
+/** `switchboard <command> --help` for the commands main.ts runs itself. */
+const ownUsage: Readonly<Record<string, string>> = {
+  start: `Usage: switchboard start [--config FILE]
+
+Runs the daemon in the foreground until SIGINT/SIGTERM: every channel that has a
+[channels.…] table, and the HTTP gateway when [gateway] is configured. Logs go to stdout
+(to stderr when [channels.terminal] is configured). SIGHUP re-reads the config.
+
+Options:
+  -c, --config FILE   config file (default: $SWITCHBOARD_CONFIG, ./switchboard.toml,
+                      ~/.config/switchboard/config.toml)
+  -h, --help          show this help
+
+Exit codes: 0 stopped cleanly, 78 config error, 73 data_dir cannot be created or written,
+1 data_dir in use by another Switchboard process.
+`,
+  chat: `Usage: switchboard chat [--config FILE]
+
+Talks to the agent from this terminal, through the terminal channel (whatever channels the
+config has). Lines piped in are messages: chat exits once the input has ended and every
+reply is out. Warnings and errors go to stderr.
+
+Options:
+  -c, --config FILE   config file (default: as for start)
+  -h, --help          show this help
+
+Exit codes: as for start.
+`,
+  reload: `Usage: switchboard reload [--config FILE]
+
+Makes the running daemon re-read its config: through the gateway (POST /api/reload) when
+[gateway] is configured, else SIGHUP to the pid in <data_dir>/switchboard.pid. Changed
+channels restart alone; keys that need a restart are named. A config the daemon rejects
+changes nothing: it keeps running with the config it had.
+
+Options:
+  -c, --config FILE   the daemon's config file (default: as for start)
+  -h, --help          show this help
+
+Exit codes: 0 reloaded (or signalled), 1 no running daemon found or the daemon rejected the
+new config, 78 the file is invalid here (the daemon was not asked).
+`,
+};
+
+/** The usage of any command; the operator commands' live in their modules, loaded only for this. */
+async function usageOf(command: string): Promise<string | undefined> {
+  if (ownUsage[command] !== undefined) return ownUsage[command];
+  switch (command) {
+    case 'memory':
+      return (await import('./memory-cli.ts')).memoryUsage;
+    case 'pairing':
+      return (await import('./pairing-cli.ts')).pairingUsage;
+    case 'status':
+      return (await import('./status-cli.ts')).statusUsage;
+    case 'doctor':
+      return (await import('./doctor.ts')).doctorUsage;
+    case 'service':
+      return (await import('./service.ts')).serviceUsage;
+    case 'onboard':
+      return (await import('./onboard.ts')).onboardUsage;
+    case 'help':
+      return usage;
+    default:
+      return undefined;
+  }
+}
+
 const commands = new Set(['start', 'chat', 'help']);
 
 /** Runs the CLI and returns the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   const operator = operatorCommand(argv);
+  // Every command answers --help (before its config is read: help needs none).
+  if (operator && operator.rest.some((arg) => arg === '--help' || arg === '-h')) {
+    process.stdout.write((await usageOf(operator.name)) ?? usage);
+    return 0;
+  }
   if (operator) return runOperator(operator.run, operator.rest, operator.config);
   let parsed;
   try {
@@ -61,6 +135,17 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const [command, ...extra] = positionals;
+  // `switchboard help doctor` = `switchboard doctor --help`.
+  if (command === 'help' && extra.length === 1) {
+    const text = await usageOf(extra[0]!);
+    if (text === undefined) return usageError(`unknown command "${extra[0]}"`);
+    process.stdout.write(text);
+    return 0;
+  }
+  if (values.help && command !== undefined && ownUsage[command] !== undefined) {
+    process.stdout.write(ownUsage[command]);
+    return 0;
+  }
   if (values.help || command === undefined || command === 'help') {
     process.stdout.write(usage);
     return command === undefined && !values.help ? EXIT_USAGE : 0;
@@ -80,6 +165,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (error instanceof DataDirInUseError) {
       process.stderr.write(`switchboard: ${error.message}\n`);
       return 1;
+    }
+    if (error instanceof FileSystemError) {
+      process.stderr.write(`switchboard: ${error.message} Nothing was started.\n`);
+      return EXIT_CANTCREAT;
     }
     throw error;
   }
@@ -124,7 +213,7 @@ const operatorCommands: Readonly<Record<string, OperatorRun>> = {
  * `switchboard [--config F] memory …`: operator commands have flags of their own, so they
  * are split off before the strict parse. Returns undefined for any other command.
  */
-function operatorCommand(argv: readonly string[]): { run: OperatorRun; rest: string[]; config?: string } | undefined {
+function operatorCommand(argv: readonly string[]): { name: string; run: OperatorRun; rest: string[]; config?: string } | undefined {
   let config: string | undefined;
   const rest: string[] = [];
   let command: string | undefined;
@@ -146,7 +235,7 @@ function operatorCommand(argv: readonly string[]): { run: OperatorRun; rest: str
   }
   const run = command === undefined ? undefined : operatorCommands[command];
   if (!run) return undefined;
-  return config === undefined ? { run, rest } : { run, rest, config };
+  return config === undefined ? { name: command!, run, rest } : { name: command!, run, rest, config };
 }
 
 async function runOperator(run: OperatorRun, args: readonly string[], configFlag: string | undefined): Promise<number> {
@@ -156,6 +245,10 @@ async function runOperator(run: OperatorRun, args: readonly string[], configFlag
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
       return EXIT_CONFIG;
+    }
+    if (error instanceof FileSystemError) {
+      process.stderr.write(`switchboard: ${error.message}\n`);
+      return EXIT_CANTCREAT;
     }
     throw error;
   }
@@ -167,9 +260,17 @@ async function runOperator(run: OperatorRun, args: readonly string[], configFlag
  * Exit 0 = reloaded (or signalled), 1 = no daemon found or the new config was rejected.
  */
 async function runReload(configFlag: string | undefined): Promise<number> {
-  const [{ loadConfig, locateConfig }, { statusUrl }, { dirname, join, resolve }] = await Promise.all([import('../src/config/load.ts'), import('./status-cli.ts'), import('node:path')]);
+  const [{ loadConfig, locateConfig, formatProblems }, { statusUrl }, { dirname, join, resolve }] = await Promise.all([import('../src/config/load.ts'), import('./status-cli.ts'), import('node:path')]);
   const file = locateConfig(configFlag === undefined ? {} : { flag: configFlag });
-  const { config } = loadConfig(file, process.env, { requireSecrets: false });
+  let config;
+  try {
+    ({ config } = loadConfig(file, process.env, { requireSecrets: false }));
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    // Not "nothing was started": a daemon may well be running, and it is left as it is.
+    process.stderr.write(`${formatProblems(error.file, error.problems, 'The running daemon was not asked and keeps the config it had. Fix the file, then run `switchboard reload` again.')}\n`);
+    return EXIT_CONFIG;
+  }
   const gateway = config.gateway;
   if (gateway && !/^\$\{/.test(gateway.token ?? '')) {
     const url = statusUrl(gateway.listen).replace(/\/api\/status$/, '/api/reload');
@@ -186,7 +287,7 @@ async function runReload(configFlag: string | undefined): Promise<number> {
         if (body.needsRestart?.length) process.stdout.write(`needs a restart to apply (old values kept): ${body.needsRestart.join(', ')}\n`);
         return 0;
       }
-      process.stderr.write(`switchboard reload: the daemon kept its old config: ${body.error ?? `HTTP ${response.status}`}\n`);
+      process.stderr.write(`switchboard reload: the daemon rejected the new config.\n${body.error ?? `HTTP ${response.status}; it keeps the config it had`}\n`);
       return 1;
     } catch (error) {
       process.stderr.write(`switchboard reload: cannot reach the daemon at ${url} (${error instanceof Error ? error.message : String(error)}); trying its pid file\n`);

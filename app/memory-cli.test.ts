@@ -97,7 +97,7 @@ describe('switchboard memory', () => {
     const { code, out, fake } = await run(['search', 'coffee', 'order', '--person', 'telegram:42', '--limit', '3']);
     assert.equal(code, 0);
     assert.deepEqual(fake.recalls, [{ query: 'coffee order', who: { person: 'telegram:42', conversation: '' }, limit: 3 }]);
-    assert.match(out, /^Recall as the agent does for person telegram:42/);
+    assert.match(out, /^\d+ memor(y|ies) for "coffee order" as the agent recalls them for person telegram:42 \(theirs and shared ones, ranked by the \w+ backend\)\.\n/);
     assert.match(out, /id-drink-telegram:42 .* 0\.50 /);
     assert.doesNotMatch(out, /discord:7/);
   });
@@ -106,9 +106,17 @@ describe('switchboard memory', () => {
     const { code, out, err, fake } = await run(['search', 'COFFEE sugar', '--json']);
     assert.equal(code, 0);
     assert.deepEqual(fake.recalls, []);
-    assert.match(err, /Keyword match across every owner's memories/);
+    assert.equal(err, '2 memories across every owner contain the words coffee, sugar (a keyword match, scored by the share of the words found; add --person or --conversation to search as the agent recalls).\n');
     const rows = out.trimEnd().split('\n').map((line) => JSON.parse(line) as MemoryEntry);
     assert.deepEqual(rows.map((row) => [row.owner, row.score]), [['discord:7', 1], ['telegram:42', 0.5]]);
+  });
+
+  it('search says how many it found in a sentence that reads right for one and for none', async () => {
+    const one = await run(['search', 'sugar']);
+    assert.match(one.out, /^1 memory across every owner contains the word sugar \(a keyword match/);
+    const none = await run(['search', 'zebra']);
+    assert.match(none.out, /^No memories across every owner contain the word zebra \(/);
+    assert.match(none.out, /\(no memories\)\n$/);
   });
 
   it('forget removes one memory by id, or by key when only one owner holds it', async () => {

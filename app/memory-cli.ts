@@ -151,24 +151,26 @@ async function list(memory: Memory, options: Options, out: Writable): Promise<nu
 async function search(memory: Memory, query: string, options: Options, out: Writable, err: Writable): Promise<number> {
   const limit = options.limit ?? DEFAULT_LIMIT.search;
   let entries: MemoryEntry[];
-  let how: string;
+  let explain: (found: string, verb: string) => string;
   if (options.person !== undefined || options.conversation !== undefined) {
     const who: MemoryWho = { person: options.person ?? '', conversation: options.conversation ?? '' };
     const seen = [options.person && `person ${options.person}`, options.conversation && `conversation ${options.conversation}`].filter(Boolean).join(' and ');
-    how = `Recall as the agent does for ${seen} (their memories plus shared ones), ranked by the ${memory.name} backend`;
+    explain = (found) => `${found} for ${JSON.stringify(query)} as the agent recalls them for ${seen} (theirs and shared ones, ranked by the ${memory.name} backend).`;
     entries = await memory.recall(query, who, { limit });
     if (options.category !== undefined) entries = entries.filter((entry) => entry.category === options.category);
   } else {
     const words = keywords(query);
-    how = `Keyword match across every owner's memories (no --person/--conversation given): share of [${words.join(', ')}] found`;
+    explain = (found, verb) =>
+      `${found} across every owner ${verb} ${words.length === 1 ? 'the word' : 'the words'} ${words.join(', ')} (a keyword match, scored by the share of the words found; add --person or --conversation to search as the agent recalls).`;
     entries = (await select(memory, options, undefined))
       .map((entry) => ({ ...entry, score: keywordScore(words, entry) }))
       .filter((entry) => entry.score > 0)
       .sort((a, b) => b.score - a.score || b.updatedAt - a.updatedAt)
       .slice(0, limit);
   }
+  const found = entries.length === 0 ? 'No memories' : entries.length === 1 ? '1 memory' : `${entries.length} memories`;
   // The explanation goes to stderr under --json, so stdout stays parseable.
-  (options.json ? err : out).write(`${how}: ${entries.length} found.\n`);
+  (options.json ? err : out).write(`${explain(found, entries.length === 1 ? 'contains' : 'contain')}\n`);
   write(out, entries, options.json, Date.now());
   return 0;
 }

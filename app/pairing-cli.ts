@@ -7,6 +7,14 @@ import type { PairingStore } from '../src/policy/access.ts';
 
 export const pairingUsage = `Usage: switchboard pairing list
        switchboard pairing approve <channel> <code>
+
+A stranger who writes to a channel without \`allow\` gets a one-time pairing code.
+  list                       pending codes: channel, sender, code, age
+  approve <channel> <code>   let that sender talk from now on (kept in the database)
+
+Options:
+  -c, --config FILE   config file (default: as for start)
+  -h, --help          show this help
 `;
 
 export async function runPairingCommand(
@@ -16,7 +24,7 @@ export async function runPairingCommand(
   err: Writable,
 ): Promise<number> {
   const [sub, ...rest] = args;
-  if (sub === '--help' || sub === '-h' || sub === 'help') {
+  if (sub === 'help' || args.includes('--help') || args.includes('-h')) {
     out.write(pairingUsage);
     return 0;
   }

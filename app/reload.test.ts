@@ -94,6 +94,9 @@ describe('createReloader', () => {
     const result = await h.reloader.reload();
     assert.equal(result.ok, false);
     assert.ok(!result.ok && result.problems && result.problems.length > 0);
+    assert.ok(!result.ok && /provider\.kind: must be one of/.test(result.error), 'the problems, as at start');
+    assert.ok(!result.ok && result.error.endsWith('The running daemon keeps the config it had. Fix the file, then run `switchboard reload` again.'), 'says what happens to the running daemon');
+    assert.ok(!result.ok && !/Nothing was started/.test(result.error), 'not the message of a failed start');
     assert.deepEqual(h.calls, []);
     assert.equal(h.reloader.current().provider.model, 'm1');
   });

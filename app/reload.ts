@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Channel } from '../src/channel.ts';
-import { ConfigError, type ConfigProblem } from '../src/config/load.ts';
+import { ConfigError, formatProblems, type ConfigProblem } from '../src/config/load.ts';
 import type { Config } from '../src/config/schema.ts';
 import type { GatewayRoutes, HttpRoute, UpgradeRoute } from '../src/gateway/routes.ts';
 import { sendJson } from '../src/gateway/json.ts';
@@ -32,6 +32,9 @@ export interface ConfigDiff {
   /** Changed keys that only a restart applies; their old values stay in force. */
   readonly needsRestart: string[];
 }
+
+/** How a rejected reload's report ends: unlike at start, something is running, and stays as it was. */
+export const reloadRejected = 'The running daemon keeps the config it had. Fix the file, then run `switchboard reload` again.';
 
 /** Memory keys read per turn; every other `[memory]` key is read once, at start. */
 const memoryPerTurn = ['auto_recall', 'recall_limit', 'min_relevance', 'max_entry_chars', 'auto_save'] as const;
@@ -263,10 +266,10 @@ export function createReloader(options: ReloaderOptions): Reloader {
     } catch (error) {
       if (error instanceof ConfigError) {
         log.error({ problems: error.problems.map((p) => `${p.path}: ${p.problem}`) }, 'config reload rejected: the new config is invalid; the old one keeps running');
-        return { ok: false, error: error.message, problems: error.problems };
+        return { ok: false, error: formatProblems(error.file, error.problems, reloadRejected), problems: error.problems };
       }
       log.error({ err: error }, 'config reload rejected: the config could not be read; the old one keeps running');
-      return { ok: false, error: error instanceof Error ? error.message : String(error) };
+      return { ok: false, error: `the config could not be read: ${error instanceof Error ? error.message : String(error)}. ${reloadRejected}` };
     }
     const diff = diffConfig(current, next);
     const config = effectiveConfig(current, next);
@@ -284,7 +287,7 @@ export function createReloader(options: ReloaderOptions): Reloader {
       const message = error instanceof Error ? error.message : String(error);
       log.error({ err: error }, 'config reload rejected: a part of the new config could not be built; the old one keeps running');
       await Promise.resolve(agent?.discard()).catch((failure: unknown) => log.warn({ err: failure }, 'discarding the rebuilt agent failed'));
-      return { ok: false, error: message };
+      return { ok: false, error: `a part of the new config could not be built: ${message}. ${reloadRejected}` };
     }
 
     // Swap: settings and agent first (the next turn uses them), then the channels one by one.

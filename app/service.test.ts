@@ -56,7 +56,7 @@ test('install writes the unit with this install\'s paths, reloads, enables, and 
   assert.ok(unit.includes(`\nExecStart=${process.execPath} ${cliPath} start --config ${configPath}\n`), unit);
   assert.match(unit, /^DynamicUser=yes$/m);
   assert.match(unit, /^StateDirectory=switchboard$/m);
-  assert.match(unit, /^RestartPreventExitStatus=78$/m);
+  assert.match(unit, /^RestartPreventExitStatus=78 73$/m);
   assert.doesNotMatch(unit, /^ReadWritePaths=/m, 'data_dir is the StateDirectory: nothing else is writable');
   assert.doesNotMatch(unit, /^ExecStartPost=/m, 'no [gateway] in this config: no readiness probe');
   assert.equal(statSync(unitPath).mode & 0o777, 0o644);

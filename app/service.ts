@@ -11,6 +11,7 @@ import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, locateConfig } from '../src/config/load.ts';
+import { FileSystemError, makeDirectory } from '../src/store/files.ts';
 
 /** Runs `systemctl <args>`; resolves with the exit code and combined output. */
 export type SystemctlRunner = (args: readonly string[]) => Promise<{ readonly code: number; readonly output: string }>;
@@ -53,8 +54,26 @@ const UNIT_NAME = 'switchboard.service';
 const STATE_DIR = '/var/lib/switchboard';
 const usage = 'usage: switchboard service install|uninstall [--user] [--dry-run]';
 
+export const serviceUsage = `Usage: switchboard service install|uninstall [--user] [--dry-run] [--config FILE]
+
+  install     render systemd/switchboard.service with this install's paths (node binary,
+              dist/app/cli.js, the config, data_dir), write it (a changed unit is kept as
+              .bak), then systemctl daemon-reload and enable --now
+  uninstall   disable and remove the unit; data and config stay
+
+Options:
+  --user              a user unit (~/.config/systemd/user; no root needed)
+  --dry-run           print the unit instead of installing it
+  -c, --config FILE   the config the service runs with (default: as for start)
+  -h, --help          show this help
+`;
+
 /** Runs the `service` command; returns the exit code. */
 export async function runServiceCommand(args: readonly string[], io: ServiceIo): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    io.stdout.write(serviceUsage);
+    return 0;
+  }
   const flags = new Set(args.filter((arg) => arg.startsWith('-')));
   const positional = args.filter((arg) => !arg.startsWith('-'));
   const unknown = [...flags].filter((flag) => flag !== '--user' && flag !== '--dry-run');
@@ -116,8 +135,9 @@ export async function runServiceCommand(args: readonly string[], io: ServiceIo):
     writeFileSync(`${unitPath}.tmp`, unit, { mode: 0o644 });
     renameSync(`${unitPath}.tmp`, unitPath);
     // A user unit runs as us: create the data_dir now (private), or ReadWritePaths has nothing to open.
-    if (user) mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    if (user) makeDirectory(dataDir);
   } catch (error) {
+    if (error instanceof FileSystemError) return fail(io, error.in({ dataDir, configFile: configPath }).message);
     return fail(io, `cannot write ${unitPath}: ${errorText(error)}${user ? '' : ' (run it with sudo, or use --user)'}`);
   }
   io.stdout.write(`wrote ${unitPath}\n`);

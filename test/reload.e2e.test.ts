@@ -144,7 +144,8 @@ describe('config reload', () => {
     writeFileSync(config.file, original.replace('${TEST_MODEL_KEY}', '${SB_RELOAD_UNSET_KEY}'));
     const refused = await runCli(['reload', '--config', config.file], { env });
     assert.equal(refused.code, 1, refused.stdout);
-    assert.match(refused.stderr, /the daemon kept its old config: .*SB_RELOAD_UNSET_KEY/s);
+    assert.match(refused.stderr, /the daemon rejected the new config\.\nConfig error in .*SB_RELOAD_UNSET_KEY.*\nThe running daemon keeps the config it had\. Fix the file, then run `switchboard reload` again\./s);
+    assert.doesNotMatch(refused.stderr, /Nothing was started/);
     assert.match(daemon.stdout(), /config reload rejected: the new config is invalid/);
     await telegram.post('alice', alice, 'still answered');
     await until(() => tgTexts(alice).includes('echo: still answered'), 'a reply after the refused reload', 15_000, log);

@@ -7,7 +7,7 @@
  * `${file:/path}` from a file (trailing newline dropped), for Docker/systemd secrets.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import { parse, stringify, TomlError } from 'smol-toml';
 import * as v from 'valibot';
@@ -81,7 +81,7 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env, o
     text = readFileSync(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new ConfigError(file, [{ path: '', problem: code === 'ENOENT' ? 'the file does not exist' : `cannot be read (${code ?? String(error)})` }]);
+    throw new ConfigError(file, [{ path: '', problem: code === 'ENOENT' ? 'the file does not exist' : unreadable(file, code ?? String(error)) }]);
   }
   return { file, config: parseConfig(text, file, env, options) };
 }
@@ -116,6 +116,19 @@ export function parseConfig(text: string, file: string | undefined, env: NodeJS.
   return result.output;
 }
 
+/** Why `file` cannot be read ("cannot be read (…)…"), naming the user Switchboard runs as when it lacks permission. */
+function unreadable(file: string, code: string): string {
+  if (code === 'EISDIR') return 'is a directory, not a file (EISDIR)';
+  if (code !== 'EACCES' && code !== 'EPERM') return `cannot be read (${code})`;
+  let user = `uid ${process.getuid?.() ?? '?'}`;
+  try {
+    user = `${userInfo().username} (${user})`;
+  } catch {
+    // no passwd entry (a container): the uid it is
+  }
+  return `cannot be read (${code}): Switchboard runs as ${user}, who may not read it; let that user read it (e.g. sudo chgrp <its group> ${file} && sudo chmod 640 ${file}) or run Switchboard as a user who may`;
+}
+
 function interpolate(value: unknown, path: string[], env: NodeJS.ProcessEnv, problems: ConfigProblem[], requireSecrets: boolean): unknown {
   if (typeof value === 'string') {
     return value.replace(/\$\{([^}]*)\}/g, (whole, name: string) => {
@@ -124,7 +137,8 @@ function interpolate(value: unknown, path: string[], env: NodeJS.ProcessEnv, pro
         try {
           return readFileSync(secretFile, 'utf8').replace(/\r?\n$/, '');
         } catch (error) {
-          problems.push({ path: path.join('.'), problem: `secret file ${secretFile} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})` });
+          const code = (error as NodeJS.ErrnoException).code ?? String(error);
+          problems.push({ path: path.join('.'), problem: `secret file ${secretFile} ${unreadable(secretFile, code)}` });
           return whole;
         }
       }
@@ -245,13 +259,19 @@ function editDistance(a: string, b: string): number {
   return row[b.length]!;
 }
 
-/** The human-readable report printed on stderr before exiting with {@link EXIT_CONFIG}. */
-export function formatProblems(file: string | undefined, problems: readonly ConfigProblem[]): string {
+/** How a report at start ends: nothing runs until the file is fixed. */
+const startEnding = 'Nothing was started. Fix the config and start again (see switchboard.example.toml).';
+
+/**
+ * The human-readable report printed on stderr before exiting with {@link EXIT_CONFIG}.
+ * `ending` says what happens now (a reload ends differently: the daemon keeps running).
+ */
+export function formatProblems(file: string | undefined, problems: readonly ConfigProblem[], ending = startEnding): string {
   const lines = [`Config error${file ? ` in ${file}` : ''}:`];
   for (const problem of problems) {
     lines.push(`  ${problem.path === '' ? '(file)' : problem.path}: ${problem.problem}`);
     if (problem.example) lines.push(`      e.g. ${problem.example}`);
   }
-  lines.push('Nothing was started. Fix the config and start again (see switchboard.example.toml).');
+  lines.push(ending);
   return lines.join('\n');
 }

@@ -107,7 +107,7 @@ export function createMarkdownMemory(options: MarkdownMemoryOptions): Memory {
   const warned = new Set<string>();
 
   async function append(file: string, title: string, line: string): Promise<void> {
-    await mkdir(dailyDir, { recursive: true });
+    await mkdir(dailyDir, { recursive: true, mode: 0o700 });
     let prefix = '';
     try {
       const handle = await open(file, 'r');
@@ -124,7 +124,7 @@ export function createMarkdownMemory(options: MarkdownMemoryOptions): Memory {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       prefix = `# ${title}\n\n<!-- Switchboard memory log, append-only: the latest line per [scope:owner] **key** wins. -->\n\n`;
     }
-    await appendFile(file, `${prefix}${line}\n`, 'utf8');
+    await appendFile(file, `${prefix}${line}\n`, { encoding: 'utf8', mode: 0o600 }); // memories are private
   }
 
   async function readAll(): Promise<MemoryEntry[]> {

@@ -101,10 +101,10 @@ export function parseSnapshot(text: string, file = 'snapshot'): SnapshotEntry[] 
 /** Writes every `core` memory to `file` atomically (temp file + rename). Returns how many. */
 export async function writeSnapshot(memory: Memory, file: string): Promise<number> {
   const entries = await memory.list({ category: 'core' });
-  await mkdir(dirname(file), { recursive: true });
+  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
   const temp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
   try {
-    const handle = await open(temp, 'w');
+    const handle = await open(temp, 'w', 0o600); // memories are private: only this user may read them
     try {
       await handle.writeFile(formatSnapshot(entries), 'utf8');
       await handle.sync(); // the rename must never expose a file whose bytes are not on disk yet

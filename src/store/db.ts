@@ -5,9 +5,9 @@
  * (SIGKILL, OOM); only a power loss can lose the last few. `durability = "full"` trades
  * throughput for surviving that too.
  */
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { createPrivateFile, fileSystemError, makeDirectory } from './files.ts';
 
 export type Db = Database.Database;
 
@@ -180,9 +180,19 @@ export interface OpenOptions {
 
 /** Opens (creating if needed) the database at `path` and brings its schema up to date. */
 export function openDatabase(path: string, options: OpenOptions = {}): Db {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
-  db.pragma('journal_mode = WAL');
+  let db: Db | undefined;
+  try {
+    // The directory 0700 and the file 0600: conversations and memories are in it.
+    if (path !== ':memory:') {
+      makeDirectory(dirname(path));
+      createPrivateFile(path);
+    }
+    db = new Database(path);
+    db.pragma('journal_mode = WAL'); // creates the -wal file: the first write
+  } catch (error) {
+    db?.close();
+    throw fileSystemError(error, `open the database ${path}`, path);
+  }
   db.pragma(`synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');

@@ -8,6 +8,7 @@
  */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { createPrivateFile, fileSystemError } from './files.ts';
 
 export class DataDirInUseError extends Error {
   constructor(dir: string) {
@@ -23,8 +24,16 @@ export interface DataDirLock {
   release(): void;
 }
 
+/** Takes the lock on `dir` (which must exist). Throws DataDirInUseError, or FileSystemError when the lock file cannot be written. */
 export function lockDataDir(dir: string): DataDirLock {
-  const db = new Database(join(dir, 'switchboard.lock'));
+  const file = join(dir, 'switchboard.lock');
+  let db: Database.Database;
+  try {
+    createPrivateFile(file);
+    db = new Database(file);
+  } catch (error) {
+    throw fileSystemError(error, `open the lock file ${file}`, file);
+  }
   try {
     db.pragma('busy_timeout = 0');
     db.pragma('locking_mode = EXCLUSIVE');
@@ -32,7 +41,7 @@ export function lockDataDir(dir: string): DataDirLock {
   } catch (error) {
     db.close();
     if ((error as { code?: string }).code?.startsWith('SQLITE_BUSY')) throw new DataDirInUseError(dir);
-    throw error;
+    throw fileSystemError(error, `write the lock file ${file}`, file);
   }
   return { release: () => db.close() };
 }

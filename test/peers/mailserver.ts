@@ -1,7 +1,15 @@
 /**
  * A real mail system on 127.0.0.1 for tests: Debian's dovecot (IMAP, LMTP, SASL auth) and
- * postfix (SMTP), each on random free ports with its own config in a temp dir (recipe and
- * gotchas in PEERS.md). Mail flows nodemailer → postfix → LMTP → dovecot → imapflow.
+ * postfix (SMTP), each on random free ports with its own config in a temp dir (the recipe
+ * is the code below). Mail flows nodemailer → postfix → LMTP → dovecot → imapflow.
+ *
+ * What it takes to run them unprivileged in a temp dir, each commented where it applies:
+ * the dir is 0755 (dovecot's mail processes run as nobody, postfix's as postfix); postfix
+ * runs without chroot (the queue has none of the chroot's copies of /etc); its config files
+ * are dated a minute back (postfix waits for a file written in the last second to settle);
+ * it is started as `postfix check` + its master binary (`postfix start` spends seconds in
+ * permission checks); dovecot is stopped by killing its process group, and its pid file is
+ * removed (a zombie master would be taken for a running one).
  *
  * postfix listens twice: `smtpPort` takes mail from the local network without auth (how the
  * test people send, and how mail from other servers arrives), `submissionPort` requires SASL

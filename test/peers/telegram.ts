@@ -1,6 +1,7 @@
 /**
- * A local Telegram Bot API server for tests and benchmarks (npm telegram-test-api does not
- * long-poll; see PEERS.md). It speaks the real wire format: POST/GET /bot<token>/<method>
+ * A local Telegram Bot API server for tests and benchmarks. (Not npm's telegram-test-api:
+ * it does not long-poll — getUpdates answers at once — so the poll loop, its offsets and
+ * redelivery could not be tested against it.) It speaks the real wire format: POST/GET /bot<token>/<method>
  * with JSON, form-urlencoded or multipart bodies, answers {ok, result} or
  * {ok:false, error_code, description, parameters}. getUpdates really long-polls and honours
  * `offset` (which confirms earlier updates); HTML is validated like Telegram does and the
