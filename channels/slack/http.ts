@@ -1,45 +1,50 @@
 /**
  * HTTP Events API: Slack POSTs each event to `http://<listen>/slack/events`.
  *
- * - Every request is verified: X-Slack-Signature must be v0=HMAC-SHA256(signing_secret,
- *   "v0:" + X-Slack-Request-Timestamp + ":" + raw body) (compared in constant time) and the
- *   timestamp no more than 5 minutes off; otherwise 401 and nothing else happens.
+ * - Every request is verified with Bolt's `isValidSlackRequest`: X-Slack-Signature must be
+ *   v0=HMAC-SHA256(signing_secret, "v0:" + X-Slack-Request-Timestamp + ":" + raw body)
+ *   (compared in constant time) and the timestamp no more than 5 minutes off; otherwise 401
+ *   and nothing else happens.
  * - url_verification: the challenge is echoed.
- * - event_callback: answered 200 only after the message is in the inbox (`await push`);
- *   when push rejects (shutdown) 503, so Slack retries. A retry (X-Slack-Retry-Num) of an
+ * - event_callback: run through Bolt's App (bolt.ts) and answered 200 only once that
+ *   resolved — the message is in the inbox (Bolt's processBeforeResponse, done by our
+ *   Receiver); when it rejects (shutdown) 503, so Slack retries. (Bolt's own HTTPReceiver
+ *   answers a failed listener with 500 and would own the port; this listener keeps the 503.) A retry (X-Slack-Retry-Num) of an
  *   event already taken is answered 200 (the inbox recognises its id).
  */
-import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isValidSlackRequest } from '@slack/bolt';
 import type { Logger } from 'pino';
-import type { ListenLink, Push } from '../../src/channel.ts';
-import { parseListen, secretsEqual } from '../../src/net.ts';
-import type { Receiver } from './receive.ts';
+import type { ListenLink } from '../../src/channel.ts';
+import { parseListen } from '../../src/net.ts';
+import type { SlackApp, TakeEvent } from './bolt.ts';
 
 export const eventsPath = '/slack/events';
 const maxBodyBytes = 1024 * 1024;
-const maxSkewSeconds = 5 * 60;
 
 export interface EventsListenerOptions {
   readonly signingSecret: string;
   /** host:port ("[::1]:3000" for IPv6). */
   readonly listen: string;
-  readonly receiver: Receiver;
+  /** Runs an event body through Bolt's App (bolt.ts). */
+  readonly dispatch: SlackApp['dispatch'];
+  /** Pushes the event (into the inbox); given to dispatch. */
+  readonly take: TakeEvent;
   readonly log: Logger;
 }
 
-/** Whether a request's signature is Slack's (and recent). */
+/** Whether a request's signature is Slack's (and recent): Bolt's check (v0 HMAC-SHA256, 5 minutes, constant time). */
 export function verifySignature(secret: string, timestamp: string | undefined, signature: string | undefined, body: Buffer, nowMs = Date.now()): boolean {
   if (!timestamp || !signature || !/^\d{1,12}$/.test(timestamp)) return false;
-  if (Math.abs(nowMs / 1000 - Number(timestamp)) > maxSkewSeconds) return false;
-  const expected = Buffer.from(`v0=${createHmac('sha256', secret).update(`v0:${timestamp}:`).update(body).digest('hex')}`);
-  return secretsEqual(signature, expected);
+  // Bolt refuses timestamps over 5 minutes old; one from over 5 minutes ahead is as suspect.
+  if (Number(timestamp) - nowMs / 1000 > 5 * 60) return false;
+  return isValidSlackRequest({ signingSecret: secret, body: body.toString('utf8'), headers: { 'x-slack-signature': signature, 'x-slack-request-timestamp': Number(timestamp) }, nowMilliseconds: nowMs });
 }
 
 
-export async function runEventsListener(options: EventsListenerOptions, push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
-  const { log, receiver } = options;
+export async function runEventsListener(options: EventsListenerOptions, signal: AbortSignal, link: ListenLink): Promise<void> {
+  const { log } = options;
   const server = createServer((req, res) => void serve(req, res));
 
   const answer = (res: ServerResponse, status: number, body = '', type = 'text/plain'): void => {
@@ -74,7 +79,8 @@ export async function runEventsListener(options: EventsListenerOptions, push: Pu
     if (payload.type === 'url_verification') return answer(res, 200, JSON.stringify({ challenge: payload.challenge }), 'application/json');
     if (payload.type !== 'event_callback') return answer(res, 200);
     try {
-      await receiver.handle(payload.event, push);
+      const retry = header(req, 'x-slack-retry-num');
+      await options.dispatch(payload, options.take, { num: retry === undefined ? undefined : Number(retry), reason: header(req, 'x-slack-retry-reason') });
     } catch (error) {
       log.warn({ err: error, event: payload.event_id, retry: header(req, 'x-slack-retry-num') }, 'slack event not taken; answering 503 so Slack retries');
       return answer(res, 503, 'try again');

@@ -25,7 +25,7 @@ import type { SlackIdentity } from './inbound.ts';
 import { BotThreads, Receiver } from './receive.ts';
 import { measureMrkdwn, renderMrkdwn } from './render.ts';
 import { runSocketMode } from './socket.ts';
-import { botClient } from './web.ts';
+import { createSlackApp, type SlackApp } from './bolt.ts';
 import { readOutboundFile } from '../../src/outbound/file.ts';
 
 export type SlackChannel = Channel & MessageLimit & MessageEditor & FileSender & Partial<LivenessWatched>;
@@ -42,16 +42,27 @@ export interface SlackChannelOptions {
 export const slackMessageLimit = 4000;
 
 export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, options: SlackChannelOptions = {}): SlackChannel {
-  const web = botClient(config.bot_token, config.api_url, ctx.log);
   const threads = new BotThreads();
   let identity: SlackIdentity | undefined;
   const apiOrigin = config.api_url === undefined ? undefined : new URL(config.api_url).origin;
   const socketMode = config.app_token !== undefined;
+  let building: Promise<SlackApp> | undefined;
 
-  /** auth.test, once per process (retried by the supervisor when it fails). */
+  /** Bolt's App, built once per process after one auth.test (a failure is retried on the next call). */
+  function slackApp(): Promise<SlackApp> {
+    building ??= createSlackApp({ botToken: config.bot_token, apiUrl: config.api_url, log: ctx.log }).catch((error: unknown) => {
+      building = undefined;
+      throw error;
+    });
+    return building;
+  }
+  /** Bolt's Web API client, for sends (building the App first if listen has not). */
+  const web = async (): Promise<SlackApp['client']> => (await slackApp()).client;
+
+  /** Who the bot is (the supervisor retries listen when auth.test fails). */
   async function identify(signal: AbortSignal): Promise<SlackIdentity> {
     if (identity) return identity;
-    const auth = await abortable(web.auth.test(), signal);
+    const { auth } = await abortable(slackApp(), signal);
     if (!auth.user_id || !auth.team_id) throw new Error('auth.test did not say who the bot is');
     identity = {
       userId: auth.user_id,
@@ -67,7 +78,7 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
   async function post(ref: ConversationRef, markdown: string, what: string): Promise<string> {
     const text = renderMrkdwn(markdown);
     try {
-      const result = await web.chat.postMessage({ channel: ref.chat, text: text.trim() === '' ? '…' : text, ...(ref.thread ? { thread_ts: ref.thread } : {}) });
+      const result = await (await web()).chat.postMessage({ channel: ref.chat, text: text.trim() === '' ? '…' : text, ...(ref.thread ? { thread_ts: ref.thread } : {}) });
       if (ref.thread) threads.mark(ref.chat, ref.thread);
       if (!result.ts) throw new SendError(`${what}: Slack did not return the message's ts`);
       return result.ts;
@@ -86,10 +97,11 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
     async listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
       const me = await identify(signal);
       if (signal.aborted) return;
+      const app = await slackApp();
       const receiver = new Receiver({
         channel: ctx.name,
         identity: me,
-        web,
+        web: app.client,
         botToken: config.bot_token,
         fileOrigins: (url) => url.origin === apiOrigin || (url.protocol === 'https:' && (url.hostname === 'slack.com' || url.hostname.endsWith('.slack.com'))),
         attachments: ctx.attachments,
@@ -100,14 +112,19 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
         const socket = {
           appToken: config.app_token,
           apiUrl: config.api_url,
-          receiver,
+          dispatch: app.dispatch,
+          take: (event: unknown) => receiver.handle(event, push),
           log: ctx.log,
           ...(options.clientPingTimeoutMs === undefined ? {} : { clientPingTimeoutMs: options.clientPingTimeoutMs }),
           ...(options.silenceMs === undefined ? {} : { silenceMs: options.silenceMs }),
         };
-        return runSocketMode(socket, push, signal, link);
+        return runSocketMode(socket, signal, link);
       }
-      return runEventsListener({ signingSecret: config.signing_secret!, listen: config.listen, receiver, log: ctx.log }, push, signal, link);
+      return runEventsListener(
+        { signingSecret: config.signing_secret!, listen: config.listen, dispatch: app.dispatch, take: (event) => receiver.handle(event, push), log: ctx.log },
+        signal,
+        link,
+      );
     },
 
     async send(message: OutboundMessage): Promise<void> {
@@ -122,7 +139,7 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
     async edit(ref: ConversationRef, messageId: string, text: string): Promise<void> {
       const rendered = renderMrkdwn(text);
       try {
-        await web.chat.update({ channel: ref.chat, ts: messageId, text: rendered.trim() === '' ? '…' : rendered });
+        await (await web()).chat.update({ channel: ref.chat, ts: messageId, text: rendered.trim() === '' ? '…' : rendered });
       } catch (error) {
         throw toSendError(error, 'chat.update');
       }
@@ -131,13 +148,13 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
     async sendFile(ref: ConversationRef, file: OutboundFile): Promise<void> {
       const data = await readOutboundFile(file);
       try {
-        const slot = await web.files.getUploadURLExternal({ filename: file.name, length: data.length });
+        const slot = await (await web()).files.getUploadURLExternal({ filename: file.name, length: data.length });
         if (!slot.upload_url || !slot.file_id) throw new SendError('files.getUploadURLExternal gave no upload URL');
         // The upload URL is pre-signed: no token goes with the bytes.
         const uploaded = await fetch(slot.upload_url, { method: 'POST', body: data, headers: { 'content-type': 'application/octet-stream' }, signal: AbortSignal.timeout(120_000) });
         await uploaded.body?.cancel();
         if (!uploaded.ok) throw new SendError(`file upload: HTTP ${uploaded.status}`, { permanent: uploaded.status >= 400 && uploaded.status < 500 && uploaded.status !== 429 });
-        await web.files.completeUploadExternal({
+        await (await web()).files.completeUploadExternal({
           files: [{ id: slot.file_id, title: file.name }],
           channel_id: ref.chat,
           ...(ref.thread ? { thread_ts: ref.thread } : {}),

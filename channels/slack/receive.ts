@@ -8,7 +8,7 @@
  * for each other. A message handled once is not handled again: the `message` and `app_mention`
  * events of one mention, and redeliveries, share an id (see inbound.ts).
  */
-import type { WebClient } from '@slack/web-api';
+import type { SlackApp } from './bolt.ts';
 import type { Logger } from 'pino';
 import type { AttachmentStore, InboundMessage, Push } from '../../src/channel.ts';
 import { fileKind, fromABot, isDirect, isMessageEvent, mentions, messageId, normalise, threadOf, type SlackFile, type SlackIdentity, type SlackMessageEvent } from './inbound.ts';
@@ -65,7 +65,7 @@ export class BotThreads {
 export interface ReceiverOptions {
   readonly channel: string;
   readonly identity: SlackIdentity;
-  readonly web: WebClient;
+  readonly web: SlackApp['client'];
   readonly botToken: string;
   /** Origins the bot token may be sent to when downloading files (Slack's, and the configured API's). */
   readonly fileOrigins: (url: URL) => boolean;

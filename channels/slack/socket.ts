@@ -2,8 +2,9 @@
  * Socket Mode: one SocketModeClient per connection, reconnected here until the listen's
  * signal aborts.
  *
- * - Ack: an events_api envelope is acknowledged only after `await receiver.handle(…)` (the
- *   push) resolved; when it rejects (shutdown) it is left unacknowledged and Slack
+ * - Ack: an events_api envelope's body goes through Bolt's App (bolt.ts: `App.processEvent`
+ *   via our Receiver) and is acknowledged only once that resolved — the push is done and the
+ *   message in the inbox; when it rejects (shutdown) it is left unacknowledged and Slack
  *   redelivers it on a later connection, where the inbox recognises it.
  * - Liveness: every frame (hello, envelopes), every server ping and every pong to the
  *   client's own pings (sent every clientPingTimeout / 3) counts as life and calls
@@ -17,15 +18,18 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { Logger } from 'pino';
 import { pause } from '../../src/abort.ts';
-import type { ListenLink, Push } from '../../src/channel.ts';
+import type { ListenLink } from '../../src/channel.ts';
+import type { SlackApp, TakeEvent } from './bolt.ts';
 import { platformError } from './errors.ts';
-import type { Receiver } from './receive.ts';
 import { slackLogger, socketModeClient, type SocketModeClientLike } from './web.ts';
 
 export interface SocketModeOptions {
   readonly appToken: string;
   readonly apiUrl: string | undefined;
-  readonly receiver: Receiver;
+  /** Runs an envelope's body through Bolt's App (bolt.ts). */
+  readonly dispatch: SlackApp['dispatch'];
+  /** Pushes the event (into the inbox); given to dispatch. */
+  readonly take: TakeEvent;
   readonly log: Logger;
   /** @default 5000 */
   readonly clientPingTimeoutMs?: number;
@@ -38,7 +42,7 @@ export interface SocketModeOptions {
 /** Connection-level failures the supervisor should see (retrying at once cannot help). */
 const fatal = new Set(['invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'not_allowed_token_type', 'missing_scope']);
 
-export async function runSocketMode(options: SocketModeOptions, push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
+export async function runSocketMode(options: SocketModeOptions, signal: AbortSignal, link: ListenLink): Promise<void> {
   // ready() once per listen, however often we reconnect inside it.
   let ready = false;
   const sessionLink: ListenLink = {
@@ -53,7 +57,7 @@ export async function runSocketMode(options: SocketModeOptions, push: Push, sign
   while (!signal.aborted) {
     let outcome: SessionEnd;
     try {
-      outcome = await session(options, push, signal, sessionLink);
+      outcome = await session(options, signal, sessionLink);
     } catch (error) {
       const code = platformError(error);
       if (code !== undefined && fatal.has(code)) throw error;
@@ -91,11 +95,12 @@ interface Envelope {
   readonly envelope_id: string;
   readonly body?: { readonly event?: unknown; readonly event_id?: string };
   readonly retry_num?: number;
+  readonly retry_reason?: string;
 }
 
 /** One connection, from apps.connections.open until it closes. */
-async function session(options: SocketModeOptions, push: Push, signal: AbortSignal, link: ListenLink): Promise<SessionEnd> {
-  const { log, receiver } = options;
+async function session(options: SocketModeOptions, signal: AbortSignal, link: ListenLink): Promise<SessionEnd> {
+  const { log } = options;
   const silenceMs = options.silenceMs ?? 12_000;
   let detail: string | undefined;
   const client: SocketModeClientLike = socketModeClient({
@@ -134,7 +139,7 @@ async function session(options: SocketModeOptions, push: Push, signal: AbortSign
     life();
     if (envelope.type === 'events_api') {
       try {
-        await receiver.handle(envelope.body?.event, push);
+        await options.dispatch(envelope.body, options.take, { num: envelope.retry_num, reason: envelope.retry_reason });
       } catch (error) {
         log.warn({ err: error, envelope: envelope.envelope_id, event: envelope.body?.event_id, retry: envelope.retry_num }, 'slack event not acknowledged; Slack will deliver it again');
         return;

@@ -1,17 +1,11 @@
 /**
- * The Slack SDK pieces this channel uses, and why not Bolt's App:
- *
- * Bolt acknowledges every Events API event *before* its listeners run ("Events API requests
- * are acknowledged right away", App.processEvent), in Socket Mode and over HTTP alike. Our
- * contract is the opposite: acknowledge only after the message is durably in the inbox
- * (`await push(…)` resolved), and not at all when push rejects, so Slack redelivers. So we use
- * the building blocks Bolt itself is made of: @slack/socket-mode's SocketModeClient (every
- * envelope comes with an explicit `ack()`), @slack/web-api's WebClient, and for HTTP events a
- * plain node:http listener that verifies signatures itself (http.ts).
+ * The Slack SDK pieces under Bolt's App (bolt.ts): the logger bridge to pino, and Socket
+ * Mode's client — used directly, one per connection, because each envelope must be
+ * acknowledged only after Bolt's App has handled it (socket.ts), and because the connection's
+ * liveness (pings, silence, Slack's refresh) is watched here.
  */
 import { LogLevel, type Logger as SlackLogger } from '@slack/logger';
 import { SocketModeClient } from '@slack/socket-mode';
-import { WebClient } from '@slack/web-api';
 import type { Logger } from 'pino';
 
 /**
@@ -35,21 +29,6 @@ export function slackLogger(log: Logger, onProblem?: (text: string) => void): Sl
     setName: () => undefined,
     getLevel: () => (log.isLevelEnabled('trace') ? LogLevel.DEBUG : log.isLevelEnabled('debug') ? LogLevel.INFO : LogLevel.WARN),
   };
-}
-
-/**
- * The bot's Web API client. No retries of its own and 429s rejected at once: the outbox
- * retries every send durably, honouring Retry-After (see errors.ts) — a second retry layer
- * here would only stack delays (and repeat posts whose answer was lost).
- */
-export function botClient(token: string, apiUrl: string | undefined, log: Logger): WebClient {
-  return new WebClient(token, {
-    ...(apiUrl === undefined ? {} : { slackApiUrl: apiUrl }),
-    logger: slackLogger(log),
-    retryConfig: { retries: 0 },
-    rejectRateLimitedCalls: true,
-    timeout: 30_000,
-  });
 }
 
 /** The parts of SocketModeClient (@slack/socket-mode 3) this channel uses. */
