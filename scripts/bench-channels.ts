@@ -2,6 +2,8 @@
  * Channel benchmark: prints figures, never fails on speed.
  *
  *   npm run bench:channels      (builds dist/ first)
+ *   npm run bench:channels -- slack            (only what involves Slack)
+ *   SWITCHBOARD_BENCH_CLI=/other/dist/app/cli.js node scripts/bench-channels.ts slack
  *
  * For every chat channel, each against its test peer (test/peers/: local protocol peers for
  * Telegram, Discord, Slack and Matrix; real ngircd for IRC; real dovecot + postfix for email)
@@ -27,7 +29,8 @@ import { startSlackPeer } from '../test/peers/slack.ts';
 import { startTelegramPeer } from '../test/peers/telegram.ts';
 
 const ROOT = join(import.meta.dirname, '..');
-const CLI = existsSync(join(ROOT, 'dist', 'app', 'cli.js')) ? join(ROOT, 'dist', 'app', 'cli.js') : join(ROOT, 'app', 'cli.ts');
+// SWITCHBOARD_BENCH_CLI runs another build's CLI against the same peers (before/after comparisons).
+const CLI = process.env.SWITCHBOARD_BENCH_CLI ?? (existsSync(join(ROOT, 'dist', 'app', 'cli.js')) ? join(ROOT, 'dist', 'app', 'cli.js') : join(ROOT, 'app', 'cli.ts'));
 const STARTS = 5;
 
 /** Each channel's peer and how many DMs its latency run sends. */
@@ -40,6 +43,7 @@ const peers: Record<string, { start: () => Promise<ChatPeer>; n: number }> = {
   email: { start: startEmailPeer, n: 20 },
 };
 const groups: Array<[string, string[]]> = [
+  ['Slack alone', ['slack']],
   ['Telegram + Discord + Slack', ['telegram', 'discord', 'slack']],
   ['Matrix + IRC + email', ['matrix', 'irc', 'email']],
   ['all six', Object.keys(peers)],
