@@ -361,7 +361,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   return stopped;
 }
 
-/** The conversation policy of each configured chat channel (the terminal has none: it is exempt). */
+/** The conversation policy of each configured chat channel (the terminal has none: it is exempt from access rules; chat commands work there too). */
 function channelPolicies(config: Config, names: ReadonlyArray<keyof Config['channels']>): Map<string, ChannelPolicy> {
   const policies = new Map<string, ChannelPolicy>();
   for (const name of names) {

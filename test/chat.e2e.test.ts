@@ -59,6 +59,26 @@ describe('switchboard chat (end to end)', () => {
     }
   });
 
+  it('answers chat commands (/help, /model, /status, /new, !cmd) in the terminal without the model', async () => {
+    try {
+      const result = await runCli(['chat', '--config', config.file], { input: 'my name is Ada\n/help\n!model\n/status\n/new\nwho am I?\n', env });
+      assert.equal(result.code, 0, result.stderr);
+      const out = result.stdout;
+      assert.match(out, /^echo: my name is Ada\nCommands:\n\/new — /);
+      assert.match(out, /\nModel: test-model\.\n/);
+      assert.match(out, /\nUp \S+ and running · channels: terminal running/);
+      assert.match(out, /\nStarted a fresh conversation[^\n]*\necho: who am I\?\n$/);
+      assert.equal(model.requests.length, 2, 'only the two plain messages reached the model');
+      assert.deepEqual(
+        model.requests[1]!.body.messages.slice(1).map((m) => m.content),
+        ['who am I?'],
+        '/new set the earlier turn aside',
+      );
+    } finally {
+      config.cleanup();
+    }
+  });
+
   it('runs a tool call the model asks for and prints only the final answer', async () => {
     try {
       model.script({ toolCalls: [{ name: 'current_time', arguments: { timezone: 'UTC' } }] }, { text: '<think>use the result</think>It is late.' });

@@ -61,12 +61,12 @@ export interface RuntimeOptions {
   readonly sweepIntervalMs?: number;
   /**
    * The conversation policy per chat channel (access, mention gating, streaming). A channel
-   * without an entry (the terminal) is exempt: everything it pushes is answered.
+   * without an entry (the terminal) is exempt: everything it pushes is answered (chat commands still apply).
    */
   readonly policies?: ReadonlyMap<string, ChannelPolicy>;
   /** Pairing codes and approved senders (required when a policy has no `allow`). */
   readonly pairing?: PairingStore;
-  /** Chat commands (/new, /model, /status, /help); omitted = commands go to the model. */
+  /** Chat commands (/new, /model, /status, /help) on every channel; omitted = commands go to the model. */
   readonly commands?: Omit<CommandDeps, 'status' | 'clearHistory'>;
   /** Told what happens, for metrics. Hooks must be cheap and must not throw. */
   readonly events?: RuntimeEvents;
@@ -347,7 +347,7 @@ export class Runtime {
     const { message } = entry;
     const log = this.#log.child({ channel: message.channel, conversation, seq });
     const policy = this.#options.policies?.get(message.channel);
-    if (policy && this.#applyPolicy(seq, conversation, message, policy, log)) {
+    if ((policy && this.#applyPolicy(seq, conversation, message, policy, log)) || this.#applyCommand(seq, conversation, message, log)) {
       await this.#delivery.deliver(conversation, this.#working.signal);
       return;
     }
@@ -393,8 +393,8 @@ export class Runtime {
   }
 
   /**
-   * Access, mention gating, pairing and chat commands. Returns true when the message was dealt
-   * with here (ignored, or answered without the model).
+   * Access, mention gating and pairing. Returns true when the message was dealt with here
+   * (ignored, or answered with a pairing code).
    */
   #applyPolicy(seq: number, conversation: string, message: InboundMessage, policy: ChannelPolicy, log: Logger): boolean {
     if (!this.#options.pairing && policy.allow === undefined) throw new Error('a channel without `allow` needs the pairing store');
@@ -410,6 +410,14 @@ export class Runtime {
       this.#commitAnswer(seq, message, pairingReply(message.channel, decision.code), undefined);
       return true;
     }
+    return false;
+  }
+
+  /**
+   * Chat commands (/new, /model, /status, /help), in every chat — also on channels the policy
+   * exempts, like the terminal. Returns true when the message was one and has been answered.
+   */
+  #applyCommand(seq: number, conversation: string, message: InboundMessage, log: Logger): boolean {
     const commands = this.#options.commands;
     const command = commands ? parseCommand(message.text) : undefined;
     if (!commands || !command) return false;
