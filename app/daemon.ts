@@ -34,9 +34,14 @@ import { buildProvider } from './compose/provider.ts';
 import { buildTools, type BuiltTools } from './compose/tools.ts';
 import { createReloader, createRouteTable, type ConfigDiff, type Prepared, type RouteTable } from './reload.ts';
 
+/** `chat` exits with this (EX_TEMPFAIL: try again later) when a message could not be answered. */
+export const EXIT_UNANSWERED = 75;
+
 export interface DaemonOptions {
   readonly mode: 'start' | 'chat';
   readonly configFlag?: string;
+  /** `--verbose`: `chat` logs from info (instead of errors only), `start` from debug. */
+  readonly verbose?: boolean;
 }
 
 /** What a channel factory gets besides its own config section. */
@@ -110,9 +115,11 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   }
   // With the terminal in use, stdout is the conversation: logs go to stderr.
   const log = createLogger({
-    level: logLevel(config, options.mode),
+    level: options.mode === 'chat' ? logLevel(config, 'error', options.verbose ? 'info' : undefined) : logLevel(config, 'info', options.verbose ? 'debug' : undefined),
     format: config.log.format,
     stream: names.includes('terminal') ? process.stderr : process.stdout,
+    // Beside a conversation, one line per event.
+    singleLine: names.includes('terminal'),
   });
 
   const dataDir = resolve(dirname(file), config.data_dir);
@@ -333,10 +340,12 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         .finally(() => {
           clearInterval(keepAlive);
           if (pidFile) rmSync(pidFile, { force: true });
+          // `chat` tells a script whether every message got an answer.
+          const unanswered = options.mode === 'chat' && runtime.health().counters.failed > 0;
           metrics.close();
           db.close();
           lock.release();
-          resolveExit(code);
+          resolveExit(code === 0 && unanswered ? EXIT_UNANSWERED : code);
         });
     };
     const onSignal = (signal: NodeJS.Signals): void => {
@@ -386,11 +395,17 @@ function channelNames(config: Config, mode: 'start' | 'chat'): Array<keyof Confi
 
 const levels = new Set(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']);
 
-/** `$SWITCHBOARD_LOG_LEVEL` wins, then `log.level`; `chat` defaults to warn so the conversation stays readable. */
-function logLevel(config: Config, mode: 'start' | 'chat'): NonNullable<Config['log']['level']> {
+type Level = NonNullable<Config['log']['level']>;
+
+/**
+ * `$SWITCHBOARD_LOG_LEVEL` wins, then `--verbose` (chat: info, start: debug), then `log.level`,
+ * then the command's default: info for `start`, error for `chat` — warnings (a retry, say)
+ * stay out of the conversation unless asked for.
+ */
+function logLevel(config: Config, fallback: Level, verbose?: Level): Level {
   const fromEnv = process.env.SWITCHBOARD_LOG_LEVEL;
-  if (fromEnv !== undefined && levels.has(fromEnv)) return fromEnv as NonNullable<Config['log']['level']>;
-  return config.log.level ?? (mode === 'chat' ? 'warn' : 'info');
+  if (fromEnv !== undefined && levels.has(fromEnv)) return fromEnv as Level;
+  return verbose ?? config.log.level ?? fallback;
 }
 
 function safeUsername(): string {
@@ -417,7 +432,7 @@ function openOperatorDatabase(configFlag: string | undefined): { config: Config;
 /** The memory for `switchboard memory …` (no hygiene pass). */
 export async function openOperatorMemory(configFlag: string | undefined): Promise<{ memory: Memory; close(): Promise<void> }> {
   const { config, dataDir, dbPath, db } = openOperatorDatabase(configFlag);
-  const log = createLogger({ level: logLevel(config, 'chat'), format: config.log.format, stream: process.stderr });
+  const log = createLogger({ level: logLevel(config, 'warn'), format: config.log.format, stream: process.stderr });
   const built = await buildMemory({ config, db, dbPath, dataDir, freshDatabase: false, log, hygiene: false });
   return {
     memory: built.memory,

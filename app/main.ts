@@ -26,6 +26,7 @@ Commands:
 Options:
   -c, --config FILE   config file (default: $SWITCHBOARD_CONFIG, ./switchboard.toml,
                       ~/.config/switchboard/config.toml)
+  -v, --verbose       log more: chat shows warnings and progress (info), start adds debug
   -h, --help          show this help
   -V, --version       print the version
 
@@ -50,6 +51,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         config: { type: 'string', short: 'c' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'V' },
+        verbose: { type: 'boolean', short: 'v' },
       },
     });
   } catch (error) {
@@ -71,7 +73,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     // Loaded only for commands that run the daemon: --help and usage errors stay instant.
     const { runDaemon } = await import('./daemon.ts');
-    return await runDaemon({ mode: command === 'chat' ? 'chat' : 'start', ...(values.config === undefined ? {} : { configFlag: values.config }) });
+    return await runDaemon({ mode: command === 'chat' ? 'chat' : 'start', verbose: values.verbose === true, ...(values.config === undefined ? {} : { configFlag: values.config }) });
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);

@@ -95,16 +95,37 @@ describe('switchboard chat (end to end)', () => {
     }
   });
 
-  it('tells the user when the model fails, logs why on stderr, and still exits 0', async () => {
+  it('tells the user when the model fails, logs one line with the cause once, and exits 75', async () => {
     try {
       // the first try and both retries (max_retries = 2) fail
       const failure = { status: 500, body: '{"error":{"message":"upstream exploded"}}' };
       model.script(failure, failure, failure);
-      const result = await runCli(['chat', '--config', config.file], { input: 'hello\n', env });
-      assert.equal(result.code, 0);
-      assert.match(result.stdout, /^Sorry — I could not reach the model/);
-      assert.match(result.stderr, /upstream exploded/);
+      const result = await runCli(['chat', '--config', config.file], { input: 'hello\nagain\n', env });
+      assert.equal(result.code, 75, 'a message went unanswered');
+      assert.equal(result.stdout, 'Sorry — I could not reach the model to answer that. Please try again in a moment.\necho: again\n');
+      const lines = result.stderr.trim().split('\n');
+      assert.equal(lines.length, 1, `one log line per failure, no retry warnings:\n${result.stderr}`);
+      const entry = JSON.parse(lines[0]!) as Record<string, unknown>;
+      assert.equal(entry.msg, 'turn failed; telling the user');
+      assert.match(String(entry.error), /^model endpoint answered HTTP 500: upstream exploded \(openai\/test-model, 3 attempts\)$/);
+      assert.equal(result.stderr.split('upstream exploded').length, 2, 'the cause appears once');
+      assert.equal(entry.err, undefined, 'no stack trace for a model that cannot answer');
+      assert.doesNotMatch(result.stderr, /trying the next model or provider/);
       assert.doesNotMatch(result.stderr, /sk-e2e/, 'the key never reaches the logs');
+    } finally {
+      config.cleanup();
+    }
+  });
+
+  it('shows warnings and progress with --verbose, and exits 0 when every message was answered', async () => {
+    try {
+      model.script({ status: 500 });
+      const result = await runCli(['chat', '--verbose', '--config', config.file], { input: 'hello\n', env });
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.stdout, 'echo: hello\n');
+      assert.match(result.stderr, /"level":40,.*"msg":"model call failed; retry 1 of 2 in \d+ ms"/);
+      assert.match(result.stderr, /"msg":"turn done"/);
+      assert.doesNotMatch(result.stderr, /"level":20/, 'info, not debug');
     } finally {
       config.cleanup();
     }

@@ -386,7 +386,7 @@ export class Runtime {
       }
       this.#counters.failed++;
       this.#options.events?.onTurn?.(message.channel, Date.now() - started, 'failed');
-      log.error({ err: error, ms: Date.now() - started }, 'turn failed; telling the user');
+      log.error({ ...failureFields(error, signal, this.#options.turnTimeoutMs), ms: Date.now() - started }, 'turn failed; telling the user');
       this.#commitFailure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId);
     }
     await this.#delivery.deliver(conversation, this.#working.signal);
@@ -473,6 +473,17 @@ function formatDuration(ms: number): string {
   if (minutes < 60) return `${minutes}m`;
   const hours = Math.floor(minutes / 60);
   return hours < 48 ? `${hours}h ${minutes % 60}m` : `${Math.floor(hours / 24)}d ${hours % 24}h`;
+}
+
+/**
+ * What the log says about a failed turn, in one field. A model that cannot be reached or a turn
+ * that ran out of time is an operating condition: its cause once (`error`), no stack — the
+ * message of a ProviderError already carries its causes. Anything else is a bug: `err`, stack and all.
+ */
+function failureFields(error: unknown, signal: AbortSignal, turnTimeoutMs: number): { error: string } | { err: unknown } {
+  if (signal.aborted) return { error: `the turn ran longer than agent.turn_timeout_seconds (${Math.round(turnTimeoutMs / 1000)} s)` };
+  if (error instanceof ProviderError) return { error: error.message };
+  return { err: error };
 }
 
 /** What the user is told when their turn failed: what happened, without internals. */
