@@ -8,8 +8,8 @@
  * accepted-but-unanswered message is queued again and every unsent reply is sent.
  */
 import type { Logger } from 'pino';
-import { canEdit, hasTyping, type Channel, type InboundMessage, type MessageEditor, type Push, type PushResult } from '../channel.ts';
-import { conversationKey, refOf } from '../conversation.ts';
+import { canEdit, hasTyping, skipsInterrupted, type Channel, type InboundMessage, type MessageEditor, type Push, type PushResult } from '../channel.ts';
+import { conversationKey, parseConversationKey, refOf } from '../conversation.ts';
 import { parseCommand, runCommand, type CommandDeps } from '../policy/commands.ts';
 import { decideAccess, pairingReply, type PairingStore } from '../policy/access.ts';
 import { turnText } from '../policy/turn-text.ts';
@@ -135,6 +135,8 @@ export class Runtime {
   readonly #working = new AbortController();
   readonly #counters: RuntimeCounters = { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 };
   readonly #readyChannels = new Set<string>();
+  /** Messages set aside at start, per channel (see #skipInterrupted). */
+  readonly #skipped = new Map<string, InboundMessage[]>();
   readonly #ready: Promise<void>;
   #resolveReady!: () => void;
   #timers: NodeJS.Timeout[] = [];
@@ -242,8 +244,9 @@ export class Runtime {
   start(): void {
     if (this.#started) throw new Error('runtime already started');
     this.#started = true;
-    const recovered = this.#inbox.queued();
+    const recovered = this.#inbox.queued().filter(({ seq, conversation }) => !this.#skipInterrupted(seq, conversation));
     for (const { seq, conversation } of recovered) this.#pool.enqueue(conversation, seq);
+    this.#reportSkipped();
     const unsent = this.#outbox.pendingCount();
     if (recovered.length > 0 || unsent > 0) {
       this.#log.info({ unanswered: recovered.length, unsent }, 'recovering work left from the last run');
@@ -256,6 +259,34 @@ export class Runtime {
     prune.unref();
     this.#timers.push(sweep, prune);
     if (this.#supervisors.size === 0) this.#resolveReady();
+  }
+
+  /**
+   * At start: marks an unanswered message `interrupted` instead of running it again when its
+   * channel skips interrupted turns (see {@link SkipsInterrupted}). Returns true when it did.
+   */
+  #skipInterrupted(seq: number, conversation: string): boolean {
+    const name = parseConversationKey(conversation)?.channel;
+    const channel = name === undefined ? undefined : this.#channels.get(name);
+    if (!channel || !skipsInterrupted(channel)) return false;
+    const entry = this.#inbox.queuedEntry(seq);
+    if (!entry || entry.message.channel !== name || !this.#inbox.markIgnored(seq, 'interrupted')) return false;
+    this.#skipped.set(name, [...(this.#skipped.get(name) ?? []), entry.message]);
+    return true;
+  }
+
+  /** Hands each channel the messages {@link #skipInterrupted} set aside, once. */
+  #reportSkipped(): void {
+    for (const [name, messages] of this.#skipped) {
+      const channel = this.#channels.get(name);
+      this.#log.info({ channel: name, messages: messages.length }, 'not running again what an earlier run left unanswered: this channel skips interrupted turns');
+      try {
+        if (channel && skipsInterrupted(channel)) channel.skipInterrupted(messages);
+      } catch (error) {
+        this.#log.error({ channel: name, err: error }, 'the channel failed to take its interrupted messages');
+      }
+    }
+    this.#skipped.clear();
   }
 
   /** Resolves when nothing is queued, running or being sent. */
@@ -381,7 +412,7 @@ export class Runtime {
       stopTyping();
       const draftId = await draft?.finish();
       if (this.#working.signal.aborted) {
-        log.warn('turn cut off by shutdown; it runs again on the next start');
+        log.warn('turn cut off by shutdown; it stays in the inbox for the next start');
         return;
       }
       this.#counters.failed++;
