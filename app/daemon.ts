@@ -49,15 +49,17 @@ interface ChannelDeps {
   readonly config: Config;
   readonly mode: 'start' | 'chat';
   readonly log: Logger;
-  /** Ends a `chat` session once its input has ended and every reply is out. */
-  readonly finish: () => void;
+  /** Ends a `chat` session once its input has ended and every reply is out; returns what to tell the person. */
+  readonly finish: () => string | undefined;
+  /** Ctrl-C at the terminal's prompt: the same as SIGINT; returns what to tell the person. */
+  readonly interrupt: () => string | undefined;
   /** What every chat channel gets (see ChannelContext). */
   readonly context: ChannelContext;
 }
 
 /** One entry per channel kind; the import runs only when the channel is configured. */
 const channelFactories: Record<keyof Config['channels'], (deps: ChannelDeps) => Promise<Channel>> = {
-  terminal: async ({ config, mode, finish }) => {
+  terminal: async ({ config, mode, finish, interrupt }) => {
     const { createTerminalChannel } = await import('../channels/terminal/index.ts');
     return createTerminalChannel({
       input: process.stdin,
@@ -65,6 +67,8 @@ const channelFactories: Record<keyof Config['channels'], (deps: ChannelDeps) => 
       user: config.channels.terminal?.user ?? safeUsername(),
       assistantName: config.agent.name,
       interactive: process.stdin.isTTY === true,
+      banner: `Talking to ${config.agent.name} (${config.provider.model}) · /help lists the commands · Ctrl-D or Ctrl-C quits`,
+      onInterrupt: interrupt,
       ...(mode === 'chat' ? { onEnd: finish } : {}),
     });
   },
@@ -183,7 +187,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   parts.tools = await toolsFor(config);
   parts.agent = agentFor(config, parts.provider, parts.tools);
 
-  let finish = (): void => undefined;
+  let finish = (): string | undefined => undefined;
+  let interrupt = (): string | undefined => undefined;
   // Built before the channels (a channel may serve an endpoint on it), started once all are.
   const gateway = gatewayConfig
     ? gatewayModule!.createGateway({
@@ -209,7 +214,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     const stateDir = join(dataDir, 'channels', name);
     mkdirSync(stateDir, { recursive: true, mode: 0o700 });
     const context: ChannelContext = { name, log: channelLog, assistantName: from.agent.name, attachments, stateDir, ...(channelRoutes ? { gateway: channelRoutes } : {}) };
-    return channelFactories[name]({ config: from, mode: options.mode, log: channelLog, finish: () => finish(), context });
+    return channelFactories[name]({ config: from, mode: options.mode, log: channelLog, finish: () => finish(), interrupt: () => interrupt(), context });
   };
   const channels = await Promise.all(
     names.map(async (name) => {
@@ -348,18 +353,34 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
           resolveExit(code === 0 && unanswered ? EXIT_UNANSWERED : code);
         });
     };
-    const onSignal = (signal: NodeJS.Signals): void => {
+    /** The first SIGINT/SIGTERM (or Ctrl-C at the prompt) stops gracefully, the second at once; returns what to tell a person. */
+    const onStop = (signal: NodeJS.Signals): string | undefined => {
       if (stopping) {
         log.warn({ signal }, 'second signal: exiting now');
         process.exit(130);
       }
+      const { inFlight } = runtime.health();
       stop(signal, 0);
+      if (inFlight === 0) return undefined;
+      return `stopping: finishing ${inFlight === 1 ? 'the reply' : `the ${inFlight} replies`} in progress — Ctrl-C again to quit now`;
+    };
+    const onSignal = (signal: NodeJS.Signals): void => {
+      const note = onStop(signal);
+      // The log may not show (chat logs errors only): a person at a terminal is told directly.
+      if (note !== undefined && process.stderr.isTTY) process.stderr.write(`\n${note}\n`);
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     // SIGHUP = reload the config (`switchboard reload`); `chat` keeps the default (hang up).
     if (reloader) process.on('SIGHUP', () => void (stopping ? undefined : reloader.reload()));
-    finish = () => void runtime.idle().then(() => stop('input ended', 0));
+    interrupt = () => onStop('SIGINT');
+    finish = () => {
+      const { inFlight, queued } = runtime.health();
+      void runtime.idle().then(() => stop('input ended', 0));
+      const waiting = inFlight + queued;
+      if (waiting === 0) return undefined;
+      return `waiting for ${waiting === 1 ? 'the reply' : `${waiting} replies`} still to come — Ctrl-C to stop now`;
+    };
   });
 
   runtime.start();
