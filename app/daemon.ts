@@ -115,7 +115,15 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
 
   const names = channelNames(config, options.mode);
   if (names.length === 0) {
-    throw new ConfigError(file, [{ path: 'channels', problem: 'no channel is configured, so nothing could reach the agent', example: '[channels.terminal]' }]);
+    throw new ConfigError(file, [
+      {
+        path: 'channels',
+        problem:
+          'no channel is enabled, so nothing could reach the agent: uncomment the table of the one you want in this file (telegram, discord, slack, matrix, irc, email, webhook; terminal for a chat in this terminal) and give it its token. ' +
+          'To talk to the agent here first, run `switchboard chat` (npm run chat): it needs no channel',
+        example: '[channels.telegram] token = "${TELEGRAM_BOT_TOKEN}"',
+      },
+    ]);
   }
   // With the terminal in use, stdout is the conversation: logs go to stderr.
   const log = createLogger({

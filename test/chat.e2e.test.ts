@@ -3,6 +3,7 @@
  * OpenAI-compatible model on 127.0.0.1.
  */
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { runCli, tempConfig } from './support/cli.ts';
@@ -74,6 +75,22 @@ describe('switchboard chat (end to end)', () => {
         ['who am I?'],
         '/new set the earlier turn aside',
       );
+    } finally {
+      config.cleanup();
+    }
+  });
+
+  it('the quick start: with the shipped example, chat answers at once and start says what to enable', async () => {
+    const example = readFileSync(new URL('../switchboard.example.toml', import.meta.url), 'utf8');
+    writeFileSync(config.file, example.replace(/^base_url = "https:\/\/api\.openai\.com\/v1"$/m, `base_url = "${model.baseUrl}"`));
+    try {
+      const chat = await runCli(['chat', '--config', config.file], { input: 'hi\n', env: { OPENAI_API_KEY: 'sk-example' } });
+      assert.equal(chat.code, 0, chat.stderr);
+      assert.equal(chat.stdout, 'echo: hi\n');
+      assert.equal(model.requests.at(-1)!.headers.authorization, 'Bearer sk-example');
+      const start = await runCli(['start', '--config', config.file], { env: { OPENAI_API_KEY: 'sk-example' } });
+      assert.equal(start.code, 78);
+      assert.match(start.stderr, /channels: no channel is enabled[^\n]*uncomment the table of the one you want[^\n]*run `switchboard chat` \(npm run chat\)/);
     } finally {
       config.cleanup();
     }

@@ -10,12 +10,16 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 
 export class DataDirInUseError extends Error {
+  /** The data_dir that is held. */
+  readonly dir: string;
+
   constructor(dir: string) {
     super(
       `the data_dir ${dir} is in use by another Switchboard process. ` +
         'Only one daemon or chat may use a data_dir at a time: stop the other one or set a different data_dir.',
     );
     this.name = 'DataDirInUseError';
+    this.dir = dir;
   }
 }
 
