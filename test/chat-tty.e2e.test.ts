@@ -4,23 +4,13 @@
  * mid-turn, and an unreachable model — what a person at the keyboard sees.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from './fixtures/fake-openai.ts';
 import { cliPath, tempConfig } from './support/cli.ts';
+import { freePort } from './support/net.ts';
 import { startTty, type Tty } from './support/tty.ts';
 
 const lastUser = (request: RecordedRequest): string => [...request.body.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
-
-/** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe('switchboard chat at a terminal', () => {
   let model: FakeOpenAI;
@@ -136,7 +126,7 @@ describe('switchboard chat at a terminal', () => {
   });
 
   it('an unreachable model: one log line with the cause once, then the apology; exit 75', async () => {
-    const unreachable = tempConfig(`http://127.0.0.1:${await closedPort()}/v1`);
+    const unreachable = tempConfig(`http://127.0.0.1:${await freePort()}/v1`);
     try {
       const tty = await open(['chat'], unreachable.file);
       await tty.waitFor(/› ?$/m);
