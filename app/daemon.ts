@@ -36,9 +36,14 @@ import { buildTools, type BuiltTools } from './compose/tools.ts';
 import { announceReady } from './ready.ts';
 import { createReloader, createRouteTable, type ConfigDiff, type Prepared, type RouteTable } from './reload.ts';
 
+/** `chat` exits with this (EX_TEMPFAIL: try again later) when a message could not be answered. */
+export const EXIT_UNANSWERED = 75;
+
 export interface DaemonOptions {
   readonly mode: 'start' | 'chat';
   readonly configFlag?: string;
+  /** `--verbose`: `chat` logs from info (instead of errors only), `start` from debug. */
+  readonly verbose?: boolean;
 }
 
 /** What a channel factory gets besides its own config section. */
@@ -46,15 +51,17 @@ interface ChannelDeps {
   readonly config: Config;
   readonly mode: 'start' | 'chat';
   readonly log: Logger;
-  /** Ends a `chat` session once its input has ended and every reply is out. */
-  readonly finish: () => void;
+  /** Ends a `chat` session once its input has ended and every reply is out; returns what to tell the person. */
+  readonly finish: () => string | undefined;
+  /** Ctrl-C at the terminal's prompt: the same as SIGINT; returns what to tell the person. */
+  readonly interrupt: () => string | undefined;
   /** What every chat channel gets (see ChannelContext). */
   readonly context: ChannelContext;
 }
 
 /** One entry per channel kind; the import runs only when the channel is configured. */
 const channelFactories: Record<keyof Config['channels'], (deps: ChannelDeps) => Promise<Channel>> = {
-  terminal: async ({ config, mode, finish }) => {
+  terminal: async ({ config, mode, finish, interrupt }) => {
     const { createTerminalChannel } = await import('../channels/terminal/index.ts');
     return createTerminalChannel({
       input: process.stdin,
@@ -62,6 +69,8 @@ const channelFactories: Record<keyof Config['channels'], (deps: ChannelDeps) => 
       user: config.channels.terminal?.user ?? safeUsername(),
       assistantName: config.agent.name,
       interactive: process.stdin.isTTY === true,
+      banner: `Talking to ${config.agent.name} (${config.provider.model}) · /help lists the commands · Ctrl-D or Ctrl-C quits`,
+      onInterrupt: interrupt,
       ...(mode === 'chat' ? { onEnd: finish } : {}),
     });
   },
@@ -108,13 +117,23 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
 
   const names = channelNames(config, options.mode);
   if (names.length === 0) {
-    throw new ConfigError(file, [{ path: 'channels', problem: 'no channel is configured, so nothing could reach the agent', example: '[channels.terminal]' }]);
+    throw new ConfigError(file, [
+      {
+        path: 'channels',
+        problem:
+          'no channel is enabled, so nothing could reach the agent: uncomment the table of the one you want in this file (telegram, discord, slack, matrix, irc, email, webhook; terminal for a chat in this terminal) and give it its token. ' +
+          'To talk to the agent here first, run `switchboard chat` (npm run chat): it needs no channel',
+        example: '[channels.telegram] token = "${TELEGRAM_BOT_TOKEN}"',
+      },
+    ]);
   }
   // With the terminal in use, stdout is the conversation: logs go to stderr.
   const log = createLogger({
-    level: logLevel(config, options.mode),
+    level: options.mode === 'chat' ? logLevel(config, 'error', options.verbose ? 'info' : undefined) : logLevel(config, 'info', options.verbose ? 'debug' : undefined),
     format: config.log.format,
     stream: names.includes('terminal') ? process.stderr : process.stdout,
+    // Beside a conversation, one line per event.
+    singleLine: names.includes('terminal'),
   });
 
   const dataDir = resolve(dirname(file), config.data_dir);
@@ -188,7 +207,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   parts.tools = await toolsFor(config);
   parts.agent = agentFor(config, parts.provider, parts.tools);
 
-  let finish = (): void => undefined;
+  let finish = (): string | undefined => undefined;
+  let interrupt = (): string | undefined => undefined;
   // Built before the channels (a channel may serve an endpoint on it), started once all are.
   const gateway = gatewayConfig
     ? gatewayModule!.createGateway({
@@ -214,7 +234,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     const stateDir = join(dataDir, 'channels', name);
     makeDirectory(stateDir);
     const context: ChannelContext = { name, log: channelLog, assistantName: from.agent.name, attachments, stateDir, ...(channelRoutes ? { gateway: channelRoutes } : {}) };
-    return channelFactories[name]({ config: from, mode: options.mode, log: channelLog, finish: () => finish(), context });
+    return channelFactories[name]({ config: from, mode: options.mode, log: channelLog, finish: () => finish(), interrupt: () => interrupt(), context });
   };
   const channels = await Promise.all(
     names.map(async (name) => {
@@ -359,24 +379,42 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         .finally(() => {
           clearInterval(keepAlive);
           if (pidFile) rmSync(pidFile, { force: true });
+          // `chat` tells a script whether every message got an answer.
+          const unanswered = options.mode === 'chat' && runtime.health().counters.failed > 0;
           metrics.close();
           db.close();
           lock.release();
-          resolveExit(code);
+          resolveExit(code === 0 && unanswered ? EXIT_UNANSWERED : code);
         });
     };
-    const onSignal = (signal: NodeJS.Signals): void => {
+    /** The first SIGINT/SIGTERM (or Ctrl-C at the prompt) stops gracefully, the second at once; returns what to tell a person. */
+    const onStop = (signal: NodeJS.Signals): string | undefined => {
       if (stopping) {
         log.warn({ signal }, 'second signal: exiting now');
         process.exit(130);
       }
+      const { inFlight } = runtime.health();
       stop(signal, 0);
+      if (inFlight === 0) return undefined;
+      return `stopping: finishing ${inFlight === 1 ? 'the reply' : `the ${inFlight} replies`} in progress — Ctrl-C again to quit now`;
+    };
+    const onSignal = (signal: NodeJS.Signals): void => {
+      const note = onStop(signal);
+      // The log may not show (chat logs errors only): a person at a terminal is told directly.
+      if (note !== undefined && process.stderr.isTTY) process.stderr.write(`\n${note}\n`);
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     // SIGHUP = reload the config (`switchboard reload`); `chat` keeps the default (hang up).
     if (reloader) process.on('SIGHUP', () => void (stopping ? undefined : reloader.reload()));
-    finish = () => void runtime.idle().then(() => stop('input ended', 0));
+    interrupt = () => onStop('SIGINT');
+    finish = () => {
+      const { inFlight, queued } = runtime.health();
+      void runtime.idle().then(() => stop('input ended', 0));
+      const waiting = inFlight + queued;
+      if (waiting === 0) return undefined;
+      return `waiting for ${waiting === 1 ? 'the reply' : `${waiting} replies`} still to come — Ctrl-C to stop now`;
+    };
   });
 
   runtime.start();
@@ -391,7 +429,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   return stopped;
 }
 
-/** The conversation policy of each configured chat channel (the terminal has none: it is exempt). */
+/** The conversation policy of each configured chat channel (the terminal has none: it is exempt from access rules; chat commands work there too). */
 function channelPolicies(config: Config, names: ReadonlyArray<keyof Config['channels']>): Map<string, ChannelPolicy> {
   const policies = new Map<string, ChannelPolicy>();
   for (const name of names) {
@@ -416,11 +454,17 @@ function channelNames(config: Config, mode: 'start' | 'chat'): Array<keyof Confi
 
 const levels = new Set(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']);
 
-/** `$SWITCHBOARD_LOG_LEVEL` wins, then `log.level`; `chat` defaults to warn so the conversation stays readable. */
-function logLevel(config: Config, mode: 'start' | 'chat'): NonNullable<Config['log']['level']> {
+type Level = NonNullable<Config['log']['level']>;
+
+/**
+ * `$SWITCHBOARD_LOG_LEVEL` wins, then `--verbose` (chat: info, start: debug), then `log.level`,
+ * then the command's default: info for `start`, error for `chat` — warnings (a retry, say)
+ * stay out of the conversation unless asked for.
+ */
+function logLevel(config: Config, fallback: Level, verbose?: Level): Level {
   const fromEnv = process.env.SWITCHBOARD_LOG_LEVEL;
-  if (fromEnv !== undefined && levels.has(fromEnv)) return fromEnv as NonNullable<Config['log']['level']>;
-  return config.log.level ?? (mode === 'chat' ? 'warn' : 'info');
+  if (fromEnv !== undefined && levels.has(fromEnv)) return fromEnv as Level;
+  return verbose ?? config.log.level ?? fallback;
 }
 
 function safeUsername(): string {
@@ -448,7 +492,7 @@ function openOperatorDatabase(configFlag: string | undefined): { config: Config;
 /** The memory for `switchboard memory …` (no hygiene pass). */
 export async function openOperatorMemory(configFlag: string | undefined): Promise<{ memory: Memory; close(): Promise<void> }> {
   const { config, dataDir, dbPath, db } = openOperatorDatabase(configFlag);
-  const log = createLogger({ level: logLevel(config, 'chat'), format: config.log.format, stream: process.stderr });
+  const log = createLogger({ level: logLevel(config, 'warn'), format: config.log.format, stream: process.stderr });
   const built = await buildMemory({ config, db, dbPath, dataDir, freshDatabase: false, log, hygiene: false });
   return {
     memory: built.memory,

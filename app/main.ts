@@ -3,6 +3,7 @@
  * a data_dir that cannot be created or written 73.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, EXIT_CONFIG } from '../src/config/load.ts';
 import { DataDirInUseError } from '../src/store/lock.ts';
@@ -13,8 +14,8 @@ const EXIT_USAGE = 2;
 const usage = `Usage: switchboard <command> [options]
 
 Commands:
-  start          run the daemon in the foreground until SIGINT/SIGTERM
-  chat           talk to the agent from this terminal (stdin lines are messages)
+  start          run the daemon on the configured channels, in the foreground until SIGINT/SIGTERM
+  chat           talk to the agent from this terminal (stdin lines are messages); needs no channel
   memory         list | search <query> | forget <id-or-key> | export  [--person CHANNEL:ID]
                  [--conversation KEY] [--scope S] [--category C] [--limit N] [--json]
   pairing        list | approve <channel> <code>   (let a new person talk to the agent)
@@ -28,6 +29,7 @@ Commands:
 Options:
   -c, --config FILE   config file (default: $SWITCHBOARD_CONFIG, ./switchboard.toml,
                       ~/.config/switchboard/config.toml)
+  -v, --verbose       log more: chat shows warnings and progress (info), start adds debug
   -h, --help          show this help
   -V, --version       print the version
 
@@ -124,6 +126,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         config: { type: 'string', short: 'c' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'V' },
+        verbose: { type: 'boolean', short: 'v' },
       },
     });
   } catch (error) {
@@ -156,14 +159,14 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     // Loaded only for commands that run the daemon: --help and usage errors stay instant.
     const { runDaemon } = await import('./daemon.ts');
-    return await runDaemon({ mode: command === 'chat' ? 'chat' : 'start', ...(values.config === undefined ? {} : { configFlag: values.config }) });
+    return await runDaemon({ mode: command === 'chat' ? 'chat' : 'start', verbose: values.verbose === true, ...(values.config === undefined ? {} : { configFlag: values.config }) });
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
       return EXIT_CONFIG;
     }
     if (error instanceof DataDirInUseError) {
-      process.stderr.write(`switchboard: ${error.message}\n`);
+      process.stderr.write(`switchboard${command === 'chat' ? ' chat' : ''}: ${command === 'chat' ? chatBeside(error.dir) : error.message}\n`);
       return 1;
     }
     if (error instanceof FileSystemError) {
@@ -305,6 +308,26 @@ async function runReload(configFlag: string | undefined): Promise<number> {
   }
   process.stdout.write(`sent SIGHUP to the daemon (pid ${pid}); its log says "config reloaded" or why the new config was rejected\n`);
   return 0;
+}
+
+/**
+ * What `chat` says when the data_dir is held: by the daemon (its pid file names a running
+ * switchboard) or by another chat. `chat` runs the agent itself, so it never starts beside them.
+ */
+function chatBeside(dir: string): string {
+  let pid = Number.NaN;
+  try {
+    pid = Number.parseInt(readFileSync(join(dir, 'switchboard.pid'), 'utf8'), 10);
+  } catch {
+    // no pid file: not a daemon
+  }
+  if (isSwitchboard(pid)) {
+    return (
+      `the Switchboard daemon (pid ${pid}) is running on this data_dir (${dir}). chat runs the agent itself, and two processes on one data_dir could answer a message twice, so it does not start beside the daemon.\n` +
+      'Talk to the agent on one of the daemon\'s channels, or stop the daemon (Ctrl-C in its terminal, or systemctl stop switchboard when it runs as a service) and run chat again: the conversation carries on where it was.'
+    );
+  }
+  return `another switchboard chat is using this data_dir (${dir}); only one chat or daemon may use it at a time. Finish that chat first (Ctrl-D in its terminal), or run this one with a config whose data_dir is its own.`;
 }
 
 /** A pid left by a crash may since belong to another program: never signal that one. */

@@ -155,6 +155,18 @@ export interface StatusNotes {
   statusNotes(): readonly string[];
 }
 
+/**
+ * Optional capability: this channel's messages that an earlier run left unanswered (stopped
+ * mid-turn, crashed, or still waiting in the queue) are not run again at start. The runtime
+ * marks them `interrupted` in the inbox and hands them here once, before `listen`, so the
+ * channel can tell its person what went unanswered. For a live session like the terminal: the
+ * person who stopped it is there to ask again, and a late answer would read as the answer to
+ * whatever they type next. Must not throw.
+ */
+export interface SkipsInterrupted {
+  skipInterrupted(messages: readonly InboundMessage[]): void;
+}
+
 const has =
   <T>(key: string, type: 'number' | 'function') =>
   (channel: Channel): channel is Channel & T =>
@@ -165,6 +177,7 @@ export const hasTyping = has<TypingIndicator>('typing', 'function');
 export const canEdit = has<MessageEditor>('edit', 'function');
 export const canSendFiles = has<FileSender>('sendFile', 'function');
 export const hasStatusNotes = has<StatusNotes>('statusNotes', 'function');
+export const skipsInterrupted = has<SkipsInterrupted>('skipInterrupted', 'function');
 
 /** Saves files people send into the workspace, within the size limit. */
 export interface AttachmentStore {

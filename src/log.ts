@@ -19,6 +19,8 @@ export interface LoggerOptions {
   readonly format: 'auto' | 'json' | 'pretty';
   /** Where lines go. @default process.stdout */
   readonly stream?: Writable & { isTTY?: boolean; fd?: number };
+  /** Pretty format only: each entry on one line, its fields inline (beside a conversation). @default false */
+  readonly singleLine?: boolean;
 }
 
 export function createLogger(options: LoggerOptions): Logger {
@@ -38,5 +40,5 @@ export function createLogger(options: LoggerOptions): Logger {
   // pino-pretty is loaded only for a human at a terminal; daemons never pay for it.
   const require = createRequire(import.meta.url);
   const pinoPretty = require('pino-pretty') as (options: Record<string, unknown>) => DestinationStream;
-  return pino(base, pinoPretty({ destination: stream, sync: true, colorize: stream.isTTY === true, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l' }));
+  return pino(base, pinoPretty({ destination: stream, sync: true, colorize: stream.isTTY === true, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l', singleLine: options.singleLine === true, ...(options.singleLine ? { errorLikeObjectKeys: ['err'] } : {}) }));
 }

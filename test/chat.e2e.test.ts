@@ -3,6 +3,7 @@
  * OpenAI-compatible model on 127.0.0.1.
  */
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { runCli, tempConfig } from './support/cli.ts';
@@ -59,6 +60,42 @@ describe('switchboard chat (end to end)', () => {
     }
   });
 
+  it('answers chat commands (/help, /model, /status, /new, !cmd) in the terminal without the model', async () => {
+    try {
+      const result = await runCli(['chat', '--config', config.file], { input: 'my name is Ada\n/help\n!model\n/status\n/new\nwho am I?\n', env });
+      assert.equal(result.code, 0, result.stderr);
+      const out = result.stdout;
+      assert.match(out, /^echo: my name is Ada\nCommands:\n\/new — /);
+      assert.match(out, /\nModel: test-model\.\n/);
+      assert.match(out, /\nUp \S+ and running · channels: terminal running/);
+      assert.match(out, /\nStarted a fresh conversation[^\n]*\necho: who am I\?\n$/);
+      assert.equal(model.requests.length, 2, 'only the two plain messages reached the model');
+      assert.deepEqual(
+        model.requests[1]!.body.messages.slice(1).map((m) => m.content),
+        ['who am I?'],
+        '/new set the earlier turn aside',
+      );
+    } finally {
+      config.cleanup();
+    }
+  });
+
+  it('the quick start: with the shipped example, chat answers at once and start says what to enable', async () => {
+    const example = readFileSync(new URL('../switchboard.example.toml', import.meta.url), 'utf8');
+    writeFileSync(config.file, example.replace(/^base_url = "https:\/\/api\.openai\.com\/v1"$/m, `base_url = "${model.baseUrl}"`));
+    try {
+      const chat = await runCli(['chat', '--config', config.file], { input: 'hi\n', env: { OPENAI_API_KEY: 'sk-example' } });
+      assert.equal(chat.code, 0, chat.stderr);
+      assert.equal(chat.stdout, 'echo: hi\n');
+      assert.equal(model.requests.at(-1)!.headers.authorization, 'Bearer sk-example');
+      const start = await runCli(['start', '--config', config.file], { env: { OPENAI_API_KEY: 'sk-example' } });
+      assert.equal(start.code, 78);
+      assert.match(start.stderr, /channels: no channel is enabled[^\n]*uncomment the table of the one you want[^\n]*run `switchboard chat` \(npm run chat\)/);
+    } finally {
+      config.cleanup();
+    }
+  });
+
   it('runs a tool call the model asks for and prints only the final answer', async () => {
     try {
       model.script({ toolCalls: [{ name: 'current_time', arguments: { timezone: 'UTC' } }] }, { text: '<think>use the result</think>It is late.' });
@@ -75,16 +112,37 @@ describe('switchboard chat (end to end)', () => {
     }
   });
 
-  it('tells the user when the model fails, logs why on stderr, and still exits 0', async () => {
+  it('tells the user when the model fails, logs one line with the cause once, and exits 75', async () => {
     try {
       // the first try and both retries (max_retries = 2) fail
       const failure = { status: 500, body: '{"error":{"message":"upstream exploded"}}' };
       model.script(failure, failure, failure);
-      const result = await runCli(['chat', '--config', config.file], { input: 'hello\n', env });
-      assert.equal(result.code, 0);
-      assert.match(result.stdout, /^Sorry — I could not reach the model/);
-      assert.match(result.stderr, /upstream exploded/);
+      const result = await runCli(['chat', '--config', config.file], { input: 'hello\nagain\n', env });
+      assert.equal(result.code, 75, 'a message went unanswered');
+      assert.equal(result.stdout, 'Sorry — I could not reach the model to answer that. Please try again in a moment.\necho: again\n');
+      const lines = result.stderr.trim().split('\n');
+      assert.equal(lines.length, 1, `one log line per failure, no retry warnings:\n${result.stderr}`);
+      const entry = JSON.parse(lines[0]!) as Record<string, unknown>;
+      assert.equal(entry.msg, 'turn failed; telling the user');
+      assert.match(String(entry.error), /^model endpoint answered HTTP 500: upstream exploded \(openai\/test-model, 3 attempts\)$/);
+      assert.equal(result.stderr.split('upstream exploded').length, 2, 'the cause appears once');
+      assert.equal(entry.err, undefined, 'no stack trace for a model that cannot answer');
+      assert.doesNotMatch(result.stderr, /trying the next model or provider/);
       assert.doesNotMatch(result.stderr, /sk-e2e/, 'the key never reaches the logs');
+    } finally {
+      config.cleanup();
+    }
+  });
+
+  it('shows warnings and progress with --verbose, and exits 0 when every message was answered', async () => {
+    try {
+      model.script({ status: 500 });
+      const result = await runCli(['chat', '--verbose', '--config', config.file], { input: 'hello\n', env });
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.stdout, 'echo: hello\n');
+      assert.match(result.stderr, /"level":40,.*"msg":"model call failed; retry 1 of 2 in \d+ ms"/);
+      assert.match(result.stderr, /"msg":"turn done"/);
+      assert.doesNotMatch(result.stderr, /"level":20/, 'info, not debug');
     } finally {
       config.cleanup();
     }

@@ -84,25 +84,45 @@ describe('switchboard CLI', () => {
     try {
       const result = await runCli(['start', '--config', file], { env: { TEST_MODEL_KEY: 'k' } });
       assert.equal(result.code, 78);
-      assert.match(result.stderr, /channels: no channel is configured/);
-      assert.match(result.stderr, /\[channels\.terminal\]/);
+      assert.match(result.stderr, /channels: no channel is enabled, so nothing could reach the agent: uncomment the table of the one you want/);
+      assert.match(result.stderr, /run `switchboard chat` \(npm run chat\): it needs no channel/);
+      assert.match(result.stderr, /e\.g\. \[channels\.telegram\] token = "\$\{TELEGRAM_BOT_TOKEN\}"/);
     } finally {
       cleanup();
     }
   });
 
-  it('refuses a second process on the same data_dir (exit 1), and frees it when the first stops', async () => {
+  it('refuses a second process on the same data_dir (exit 1), saying what to do, and frees it when the first stops', async () => {
     const { file, cleanup } = tempConfig('http://127.0.0.1:9/v1');
     try {
       const first = startDaemon(['start', '--config', file], { env: { TEST_MODEL_KEY: 'k' } });
       await first.waitFor(/"msg":"ready"/);
       const second = await runCli(['chat', '--config', file], { env: { TEST_MODEL_KEY: 'k' } });
       assert.equal(second.code, 1);
-      assert.match(second.stderr, /data_dir .* is in use by another Switchboard process/);
+      assert.match(second.stderr, new RegExp(`^switchboard chat: the Switchboard daemon \\(pid ${first.child.pid}\\) is running on this data_dir \\(.*data\\)\\.`));
+      assert.match(second.stderr, /Talk to the agent on one of the daemon's channels, or stop the daemon \(Ctrl-C in its terminal, or systemctl stop switchboard/);
+      const third = await runCli(['start', '--config', file], { env: { TEST_MODEL_KEY: 'k' } });
+      assert.equal(third.code, 1);
+      assert.match(third.stderr, /^switchboard: the data_dir .* is in use by another Switchboard process/);
       first.child.kill('SIGKILL');
       await first.exited;
-      const third = await runCli(['chat', '--config', file], { env: { TEST_MODEL_KEY: 'k' }, input: '' });
-      assert.equal(third.code, 0, 'a SIGKILLed holder leaves no stale lock');
+      const after = await runCli(['chat', '--config', file], { env: { TEST_MODEL_KEY: 'k' }, input: '' });
+      assert.equal(after.code, 0, 'a SIGKILLed holder leaves no stale lock');
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('a chat beside another chat on the same data_dir says to finish that one first', async () => {
+    const { file, cleanup } = tempConfig('http://127.0.0.1:9/v1');
+    try {
+      const first = startDaemon(['chat', '--config', file], { env: { TEST_MODEL_KEY: 'k' } });
+      await first.waitFor(/"msg":"ready"/);
+      const second = await runCli(['chat', '--config', file], { env: { TEST_MODEL_KEY: 'k' } });
+      assert.equal(second.code, 1);
+      assert.match(second.stderr, /^switchboard chat: another switchboard chat is using this data_dir \(.*\); only one chat or daemon may use it at a time\. Finish that chat first \(Ctrl-D in its terminal\)/);
+      first.child.stdin.end();
+      assert.equal((await first.exited).code, 0);
     } finally {
       cleanup();
     }

@@ -1,14 +1,20 @@
 /**
  * Fault injection: a real daemon is SIGKILLed while a turn waits on a slow model, then
  * restarted. The accepted message must be answered exactly once, and a further restart
- * must send nothing again.
+ * must send nothing again — except on the terminal, which never answers late (the person who
+ * was there is told instead, see channels/terminal).
  */
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { sign } from '../channels/webhook/signature.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startDaemon, tempConfig } from './support/cli.ts';
+import { freePort } from './support/net.ts';
+import { quiet, until } from './support/wait.ts';
 
-const count = (haystack: string, needle: string): number => haystack.split(needle).length - 1;
+const secret = 'crash-test-secret';
 
 describe('crash recovery (SIGKILL)', () => {
   let model: FakeOpenAI;
@@ -18,43 +24,94 @@ describe('crash recovery (SIGKILL)', () => {
   after(() => model.close());
 
   it('answers a message whose turn was cut by SIGKILL exactly once after restart', async () => {
-    const config = tempConfig(model.baseUrl);
-    const env = { TEST_MODEL_KEY: 'k' };
+    // The webhook channel: its caller is a program that waits for the reply at its callback_url.
+    const port = await freePort();
+    const config = tempConfig(model.baseUrl, `[gateway]\nlisten = "127.0.0.1:${port}"\n[channels.webhook]\nsecret = "\${WEBHOOK_SECRET}"\nreply_timeout_seconds = 1\n`);
+    const env = { TEST_MODEL_KEY: 'k', WEBHOOK_SECRET: secret };
+    const callbacks: string[] = [];
+    const receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      req.on('end', () => {
+        callbacks.push(body);
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const callbackUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/replies`;
+    const before = model.requests.length;
     try {
       // The first answer hangs: the daemon will be killed while it waits for it.
       model.script({ text: 'too late', delayMs: 60_000 });
       model.fallback = (request) => ({ text: `answer to: ${[...request.body.messages].reverse().find((m) => m.role === 'user')?.content}` });
 
       const first = startDaemon(['start', '--config', config.file], { env });
-      await first.waitFor(/"msg":"ready"/);
-      first.child.stdin.write('what is the meaning of life?\n');
-      await model.waitForRequests(1);
+      await first.waitFor(/"msg":"ready"/, 'stdout');
+      const body = JSON.stringify({ sender: 'crm', conversation: 'c1', text: 'what is the meaning of life?', callback_url: callbackUrl });
+      const request = fetch(`http://127.0.0.1:${port}/webhook`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': 'life-1', 'x-switchboard-signature': sign(secret, body) },
+        body,
+      }).catch(() => undefined);
+      await model.waitForRequests(before + 1);
       first.child.kill('SIGKILL');
       const killed = await first.exited;
       assert.equal(killed.signal, 'SIGKILL');
-      assert.equal(first.stdout(), '', 'nothing was answered before the kill');
+      await request;
+      assert.deepEqual(callbacks, [], 'nothing was answered before the kill');
 
       const second = startDaemon(['start', '--config', config.file], { env });
-      await second.waitFor(/answer to: what is the meaning of life\?\n/, 'stdout');
-      await second.waitFor(/"msg":"ready"/);
-      assert.match(second.stderr(), /"unanswered":1/, 'the restart found the accepted message');
+      await second.waitFor(/"msg":"ready"/, 'stdout');
+      await until(() => callbacks.length > 0, 'the reply at the callback_url', 15_000, () => second.stdout());
+      assert.match(second.stdout(), /"unanswered":1/, 'the restart found the accepted message');
       // Give a duplicate every chance to show up before stopping.
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await quiet(500);
       second.child.kill('SIGTERM');
       const stopped = await second.exited;
       assert.equal(stopped.code, 0);
-      assert.equal(count(second.stdout(), 'answer to: what is the meaning of life?'), 1);
-      assert.equal(model.requests.length, 2, 'the model was asked once before the kill and once after');
+      assert.deepEqual(
+        callbacks.map((callback) => (JSON.parse(callback) as { reply: string }).reply),
+        ['answer to: what is the meaning of life?'],
+      );
+      assert.equal(model.requests.length, before + 2, 'the model was asked once before the kill and once after');
 
       // A third start finds nothing left to do: no reply is sent twice.
       const third = startDaemon(['start', '--config', config.file], { env });
-      await third.waitFor(/"msg":"ready"/);
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await third.waitFor(/"msg":"ready"/, 'stdout');
+      await quiet(500);
       third.child.kill('SIGTERM');
       await third.exited;
-      assert.equal(third.stdout(), '');
-      assert.doesNotMatch(third.stderr(), /recovering work/);
-      assert.equal(model.requests.length, 2);
+      assert.doesNotMatch(third.stdout(), /recovering work/);
+      assert.equal(callbacks.length, 1);
+      assert.equal(model.requests.length, before + 2);
+    } finally {
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+      config.cleanup();
+    }
+  });
+
+  it('the terminal does not answer late: a turn cut by SIGKILL is set aside at restart, not run again', async () => {
+    const config = tempConfig(model.baseUrl);
+    const env = { TEST_MODEL_KEY: 'k' };
+    try {
+      const before = model.requests.length;
+      model.script({ text: 'too late', delayMs: 60_000 });
+      const first = startDaemon(['start', '--config', config.file], { env });
+      await first.waitFor(/"msg":"ready"/);
+      first.child.stdin.write('what is the meaning of life?\n');
+      await model.waitForRequests(before + 1);
+      first.child.kill('SIGKILL');
+      await first.exited;
+
+      const second = startDaemon(['start', '--config', config.file], { env });
+      await second.waitFor(/"msg":"ready"/);
+      assert.match(second.stderr(), /"channel":"terminal","messages":1,"msg":"not running again what an earlier run left unanswered/);
+      second.child.stdin.write('and now?\n');
+      await second.waitFor(/and now\?\n/, 'stdout');
+      second.child.kill('SIGTERM');
+      await second.exited;
+      assert.doesNotMatch(second.stdout(), /meaning of life|too late/);
+      assert.equal(model.requests.length, before + 2, 'only the new message went to the model');
     } finally {
       config.cleanup();
     }

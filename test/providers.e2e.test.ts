@@ -89,7 +89,8 @@ describe('providers through the daemon', () => {
         const result = request.body.messages.at(-1)!.content ?? '';
         return { text: `Per the clock: ${/\d\d:\d\d:\d\d/.exec(result)?.[0] ?? 'unknown'}` };
       };
-      const result = await runCli(['chat', '--config', config.file], { input: 'time?\nand now?\n', env });
+      // --verbose: the switch is a warning, and chat shows warnings only when asked.
+      const result = await runCli(['chat', '--verbose', '--config', config.file], { input: 'time?\nand now?\n', env });
       assert.equal(result.code, 0, result.stderr);
       const lines = result.stdout.trim().split('\n');
       assert.match(lines[0]!, /^Per the clock: \d\d:\d\d:\d\d$/);

@@ -2,11 +2,14 @@
  * The terminal channel: each line typed (or piped) on stdin is a message of one
  * conversation, each reply is printed. Used by `switchboard chat`, and by `start` when
  * `[channels.terminal]` is configured.
+ *
+ * It skips interrupted turns (see SkipsInterrupted): what an earlier session left unanswered
+ * is not answered late — at a prompt the person is told what it was, and may ask again.
  */
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
-import type { Channel, ListenLink, OutboundMessage, Push } from '../../src/channel.ts';
+import type { Channel, InboundMessage, ListenLink, OutboundMessage, Push, SkipsInterrupted } from '../../src/channel.ts';
 
 export interface TerminalChannelOptions {
   readonly input: Readable;
@@ -17,14 +20,27 @@ export interface TerminalChannelOptions {
   readonly assistantName: string;
   /** Show a prompt and name replies (a human at a TTY) or print bare replies (a pipe). */
   readonly interactive: boolean;
-  /** Called once when the input has ended (Ctrl-D or end of the pipe). */
-  readonly onEnd?: () => void;
+  /** One line shown above the first prompt in interactive mode: who this is, how to quit. */
+  readonly banner?: string;
+  /** Called once when the input has ended (Ctrl-D or end of the pipe); returns a line to show at a prompt, if any. */
+  readonly onEnd?: () => string | undefined;
+  /**
+   * Ctrl-C at the prompt (interactive mode, where the terminal is in raw mode and no SIGINT is
+   * sent): returns a line to show, if any. Without it, Ctrl-C ends the input like Ctrl-D.
+   */
+  readonly onInterrupt?: () => string | undefined;
 }
 
-export function createTerminalChannel(options: TerminalChannelOptions): Channel {
+export function createTerminalChannel(options: TerminalChannelOptions): Channel & SkipsInterrupted {
   const prompt = '› ';
   let reader: ReturnType<typeof createInterface> | undefined;
   let ended = false;
+  let greeted = false;
+  /** Lines shown once, above the first prompt. */
+  const notices: string[] = options.banner === undefined ? [] : [options.banner];
+  /** Ids pushed by this session: a reply to any other message is one the last session did not show. */
+  const pushed = new Set<string>();
+  const write = (text: string): Promise<void> => new Promise((resolve, reject) => options.output.write(text, (error) => (error ? reject(error) : resolve())));
 
   return {
     name: 'terminal',
@@ -39,6 +55,15 @@ export function createTerminalChannel(options: TerminalChannelOptions): Channel 
         input: options.input,
         ...(options.interactive ? { output: options.output, prompt, terminal: true } : { terminal: false }),
       });
+      const onInterrupt = options.onInterrupt;
+      if (options.interactive && onInterrupt) {
+        reader.on('SIGINT', () => {
+          const note = onInterrupt();
+          options.output.write(note === undefined ? '\n' : `\n${note}\n`);
+        });
+      }
+      if (options.interactive && !greeted && notices.length > 0) await write(`${notices.join('\n')}\n\n`);
+      greeted = true;
       link.ready();
       if (options.interactive) reader.prompt();
       const onAbort = (): void => reader?.close();
@@ -51,11 +76,13 @@ export function createTerminalChannel(options: TerminalChannelOptions): Channel 
             if (options.interactive) reader.prompt();
             continue;
           }
+          const id = randomUUID();
+          pushed.add(id);
           await push({
             channel: 'terminal',
             account: 'local',
             chat: options.user,
-            id: randomUUID(),
+            id,
             sender: { id: options.user, name: options.user },
             text,
             timestamp: Date.now(),
@@ -67,17 +94,40 @@ export function createTerminalChannel(options: TerminalChannelOptions): Channel 
       }
       if (signal.aborted) return;
       ended = true;
-      options.onEnd?.();
+      const note = options.onEnd?.();
+      // Ctrl-D leaves the cursor after the prompt.
+      if (options.interactive) await write(note === undefined ? '\n' : `\n${note}\n`);
       // Stay "running" until shutdown: an ended input is not a dropped connection.
       return waitForAbort(signal);
     },
 
     async send(message: OutboundMessage): Promise<void> {
-      const text = options.interactive ? `\n${options.assistantName}: ${message.text}\n\n` : `${message.text}\n`;
-      await new Promise<void>((resolve, reject) => options.output.write(text, (error) => (error ? reject(error) : resolve())));
+      const earlier = message.replyTo !== undefined && !pushed.has(message.replyTo);
+      const text = options.interactive ? `\n${options.assistantName}${earlier ? ' (a reply your last chat did not show)' : ''}: ${message.text}\n\n` : `${message.text}\n`;
+      await write(text);
       if (options.interactive && reader && !ended) reader.prompt(true);
     },
+
+    skipInterrupted(messages: readonly InboundMessage[]): void {
+      const mine = messages.filter((message) => message.chat === options.user);
+      if (mine.length > 0) notices.push(unansweredNotice(mine.map((message) => message.text)));
+    },
   };
+}
+
+/** What the person is told about the questions an earlier session stopped before answering. */
+export function unansweredNotice(texts: readonly string[]): string {
+  const shown = texts.slice(0, 3).map((text) => `“${clip(text, 60)}”`);
+  const more = texts.length - shown.length;
+  const list = `${shown.join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
+  return texts.length === 1
+    ? `Earlier, you asked ${list}; the chat stopped before answering it. Ask again if you still want an answer.`
+    : `Earlier, you asked ${list}; the chat stopped before answering them. Ask again if you still want answers.`;
+}
+
+function clip(text: string, max: number): string {
+  const line = text.replace(/\s+/g, ' ');
+  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
 }
 
 function waitForAbort(signal: AbortSignal): Promise<void> {

@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
 import type { InboundMessage, ListenLink } from '../../src/channel.ts';
 import { runChannelContract } from '../../test/contracts/channel.ts';
-import { createTerminalChannel } from './index.ts';
+import { createTerminalChannel, unansweredNotice } from './index.ts';
 
 function streams() {
   const input = new PassThrough();
@@ -33,7 +33,7 @@ describe('terminal channel', () => {
   it('skips blank lines, trims, and calls onEnd once when the input ends — then keeps running until stopped', async () => {
     const { input, output } = streams();
     let ended = 0;
-    const channel = createTerminalChannel({ input, output, user: 'ada', assistantName: 'Bot', interactive: false, onEnd: () => ended++ });
+    const channel = createTerminalChannel({ input, output, user: 'ada', assistantName: 'Bot', interactive: false, onEnd: () => void ended++ });
     const pushed: InboundMessage[] = [];
     const abort = new AbortController();
     const events: string[] = [];
@@ -83,6 +83,69 @@ describe('terminal channel', () => {
     abort.abort();
     await listening;
     assert.equal(maxInside, 1);
+  });
+
+  it('at a prompt: shows the banner and what the last session left unanswered, once, above the first prompt', async () => {
+    const { input, output, written } = streams();
+    const channel = createTerminalChannel({ input, output, user: 'ada', assistantName: 'Bot', interactive: true, banner: 'Talking to Bot · /help' });
+    const message = (id: string, text: string, chat = 'ada'): InboundMessage => ({ channel: 'terminal', account: 'local', chat, id, sender: { id: chat }, text, timestamp: 0 });
+    channel.skipInterrupted([message('a', 'long one'), message('b', 'someone else', 'bob'), message('c', 'long   two\nlines')]);
+    const abort = new AbortController();
+    const events: string[] = [];
+    const listening = channel.listen(async () => 'accepted', abort.signal, link(events));
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    assert.match(
+      written(),
+      /^Talking to Bot · \/help\nEarlier, you asked “long one”, “long two lines”; the chat stopped before answering them\. Ask again if you still want answers\.\n\n\S*› /,
+    );
+    await channel.send({ channel: 'terminal', account: 'local', chat: 'ada', text: 'late', replyTo: 'x' });
+    assert.match(written(), /\nBot \(a reply your last chat did not show\): late\n/);
+    abort.abort();
+    await listening;
+    assert.deepEqual(events, ['ready']);
+  });
+
+  it('at a prompt: Ctrl-C asks onInterrupt and shows its answer, without ending the input', async () => {
+    const { input, output, written } = streams();
+    let interrupts = 0;
+    let ended = 0;
+    const channel = createTerminalChannel({
+      input,
+      output,
+      user: 'ada',
+      assistantName: 'Bot',
+      interactive: true,
+      onInterrupt: () => (++interrupts === 1 ? 'stopping: finishing the reply in progress — Ctrl-C again to quit now' : undefined),
+      onEnd: () => void ended++,
+    });
+    const pushed: string[] = [];
+    const abort = new AbortController();
+    const listening = channel.listen(
+      async (message) => {
+        pushed.push(message.text);
+        return 'accepted';
+      },
+      abort.signal,
+      link([]),
+    );
+    input.write('hi\r');
+    input.write('\x03');
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    assert.deepEqual(pushed, ['hi']);
+    assert.equal(interrupts, 1);
+    assert.match(written(), /\nstopping: finishing the reply in progress — Ctrl-C again to quit now\n$/);
+    input.write('\x03');
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    assert.equal(interrupts, 2);
+    assert.equal(ended, 0, 'Ctrl-C is not the end of the input');
+    abort.abort();
+    await listening;
+  });
+
+  it('words the unanswered notice for one question, and clips long lists', () => {
+    assert.equal(unansweredNotice(['why?']), 'Earlier, you asked “why?”; the chat stopped before answering it. Ask again if you still want an answer.');
+    const notice = unansweredNotice(['a', 'b', 'x'.repeat(100), 'd', 'e']);
+    assert.match(notice, /^Earlier, you asked “a”, “b”, “x{59}…” and 2 more; /);
   });
 
   it('names the assistant in interactive mode', async () => {

@@ -9,9 +9,10 @@ import { loadConfig } from './load.ts';
 const root = join(import.meta.dirname, '..', '..');
 
 describe('switchboard.example.toml', () => {
-  it('is a valid config as shipped', () => {
+  it('is a valid config as shipped, with no channel enabled: `chat` needs none, `start` says what to enable', () => {
     const { config } = loadConfig(join(root, 'switchboard.example.toml'), { OPENAI_API_KEY: 'sk-x' });
-    assert.ok(config.channels.terminal);
+    assert.deepEqual(Object.keys(config.channels), []);
+    assert.ok(config.gateway);
   });
 
   it('is embedded in the README exactly', () => {
@@ -21,7 +22,7 @@ describe('switchboard.example.toml', () => {
 
   it('with every commented channel table enabled is still valid', () => {
     const example = readFileSync(join(root, 'switchboard.example.toml'), 'utf8');
-    const start = example.indexOf('# [channels.telegram]');
+    const start = example.indexOf('# [channels.terminal]');
     const enabled = example.slice(0, start) + example.slice(start).replace(/^# (\[|[a-z_]+ = )/gm, '$1');
     const dir = mkdtempSync(join(tmpdir(), 'sb-example-'));
     try {
@@ -30,6 +31,7 @@ describe('switchboard.example.toml', () => {
         ['OPENAI_API_KEY', 'TELEGRAM_BOT_TOKEN', 'TELEGRAM_WEBHOOK_SECRET', 'DISCORD_BOT_TOKEN', 'SLACK_BOT_TOKEN', 'SLACK_APP_TOKEN', 'SLACK_SIGNING_SECRET', 'MATRIX_ACCESS_TOKEN', 'IRC_SASL_PASSWORD', 'IRC_NICKSERV_PASSWORD', 'EMAIL_PASSWORD', 'WEBHOOK_SECRET'].map((name) => [name, 'x']),
       );
       const { config } = loadConfig(join(dir, 'switchboard.toml'), env);
+      assert.equal(config.channels.terminal?.user, 'alice');
       assert.equal(config.channels.telegram?.webhook?.listen, '127.0.0.1:8443');
       assert.deepEqual(config.channels.discord?.allow, ['80351110224678912']);
       assert.equal(config.channels.slack?.listen, '127.0.0.1:3000');

@@ -24,7 +24,7 @@ const textOr = (example: string, fallback: string) => v.optional(text(example), 
 const choice = <const T extends string>(values: readonly [T, ...T[]], fallback: T) => v.optional(v.pipe(v.picklist(values), v.examples([fallback])), fallback);
 
 const Log = v.strictObject({
-  /** Default info; warn for `chat` so the conversation stays readable. */
+  /** Default info; error for `chat` so the conversation stays readable (`--verbose` overrides it). */
   level: v.optional(v.pipe(v.picklist(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), v.examples(['info']))),
   /** auto = pretty in a terminal, JSON otherwise. */
   format: choice(['auto', 'json', 'pretty'], 'auto'),

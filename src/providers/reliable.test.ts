@@ -242,13 +242,31 @@ describe('reliable provider', () => {
       assert.doesNotMatch(error.message, /sk-main-secret/);
       return true;
     });
-    assert.equal(lines.length, 4, 'two retries and two failovers logged');
+    assert.equal(lines.length, 3, 'two retries and the one failover logged; the last failure is the caller to report');
+    assert.match(lines[2]!, /trying the next model or provider/);
     for (const line of lines) {
       const entry = JSON.parse(line) as Record<string, unknown>;
       assert.equal(entry.level, 40);
       assert.ok(entry.provider && entry.model && entry.attempt, line);
     }
     assert.doesNotMatch(lines.join('\n'), /sk-main-secret/);
+  });
+
+  it('with nothing to fall back to, logs its retries but never "trying the next model or provider"', async () => {
+    const lines: string[] = [];
+    const calls: Call[] = [];
+    const provider = createReliableProvider({
+      candidates: [scripted('only', { models: ['m1'], calls, steps: [network(), network(), network()] })],
+      log: pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) }),
+      sleep: async () => {},
+      random: () => 0.5,
+    });
+    await assert.rejects(provider.chat(request, signal()), { name: 'ProviderError', message: 'model endpoint unreachable: ECONNREFUSED (only/m1, 3 attempts)' });
+    assert.equal(calls.length, 3);
+    assert.deepEqual(
+      lines.map((line) => (JSON.parse(line) as { msg: string }).msg),
+      ['model call failed; retry 1 of 2 in 500 ms', 'model call failed; retry 2 of 2 in 1000 ms'],
+    );
   });
 
   it('validates its options eagerly', () => {

@@ -90,8 +90,11 @@ export function createReliableProvider(options: ReliableProviderOptions): Provid
     return provider;
   };
 
-  /** Tries one model of one candidate; resolves with the response, or undefined to move on. */
-  async function tryModel(state: CandidateState, model: string | undefined, request: ChatRequest, signal: AbortSignal, failures: Failure[]): Promise<ChatResponse | undefined> {
+  /**
+   * Tries one model of one candidate; resolves with the response, or undefined to move on.
+   * `last`: no model or candidate comes after this one (its failure is the caller's to report).
+   */
+  async function tryModel(state: CandidateState, model: string | undefined, request: ChatRequest, signal: AbortSignal, failures: Failure[], last: boolean): Promise<ChatResponse | undefined> {
     const { label, apiKeys } = state.candidate;
     const slots = Math.max(1, apiKeys.length);
     const authFailed = new Set<number>();
@@ -124,7 +127,11 @@ export function createReliableProvider(options: ReliableProviderOptions): Provid
         failures.push({ label, model: model ?? '(default)', error });
         const context = { provider: label, model: model ?? '(default)', attempt, status: failure?.status, code: failure?.code, keySlot: apiKeys.length > 1 ? slot + 1 : undefined };
         const reason = redact(error instanceof Error ? error.message : String(error), allKeys);
-        const moveOn = (why: string): undefined => void log.warn({ ...context, error: reason }, `model call failed (${why}); trying the next model or provider`);
+        // The last one is not logged here: the caller gets the summary error and reports it once.
+        const moveOn = (why: string): undefined =>
+          last
+            ? void log.debug({ ...context, error: reason }, `model call failed (${why}); no other model or provider to try`)
+            : void log.warn({ ...context, error: reason }, `model call failed (${why}); trying the next model or provider`);
 
         if (!failure) return moveOn('not a provider error');
         if (failure.code === 'auth' || failure.status === 401 || failure.status === 403) {
@@ -164,8 +171,10 @@ export function createReliableProvider(options: ReliableProviderOptions): Provid
     async chat(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
       const failures: Failure[] = [];
       for (const [index, state] of states.entries()) {
-        for (const model of modelsToTry(state.candidate, index === 0 ? request.model : undefined)) {
-          const response = await tryModel(state, model, request, signal, failures);
+        const models = modelsToTry(state.candidate, index === 0 ? request.model : undefined);
+        for (const [position, model] of models.entries()) {
+          const last = index === states.length - 1 && position === models.length - 1;
+          const response = await tryModel(state, model, request, signal, failures, last);
           if (response) return response;
         }
       }
@@ -190,7 +199,10 @@ function nextSlot(from: number, slots: number, excluded: ReadonlySet<number>): n
   return undefined;
 }
 
-/** One error listing every attempt, consecutive repeats folded; it keeps the last error's status and code. */
+/**
+ * One error listing every attempt, consecutive repeats folded (or, when one model failed the same
+ * way every time, that error and the count); it keeps the last error's status and code.
+ */
 function summarise(failures: readonly Failure[], keys: readonly string[]): ProviderError {
   const lines: Array<{ text: string; count: number }> = [];
   for (const failure of failures) {
@@ -203,7 +215,12 @@ function summarise(failures: readonly Failure[], keys: readonly string[]): Provi
   const lastError = last instanceof ProviderError ? last : undefined;
   const attempts = lines.map((line) => (line.count > 1 ? `${line.text} ×${line.count}` : line.text)).join('; ');
   const lastMessage = redact(last instanceof Error ? last.message : String(last), keys);
-  return new ProviderError(`every model attempt failed (${failures.length}): ${attempts}. Last error: ${lastMessage}`, {
+  // One model failing the same way each time: its error says it all.
+  const only = lines.length === 1 ? failures[0] : undefined;
+  const message = only
+    ? `${lastMessage} (${only.label}/${only.model}, ${failures.length} attempt${failures.length > 1 ? 's' : ''})`
+    : `every model attempt failed (${failures.length}): ${attempts}. Last error: ${lastMessage}`;
+  return new ProviderError(message, {
     status: lastError?.status,
     retryAfterMs: lastError?.retryAfterMs,
     code: lastError?.code,

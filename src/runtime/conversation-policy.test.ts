@@ -63,7 +63,7 @@ function richChannel(options: { failSendAt?: number[]; limit?: number } = {}) {
   return { channel, events, inject, sends: () => events.filter((e) => e.kind === 'send').map((e) => (e as { text: string }).text) };
 }
 
-function setup(agent: TurnHandler, policy: ChannelPolicy, channelOptions: { failSendAt?: number[]; limit?: number } = {}, path = join(dir, `p${++count}.db`)) {
+function setup(agent: TurnHandler, policy: ChannelPolicy | undefined, channelOptions: { failSendAt?: number[]; limit?: number } = {}, path = join(dir, `p${++count}.db`)) {
   const db: Db = openDatabase(path);
   const rich = richChannel(channelOptions);
   const settings = new ConversationSettings(db);
@@ -80,7 +80,7 @@ function setup(agent: TurnHandler, policy: ChannelPolicy, channelOptions: { fail
     shutdownGraceMs: 1000,
     supervisor: defaultSupervisorOptions,
     delivery: { attemptsPerRound: 3, initialBackoffMs: 5, maxBackoffMs: 20 },
-    policies: new Map([['chat', policy]]),
+    policies: new Map(policy ? [['chat', policy]] : []),
     pairing,
     commands: { models: ['main-model', 'other-model'], model: (c) => settings.model(c), setModel: (c, m) => settings.setModel(c, m) },
   });
@@ -145,6 +145,33 @@ describe('conversation policy in the runtime', () => {
     assert.equal(inputs.length, 3);
     assert.equal(inputs[1]!.model, 'other-model');
     assert.equal(inputs[1]!.history.length, 2);
+    assert.deepEqual(inputs[2]!.history, [], '/new cleared the history');
+    await runtime.stop();
+  });
+
+  it('answers chat commands on a channel the policy exempts (the terminal), and lets everything else through', async () => {
+    const inputs: TurnInput[] = [];
+    const { runtime, inject, sends } = setup(recording(inputs), undefined);
+    await runtime.ready;
+    for (const [id, text] of [['1', 'hello'], ['2', '/help'], ['3', '!status'], ['4', '/model other-model'], ['5', 'again'], ['6', '/new'], ['7', '/nonsense']]) {
+      await inject({ id: id!, text: text!, sender: { id: 'stranger' } });
+      await runtime.idle();
+    }
+    const out = sends();
+    assert.equal(out[0], 're: hello', 'no pairing, no allow list: the exempt channel answers anyone');
+    assert.match(out[1]!, /^Commands:/);
+    assert.match(out[2]!, /Up .* running/);
+    assert.match(out[3]!, /Switched .* other-model/);
+    assert.match(out[5]!, /fresh conversation/);
+    assert.equal(out[6], 're: /nonsense', 'an unknown command goes to the model');
+    assert.deepEqual(
+      inputs.map((input) => [input.message.text, input.model]),
+      [
+        ['hello', undefined],
+        ['again', 'other-model'],
+        ['/nonsense', 'other-model'],
+      ],
+    );
     assert.deepEqual(inputs[2]!.history, [], '/new cleared the history');
     await runtime.stop();
   });

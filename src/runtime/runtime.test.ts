@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { TurnHandler, TurnInput } from '../agent/agent.ts';
+import type { InboundMessage } from '../channel.ts';
 import { ProviderError } from '../provider.ts';
 import { openDatabase, type Db } from '../store/db.ts';
 import { createMemoryChannel, type MemoryChannel } from '../../test/support/memory-channel.ts';
@@ -119,6 +120,52 @@ describe('Runtime', () => {
       second.sent.map((m) => m.text),
       ['re: slow question', 're: queued behind it'],
     );
+    await runtime.stop();
+  });
+
+  it('hands a channel that skips interrupted turns what an earlier run left unanswered, instead of answering it late', async () => {
+    const { db, path } = freshDb();
+    const first = createMemoryChannel();
+    const other = createMemoryChannel('other');
+    const stuck = makeRuntime(first, (input) => new Promise((_, reject) => input.signal.addEventListener('abort', () => reject(input.signal.reason))), db, {
+      shutdownGraceMs: 50,
+      channels: [first, other],
+    });
+    stuck.start();
+    await first.inject({ id: 'm1', text: 'slow question' });
+    await first.inject({ id: 'm2', text: 'queued behind it' });
+    await other.inject({ id: 'o1', text: 'on another channel' });
+    await stuck.stop();
+    db.close();
+
+    const skipped: string[][] = [];
+    const second = Object.assign(createMemoryChannel(), { skipInterrupted: (messages: readonly InboundMessage[]) => void skipped.push(messages.map((m) => m.text)) });
+    const secondOther = createMemoryChannel('other');
+    const agentSaw: string[] = [];
+    const reopened = openDatabase(path);
+    const seeing: TurnHandler = async (input) => {
+      agentSaw.push(input.message.text);
+      return echo(input);
+    };
+    const runtime = makeRuntime(second, seeing, reopened, { channels: [second, secondOther] });
+    runtime.start();
+    assert.deepEqual(skipped, [['slow question', 'queued behind it']], 'handed over once, in order, before listening');
+    await second.inject({ id: 'm3', text: 'a new question' });
+    await second.waitForSent(1);
+    await secondOther.waitForSent(1);
+    await runtime.idle();
+    assert.deepEqual(
+      second.sent.map((m) => m.text),
+      ['re: a new question'],
+      'the new question is answered at once, and the old ones not at all',
+    );
+    assert.deepEqual(agentSaw.sort(), ['a new question', 'on another channel'], 'a channel without the capability has its turn run again');
+    const rows = reopened.prepare("SELECT platform_id, status, error FROM inbox WHERE channel = 'mem' ORDER BY seq").all();
+    assert.deepEqual(rows, [
+      { platform_id: 'm1', status: 'ignored', error: 'interrupted' },
+      { platform_id: 'm2', status: 'ignored', error: 'interrupted' },
+      { platform_id: 'm3', status: 'done', error: null },
+    ]);
     await runtime.stop();
   });
 

@@ -8,8 +8,8 @@
  * accepted-but-unanswered message is queued again and every unsent reply is sent.
  */
 import type { Logger } from 'pino';
-import { canEdit, hasTyping, type Channel, type InboundMessage, type MessageEditor, type Push, type PushResult } from '../channel.ts';
-import { conversationKey, refOf } from '../conversation.ts';
+import { canEdit, hasTyping, skipsInterrupted, type Channel, type InboundMessage, type MessageEditor, type Push, type PushResult } from '../channel.ts';
+import { conversationKey, parseConversationKey, refOf } from '../conversation.ts';
 import { parseCommand, runCommand, type CommandDeps } from '../policy/commands.ts';
 import { decideAccess, pairingReply, type PairingStore } from '../policy/access.ts';
 import { turnText } from '../policy/turn-text.ts';
@@ -61,12 +61,12 @@ export interface RuntimeOptions {
   readonly sweepIntervalMs?: number;
   /**
    * The conversation policy per chat channel (access, mention gating, streaming). A channel
-   * without an entry (the terminal) is exempt: everything it pushes is answered.
+   * without an entry (the terminal) is exempt: everything it pushes is answered (chat commands still apply).
    */
   readonly policies?: ReadonlyMap<string, ChannelPolicy>;
   /** Pairing codes and approved senders (required when a policy has no `allow`). */
   readonly pairing?: PairingStore;
-  /** Chat commands (/new, /model, /status, /help); omitted = commands go to the model. */
+  /** Chat commands (/new, /model, /status, /help) on every channel; omitted = commands go to the model. */
   readonly commands?: Omit<CommandDeps, 'status' | 'clearHistory'>;
   /** Told what happens, for metrics. Hooks must be cheap and must not throw. */
   readonly events?: RuntimeEvents;
@@ -135,6 +135,8 @@ export class Runtime {
   readonly #working = new AbortController();
   readonly #counters: RuntimeCounters = { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 };
   readonly #readyChannels = new Set<string>();
+  /** Messages set aside at start, per channel (see #skipInterrupted). */
+  readonly #skipped = new Map<string, InboundMessage[]>();
   readonly #ready: Promise<void>;
   #resolveReady!: () => void;
   #timers: NodeJS.Timeout[] = [];
@@ -242,8 +244,9 @@ export class Runtime {
   start(): void {
     if (this.#started) throw new Error('runtime already started');
     this.#started = true;
-    const recovered = this.#inbox.queued();
+    const recovered = this.#inbox.queued().filter(({ seq, conversation }) => !this.#skipInterrupted(seq, conversation));
     for (const { seq, conversation } of recovered) this.#pool.enqueue(conversation, seq);
+    this.#reportSkipped();
     const unsent = this.#outbox.pendingCount();
     if (recovered.length > 0 || unsent > 0) {
       this.#log.info({ unanswered: recovered.length, unsent }, 'recovering work left from the last run');
@@ -256,6 +259,34 @@ export class Runtime {
     prune.unref();
     this.#timers.push(sweep, prune);
     if (this.#supervisors.size === 0) this.#resolveReady();
+  }
+
+  /**
+   * At start: marks an unanswered message `interrupted` instead of running it again when its
+   * channel skips interrupted turns (see {@link SkipsInterrupted}). Returns true when it did.
+   */
+  #skipInterrupted(seq: number, conversation: string): boolean {
+    const name = parseConversationKey(conversation)?.channel;
+    const channel = name === undefined ? undefined : this.#channels.get(name);
+    if (!channel || !skipsInterrupted(channel)) return false;
+    const entry = this.#inbox.queuedEntry(seq);
+    if (!entry || entry.message.channel !== name || !this.#inbox.markIgnored(seq, 'interrupted')) return false;
+    this.#skipped.set(name, [...(this.#skipped.get(name) ?? []), entry.message]);
+    return true;
+  }
+
+  /** Hands each channel the messages {@link #skipInterrupted} set aside, once. */
+  #reportSkipped(): void {
+    for (const [name, messages] of this.#skipped) {
+      const channel = this.#channels.get(name);
+      this.#log.info({ channel: name, messages: messages.length }, 'not running again what an earlier run left unanswered: this channel skips interrupted turns');
+      try {
+        if (channel && skipsInterrupted(channel)) channel.skipInterrupted(messages);
+      } catch (error) {
+        this.#log.error({ channel: name, err: error }, 'the channel failed to take its interrupted messages');
+      }
+    }
+    this.#skipped.clear();
   }
 
   /** Resolves when nothing is queued, running or being sent. */
@@ -347,7 +378,7 @@ export class Runtime {
     const { message } = entry;
     const log = this.#log.child({ channel: message.channel, conversation, seq });
     const policy = this.#options.policies?.get(message.channel);
-    if (policy && this.#applyPolicy(seq, conversation, message, policy, log)) {
+    if ((policy && this.#applyPolicy(seq, conversation, message, policy, log)) || this.#applyCommand(seq, conversation, message, log)) {
       await this.#delivery.deliver(conversation, this.#working.signal);
       return;
     }
@@ -381,20 +412,20 @@ export class Runtime {
       stopTyping();
       const draftId = await draft?.finish();
       if (this.#working.signal.aborted) {
-        log.warn('turn cut off by shutdown; it runs again on the next start');
+        log.warn('turn cut off by shutdown; it stays in the inbox for the next start');
         return;
       }
       this.#counters.failed++;
       this.#options.events?.onTurn?.(message.channel, Date.now() - started, 'failed');
-      log.error({ err: error, ms: Date.now() - started }, 'turn failed; telling the user');
+      log.error({ ...failureFields(error, signal, this.#options.turnTimeoutMs), ms: Date.now() - started }, 'turn failed; telling the user');
       this.#commitFailure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId);
     }
     await this.#delivery.deliver(conversation, this.#working.signal);
   }
 
   /**
-   * Access, mention gating, pairing and chat commands. Returns true when the message was dealt
-   * with here (ignored, or answered without the model).
+   * Access, mention gating and pairing. Returns true when the message was dealt with here
+   * (ignored, or answered with a pairing code).
    */
   #applyPolicy(seq: number, conversation: string, message: InboundMessage, policy: ChannelPolicy, log: Logger): boolean {
     if (!this.#options.pairing && policy.allow === undefined) throw new Error('a channel without `allow` needs the pairing store');
@@ -410,6 +441,14 @@ export class Runtime {
       this.#commitAnswer(seq, message, pairingReply(message.channel, decision.code), undefined);
       return true;
     }
+    return false;
+  }
+
+  /**
+   * Chat commands (/new, /model, /status, /help), in every chat — also on channels the policy
+   * exempts, like the terminal. Returns true when the message was one and has been answered.
+   */
+  #applyCommand(seq: number, conversation: string, message: InboundMessage, log: Logger): boolean {
     const commands = this.#options.commands;
     const command = commands ? parseCommand(message.text) : undefined;
     if (!commands || !command) return false;
@@ -465,6 +504,17 @@ function formatDuration(ms: number): string {
   if (minutes < 60) return `${minutes}m`;
   const hours = Math.floor(minutes / 60);
   return hours < 48 ? `${hours}h ${minutes % 60}m` : `${Math.floor(hours / 24)}d ${hours % 24}h`;
+}
+
+/**
+ * What the log says about a failed turn, in one field. A model that cannot be reached or a turn
+ * that ran out of time is an operating condition: its cause once (`error`), no stack — the
+ * message of a ProviderError already carries its causes. Anything else is a bug: `err`, stack and all.
+ */
+function failureFields(error: unknown, signal: AbortSignal, turnTimeoutMs: number): { error: string } | { err: unknown } {
+  if (signal.aborted) return { error: `the turn ran longer than agent.turn_timeout_seconds (${Math.round(turnTimeoutMs / 1000)} s)` };
+  if (error instanceof ProviderError) return { error: error.message };
+  return { err: error };
 }
 
 /** What the user is told when their turn failed: what happened, without internals. */

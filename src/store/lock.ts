@@ -11,12 +11,16 @@ import Database from 'better-sqlite3';
 import { createPrivateFile, fileSystemError } from './files.ts';
 
 export class DataDirInUseError extends Error {
+  /** The data_dir that is held. */
+  readonly dir: string;
+
   constructor(dir: string) {
     super(
       `the data_dir ${dir} is in use by another Switchboard process. ` +
         'Only one daemon or chat may use a data_dir at a time: stop the other one or set a different data_dir.',
     );
     this.name = 'DataDirInUseError';
+    this.dir = dir;
   }
 }
 

@@ -29,6 +29,7 @@ export const testServers: readonly TestServer[] = [
   },
   { name: 'postfix', usedBy: 'email tests (test/email.e2e.test.ts): SMTP', binaries: ['/usr/sbin/postfix', '/usr/sbin/postqueue'], packages: ['postfix'] },
   { name: 'systemd-analyze', usedBy: 'the service unit test (app/service.test.ts)', binaries: ['/usr/bin/systemd-analyze'], packages: ['systemd'] },
+  { name: 'tmux', usedBy: 'the interactive chat tests (test/chat-tty.e2e.test.ts): a real terminal for the prompt and Ctrl-C', binaries: ['/usr/bin/tmux'], packages: ['tmux'] },
 ];
 
 /**
