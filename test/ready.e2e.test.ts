@@ -3,24 +3,14 @@
  * the channel that is not running — here an IRC server that refuses connections.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
+import { freePort } from './support/net.ts';
 import { startDaemon, tempConfig } from './support/cli.ts';
 
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe('the ready line', () => {
   it('is logged while a channel keeps failing, naming it', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const { file, cleanup } = tempConfig('http://127.0.0.1:9/v1', `[log]\nformat = "json"\n[channels.irc]\nhost = "127.0.0.1"\nport = ${port}\ntls = false\nnick = "readybot"\n`);
     const daemon = startDaemon(['start', '--config', file], { env: { TEST_MODEL_KEY: 'k' } });
     try {

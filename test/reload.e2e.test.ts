@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Place } from './contracts/chat-channel.ts';
@@ -15,6 +14,7 @@ import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startSlackPeer, type SlackPeer } from './peers/slack.ts';
 import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
 import { runCli, startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { freePort } from './support/net.ts';
 import { quiet, until } from './support/wait.ts';
 
 const env = { TEST_MODEL_KEY: 'sk-reload' };
@@ -155,13 +155,3 @@ describe('config reload', () => {
   });
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
