@@ -257,4 +257,10 @@ describe('getUpdates answered early (no long polling)', () => {
     assert.equal(answeredEarly(0, 5), false, 'timeout 0 asks for an immediate answer');
     assert.deepEqual([1, 2, 3, 4, 5, 6, 10].map(earlyPauseMs), [50, 100, 200, 400, 800, 1000, 1000]);
   });
+
+  it('logs the server without a proxy password, query or fragment', async () => {
+    const { loggableServer } = await import('./poll.ts');
+    assert.equal(loggableServer('https://user:secret@proxy.example:8443/tg?key=1#x'), 'https://proxy.example:8443/tg');
+    assert.equal(loggableServer('https://api.telegram.org'), 'https://api.telegram.org');
+  });
 });

@@ -54,6 +54,16 @@ export function earlyPauseMs(streak: number): number {
   return Math.min(EARLY_PAUSE_MAX_MS, EARLY_PAUSE_MS * 2 ** Math.max(0, streak - 1));
 }
 
+/** The server's root URL as it may be logged: no user or password (a proxy's), query or fragment. */
+export function loggableServer(apiRoot: string): string {
+  try {
+    const url = new URL(apiRoot);
+    return `${url.protocol}//${url.host}${url.pathname === '/' ? '' : url.pathname}`;
+  } catch {
+    return '(the configured api_root)';
+  }
+}
+
 /** Whether an empty answer after `elapsedMs` to a poll asking for `timeoutSeconds` came early. */
 export function answeredEarly(timeoutSeconds: number, elapsedMs: number): boolean {
   return timeoutSeconds > 0 && elapsedMs < timeoutSeconds * 1000 * EARLY_SHARE;
@@ -95,7 +105,7 @@ export async function poll(options: PollOptions, signal: AbortSignal, link: List
         warned = true;
         const answeredInMs = Math.round(performance.now() - asked);
         log.warn(
-          { server: options.server, timeoutSeconds: options.timeoutSeconds, answeredInMs },
+          { server: loggableServer(options.server), timeoutSeconds: options.timeoutSeconds, answeredInMs },
           'this Bot API server answers getUpdates at once instead of holding it (no long polling); polling about once a second instead of spinning',
         );
       }
