@@ -159,6 +159,12 @@ describe('email channel without the daemon: terse replies', () => {
       await before.send({ ...refOf(question!), text: 'Yes.', replyTo: root });
       await until(() => botMailsTo('alice', peer, root).length === 1, 'the reply');
       const reply = botMailsTo('alice', peer, root)[0]!;
+      // The copy in Sent is appended after SMTP took the mail: the lookup below needs it there.
+      const deadline = Date.now() + 15_000;
+      while (!(await peer.readFolder(peer.bot, 'Sent')).some((mail) => mail.messageId === reply.messageId)) {
+        if (Date.now() > deadline) throw new Error('the reply never reached the Sent folder');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
 
       // a fresh state dir: the thread book knows neither the thread nor the reply
       const after = createEmailChannel(channelConfig(peer), channelContext(second));
