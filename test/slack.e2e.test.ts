@@ -53,16 +53,20 @@ describe('slack acknowledges an event only once push resolved', () => {
     rmSync(workspace, { recursive: true, force: true });
   });
 
-  /** Runs the channel in this process with a push that rejects (like a runtime shutting down) while `refusing`. */
-  async function listening(config: SlackConfig, body: (state: { refusing: boolean; pushed: InboundMessage[]; logs: string[] }) => Promise<void>): Promise<void> {
+  /**
+   * Runs the channel in this process with a push that rejects (like a runtime shutting down)
+   * while `refusing`, and that waits for `gate` when one is set (a slow inbox).
+   */
+  async function listening(config: SlackConfig, body: (state: { refusing: boolean; gate?: Promise<void>; pushed: InboundMessage[]; logs: string[] }) => Promise<void>): Promise<void> {
     peer.reset();
-    const state = { refusing: true, pushed: [] as InboundMessage[], logs: [] as string[] };
+    const state: { refusing: boolean; gate?: Promise<void>; pushed: InboundMessage[]; logs: string[] } = { refusing: true, pushed: [], logs: [] };
     const log = pino({ level: 'info' }, { write: (line: string) => void state.logs.push(line) });
     const channel = createSlackChannel(config, { name: 'slack', log, assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), stateDir: workspace });
     const abort = new AbortController();
     let ready = false;
     const push = async (message: InboundMessage): Promise<'accepted'> => {
       state.pushed.push(message);
+      await state.gate;
       if (state.refusing) throw new Error('Switchboard is shutting down; the message was not accepted');
       return 'accepted';
     };
@@ -89,6 +93,59 @@ describe('slack acknowledges an event only once push resolved', () => {
       assert.equal(state.pushed.length, 2);
       assert.equal(state.pushed[0]!.id, state.pushed[1]!.id, 'the redelivery has the same id');
     });
+  });
+
+  it('Socket Mode: the ack waits for a slow push (Bolt acks an event before its listener; the receiver holds that back)', async () => {
+    const config = { bot_token: peer.botToken, app_token: peer.appToken, api_url: peer.apiUrl, listen: '127.0.0.1:0', mention_only: true, stream: false } satisfies SlackConfig;
+    const consoleCalls = watchConsole();
+    try {
+      await listening(config, async (state) => {
+        state.refusing = false;
+        let release!: () => void;
+        state.gate = new Promise((resolve) => (release = resolve));
+        await peer.post('alice', dm, 'a slow inbox');
+        await until(() => state.pushed.length === 1, 'the push');
+        await quiet(500);
+        assert.deepEqual(peer.envelopes().map((e) => e.acked), [false], 'no ack while push is pending');
+        release();
+        await until(() => peer.envelopes().every((e) => e.acked), 'the ack once push resolved');
+        assert.equal(peer.stats.redeliveries, 0);
+        assert.equal(state.pushed.length, 1);
+      });
+    } finally {
+      consoleCalls.restore();
+    }
+    assert.deepEqual(consoleCalls.calls, [], 'Bolt and the Socket Mode client wrote nothing to the console');
+  });
+
+  it('auth.test runs once per process; a refused token rejects listen, with no unhandled rejection', async () => {
+    peer.reset();
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const config = { bot_token: peer.botToken, app_token: peer.appToken, api_url: peer.apiUrl, listen: '127.0.0.1:0', mention_only: true, stream: false } satisfies SlackConfig;
+      const context = { name: 'slack', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), stateDir: workspace };
+      const link = { ready: () => undefined, alive: () => undefined, deaf: () => undefined };
+      const push = async (): Promise<'accepted'> => 'accepted';
+      const refused = createSlackChannel({ ...config, bot_token: 'xoxb-not-the-token' }, context);
+      await assert.rejects(refused.listen(push, new AbortController().signal, link), /invalid_auth/);
+
+      const channel = createSlackChannel(config, context);
+      for (let i = 0; i < 2; i++) {
+        const abort = new AbortController();
+        let ready = false;
+        const done = channel.listen(push, abort.signal, { ...link, ready: () => void (ready = true) });
+        await until(() => ready, `listen ${i + 1} ready`);
+        abort.abort();
+        await done;
+      }
+      await quiet(300);
+      assert.equal(peer.calls.filter((c) => c.method === 'auth.test').length, 2, 'one refused, then one for both listens of the other channel');
+      assert.deepEqual(unhandled, []);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 
   it('HTTP: 503 while push rejects, 200 for the retry once it resolves', async () => {
@@ -224,6 +281,21 @@ describe('slack Socket Mode faults', () => {
     assert.deepEqual(h.texts(), ['echo: after refresh']);
   });
 
+  it('a refused bot token: the supervisor retries the listen, the daemon stays up, and answers once Slack takes it', async () => {
+    h.peer().refuseAuth(2);
+    const daemon = await h.start();
+    const peer = h.peer();
+    // "ready" comes once every channel is up or has failed its first attempt: wait for the third.
+    await until(() => peer.calls.filter((c) => c.method === 'auth.test').length === 3, 'the third auth.test', 15_000, h.log);
+    await peer.post('alice', dm, 'finally');
+    await until(() => h.texts().length === 1, 'the reply', 10_000, h.log);
+    assert.deepEqual(h.texts(), ['echo: finally']);
+    assert.equal((daemon.stdout().match(/"msg":"channel stopped; restarting"/g) ?? []).length, 2, h.log());
+    assert.match(daemon.stdout(), /invalid_auth/);
+    assert.equal(peer.calls.filter((c) => c.method === 'auth.test').length, 3, 'two refused, one that worked');
+    assert.equal(daemon.child.exitCode, null, 'the daemon did not crash');
+  });
+
   it('waits out a 429 and delivers the reply once', async () => {
     await h.start();
     const peer = h.peer();
@@ -304,3 +376,11 @@ describe('slack HTTP Events API', () => {
     assert.equal(h.model().requests.length, requests + 1);
   });
 });
+
+/** Records what is written through `console` (Bolt falls back to console loggers wherever it is not given ours). */
+function watchConsole(): { calls: unknown[][]; restore: () => void } {
+  const calls: unknown[][] = [];
+  const saved = { ...console };
+  for (const method of ['log', 'info', 'warn', 'error', 'debug', 'trace'] as const) console[method] = (...args: unknown[]) => void calls.push(args);
+  return { calls, restore: () => void Object.assign(console, saved) };
+}

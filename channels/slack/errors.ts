@@ -1,8 +1,8 @@
 /**
  * Web API failures → SendError, so the outbox knows whether and when to retry.
  *
- * The WebClient is built with `rejectRateLimitedCalls: true` and no retries of its own (see
- * web.ts): a 429 surfaces at once as a rate-limited error carrying Retry-After, and the
+ * Bolt's WebClient (`app.client`) is built with `rejectRateLimitedCalls: true` and no retries
+ * of its own (see app.ts): a 429 surfaces at once as a rate-limited error carrying Retry-After, and the
  * durable outbox does the waiting and retrying (also across restarts).
  */
 import { SendError } from '../../src/channel.ts';

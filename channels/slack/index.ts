@@ -1,6 +1,8 @@
 /**
- * The Slack channel: Socket Mode (app_token) or the HTTP Events API (signing_secret; when
- * both are configured, Socket Mode), replies with chat.postMessage in mrkdwn.
+ * The Slack channel, on Bolt: Socket Mode (app_token) or the HTTP Events API (signing_secret;
+ * when both are configured, Socket Mode), replies with chat.postMessage in mrkdwn. One Bolt App
+ * per channel (app.ts) with its receiver — socket.ts, or Bolt's HTTPReceiver (http.ts) — and
+ * `app.client` for every Web API call.
  *
  * - account = the bot's user id (U…) from auth.test: unique per app and workspace, and what
  *   <@…> mentions of the bot carry. (The team id would make two bots in one workspace share
@@ -9,7 +11,10 @@
  *   messages get one. Replies go to `thread_ts = message.thread`.
  * - id = `<channel>:<ts>`, stable across redeliveries and across the message / app_mention
  *   pair of one mention.
- * - Ack after push, never before: socket.ts (envelope ack), http.ts (HTTP 200).
+ * - Ack after push, never before: the receivers answer Slack once App.processEvent resolved
+ *   (socket.ts: envelope ack; http.ts: HTTP 200), see app.ts.
+ * - auth.test once per process, by the first listen; a failure rejects that listen (the
+ *   supervisor retries it). Bolt never calls auth.test itself (app.ts).
  * - No typing indicator: Slack has none for bots using the Events API.
  * - Streaming: chat.postMessage, then chat.update at most every 1.2 s (Slack's
  *   chat.update is a tier-3 method: ~50 calls a minute).
@@ -19,14 +24,14 @@ import type { Channel, ChannelContext, FileSender, ListenLink, LivenessWatched, 
 import { SendError } from '../../src/channel.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
 import type { SlackConfig } from '../../src/config/schema.ts';
-import { toSendError } from './errors.ts';
-import { runEventsListener } from './http.ts';
-import type { SlackIdentity } from './inbound.ts';
-import { BotThreads, Receiver } from './receive.ts';
-import { measureMrkdwn, renderMrkdwn } from './render.ts';
-import { runSocketMode } from './socket.ts';
-import { createSlackApp, type SlackApp } from './bolt.ts';
 import { readOutboundFile } from '../../src/outbound/file.ts';
+import { createBoltApp } from './app.ts';
+import { toSendError } from './errors.ts';
+import { eventsReceiver, serveEvents } from './http.ts';
+import type { SlackIdentity } from './inbound.ts';
+import { BotThreads, Intake } from './receive.ts';
+import { measureMrkdwn, renderMrkdwn } from './render.ts';
+import { SocketReceiver } from './socket.ts';
 
 export type SlackChannel = Channel & MessageLimit & MessageEditor & FileSender & Partial<LivenessWatched>;
 
@@ -42,27 +47,41 @@ export interface SlackChannelOptions {
 export const slackMessageLimit = 4000;
 
 export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, options: SlackChannelOptions = {}): SlackChannel {
+  const token = config.bot_token;
   const threads = new BotThreads();
   let identity: SlackIdentity | undefined;
+  /** The listen running now: where the App's listener pushes to. */
+  let current: { readonly intake: Intake; readonly push: Push } | undefined;
   const apiOrigin = config.api_url === undefined ? undefined : new URL(config.api_url).origin;
   const socketMode = config.app_token !== undefined;
-  let building: Promise<SlackApp> | undefined;
 
-  /** Bolt's App, built once per process after one auth.test (a failure is retried on the next call). */
-  function slackApp(): Promise<SlackApp> {
-    building ??= createSlackApp({ botToken: config.bot_token, apiUrl: config.api_url, log: ctx.log }).catch((error: unknown) => {
-      building = undefined;
-      throw error;
-    });
-    return building;
-  }
-  /** Bolt's Web API client, for sends (building the App first if listen has not). */
-  const web = async (): Promise<SlackApp['client']> => (await slackApp()).client;
+  const receiver = socketMode
+    ? new SocketReceiver({
+        appToken: config.app_token!,
+        apiUrl: config.api_url,
+        log: ctx.log,
+        ...(options.clientPingTimeoutMs === undefined ? {} : { clientPingTimeoutMs: options.clientPingTimeoutMs }),
+        ...(options.silenceMs === undefined ? {} : { silenceMs: options.silenceMs }),
+      })
+    : eventsReceiver(config.signing_secret!, ctx.log);
+  const app = createBoltApp({
+    botToken: token,
+    apiUrl: config.api_url,
+    receiver,
+    log: ctx.log,
+    identity: () => identity,
+    async onMessage(event) {
+      // Between listens nothing can be stored: unacknowledged, Slack delivers it again.
+      if (!current) throw new Error('the Slack channel is not listening');
+      await current.intake.handle(event, current.push);
+    },
+  });
+  const web = app.client;
 
-  /** Who the bot is (the supervisor retries listen when auth.test fails). */
+  /** auth.test, once per process (retried by the supervisor when it fails). */
   async function identify(signal: AbortSignal): Promise<SlackIdentity> {
     if (identity) return identity;
-    const { auth } = await abortable(slackApp(), signal);
+    const auth = await abortable(web.auth.test({ token }), signal);
     if (!auth.user_id || !auth.team_id) throw new Error('auth.test did not say who the bot is');
     identity = {
       userId: auth.user_id,
@@ -78,7 +97,7 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
   async function post(ref: ConversationRef, markdown: string, what: string): Promise<string> {
     const text = renderMrkdwn(markdown);
     try {
-      const result = await (await web()).chat.postMessage({ channel: ref.chat, text: text.trim() === '' ? '…' : text, ...(ref.thread ? { thread_ts: ref.thread } : {}) });
+      const result = await web.chat.postMessage({ token, channel: ref.chat, text: text.trim() === '' ? '…' : text, ...(ref.thread ? { thread_ts: ref.thread } : {}) });
       if (ref.thread) threads.mark(ref.chat, ref.thread);
       if (!result.ts) throw new SendError(`${what}: Slack did not return the message's ts`);
       return result.ts;
@@ -97,34 +116,26 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
     async listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
       const me = await identify(signal);
       if (signal.aborted) return;
-      const app = await slackApp();
-      const receiver = new Receiver({
-        channel: ctx.name,
-        identity: me,
-        web: app.client,
-        botToken: config.bot_token,
-        fileOrigins: (url) => url.origin === apiOrigin || (url.protocol === 'https:' && (url.hostname === 'slack.com' || url.hostname.endsWith('.slack.com'))),
-        attachments: ctx.attachments,
-        threads,
-        log: ctx.log,
-      });
-      if (config.app_token !== undefined) {
-        const socket = {
-          appToken: config.app_token,
-          apiUrl: config.api_url,
-          dispatch: app.dispatch,
-          take: (event: unknown) => receiver.handle(event, push),
+      const session = {
+        push,
+        intake: new Intake({
+          channel: ctx.name,
+          identity: me,
+          web,
+          botToken: token,
+          fileOrigins: (url) => url.origin === apiOrigin || (url.protocol === 'https:' && (url.hostname === 'slack.com' || url.hostname.endsWith('.slack.com'))),
+          attachments: ctx.attachments,
+          threads,
           log: ctx.log,
-          ...(options.clientPingTimeoutMs === undefined ? {} : { clientPingTimeoutMs: options.clientPingTimeoutMs }),
-          ...(options.silenceMs === undefined ? {} : { silenceMs: options.silenceMs }),
-        };
-        return runSocketMode(socket, signal, link);
+        }),
+      };
+      current = session;
+      try {
+        if (receiver instanceof SocketReceiver) await receiver.start(signal, link);
+        else await serveEvents(receiver, { listen: config.listen, log: ctx.log }, signal, link);
+      } finally {
+        if (current === session) current = undefined;
       }
-      return runEventsListener(
-        { signingSecret: config.signing_secret!, listen: config.listen, dispatch: app.dispatch, take: (event) => receiver.handle(event, push), log: ctx.log },
-        signal,
-        link,
-      );
     },
 
     async send(message: OutboundMessage): Promise<void> {
@@ -139,7 +150,7 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
     async edit(ref: ConversationRef, messageId: string, text: string): Promise<void> {
       const rendered = renderMrkdwn(text);
       try {
-        await (await web()).chat.update({ channel: ref.chat, ts: messageId, text: rendered.trim() === '' ? '…' : rendered });
+        await web.chat.update({ token, channel: ref.chat, ts: messageId, text: rendered.trim() === '' ? '…' : rendered });
       } catch (error) {
         throw toSendError(error, 'chat.update');
       }
@@ -148,13 +159,14 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
     async sendFile(ref: ConversationRef, file: OutboundFile): Promise<void> {
       const data = await readOutboundFile(file);
       try {
-        const slot = await (await web()).files.getUploadURLExternal({ filename: file.name, length: data.length });
+        const slot = await web.files.getUploadURLExternal({ token, filename: file.name, length: data.length });
         if (!slot.upload_url || !slot.file_id) throw new SendError('files.getUploadURLExternal gave no upload URL');
         // The upload URL is pre-signed: no token goes with the bytes.
         const uploaded = await fetch(slot.upload_url, { method: 'POST', body: data, headers: { 'content-type': 'application/octet-stream' }, signal: AbortSignal.timeout(120_000) });
         await uploaded.body?.cancel();
         if (!uploaded.ok) throw new SendError(`file upload: HTTP ${uploaded.status}`, { permanent: uploaded.status >= 400 && uploaded.status < 500 && uploaded.status !== 429 });
-        await (await web()).files.completeUploadExternal({
+        await web.files.completeUploadExternal({
+          token,
           files: [{ id: slot.file_id, title: file.name }],
           channel_id: ref.chat,
           ...(ref.thread ? { thread_ts: ref.thread } : {}),

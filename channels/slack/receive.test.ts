@@ -2,32 +2,35 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
-import type { WebClient } from '@slack/web-api';
 import { pino } from 'pino';
 import type { Attachment, AttachmentInput, InboundMessage } from '../../src/channel.ts';
-import { BotThreads, Receiver } from './receive.ts';
+import type { SlackWebClient } from './app.ts';
+import { BotThreads, Intake } from './receive.ts';
 
 const identity = { userId: 'U0BOT', botId: 'B0BOT', teamId: 'T1', names: ['testbot'] };
 
 function setup(options: { replies?: Array<{ user?: string; bot_id?: string }>; origins?: (url: URL) => boolean } = {}) {
   const calls: string[] = [];
+  const tokens: Array<string | undefined> = [];
   const web = {
     users: {
-      info: async ({ user }: { user: string }) => {
+      info: async ({ user, token }: { user: string; token?: string }) => {
+        tokens.push(token);
         calls.push(`users.info ${user}`);
         return { ok: true, user: { id: user, name: user.toLowerCase(), profile: { display_name: `name-${user}` } } };
       },
     },
     conversations: {
-      replies: async ({ channel, ts }: { channel: string; ts: string }) => {
+      replies: async ({ channel, ts, token }: { channel: string; ts: string; token?: string }) => {
+        tokens.push(token);
         calls.push(`conversations.replies ${channel} ${ts}`);
         return { ok: true, messages: options.replies ?? [] };
       },
     },
-  } as unknown as WebClient;
+  } as unknown as SlackWebClient;
   const saved: AttachmentInput[] = [];
   const pushed: InboundMessage[] = [];
-  const receiver = new Receiver({
+  const receiver = new Intake({
     channel: 'slack',
     identity,
     web,
@@ -55,12 +58,12 @@ function setup(options: { replies?: Array<{ user?: string; bot_id?: string }>; o
     pushed.push(message);
     return 'accepted' as const;
   };
-  return { receiver, push, pushed, calls, saved };
+  return { receiver, push, pushed, calls, tokens, saved };
 }
 
 const message = (fields: Record<string, unknown>) => ({ type: 'message', channel: 'C1', channel_type: 'channel', user: 'U0ALICE', text: 'hi', ts: '100.000001', ...fields });
 
-describe('slack receiver', () => {
+describe('slack intake', () => {
   it('pushes the message and app_mention events of one mention once, with the sender\'s name', async () => {
     const { receiver, push, pushed, calls } = setup();
     await receiver.handle(message({ text: '<@U0BOT> hi' }), push);
@@ -90,11 +93,12 @@ describe('slack receiver', () => {
   });
 
   it('asks Slack once whether the bot is in a thread it has not seen since start', async () => {
-    const { receiver, push, pushed, calls } = setup({ replies: [{ user: 'U0ALICE' }, { user: 'U0BOT', bot_id: 'B0BOT' }] });
+    const { receiver, push, pushed, calls, tokens } = setup({ replies: [{ user: 'U0ALICE' }, { user: 'U0BOT', bot_id: 'B0BOT' }] });
     await receiver.handle(message({ ts: '100.000006', thread_ts: '100.000001', text: 'one' }), push);
     await receiver.handle(message({ ts: '100.000007', thread_ts: '100.000001', text: 'two' }), push);
     assert.deepEqual(pushed.map((m) => m.addressed), [true, true]);
     assert.deepEqual(calls.filter((c) => c.startsWith('conversations')), ['conversations.replies C1 100.000001']);
+    assert.ok(tokens.length > 0 && tokens.every((t) => t === 'xoxb-secret'), 'every Web API call carries the bot token (app.client has none)');
     const other = setup({ replies: [{ user: 'U0ALICE' }] });
     await other.receiver.handle(message({ ts: '100.000006', thread_ts: '100.000001', text: 'one' }), other.push);
     assert.equal(other.pushed[0]!.addressed, false);

@@ -1,16 +1,17 @@
 /**
- * Turns one Slack event into a pushed message, the same for Socket Mode and HTTP events.
- * `handle` resolves once the message is in the inbox (or the event was not one to push) —
- * only then may the caller acknowledge it — and rejects when push rejects.
+ * Turns one Slack event into a pushed message, the same for Socket Mode and HTTP events (the
+ * App's listener calls it, app.ts). `handle` resolves once the message is in the inbox (or the
+ * event was not one to push) — only then may the event be acknowledged — and rejects when
+ * push rejects.
  *
  * Events of one chat are handled one after another, in arrival order (names and files are
  * fetched before pushing, which must not reorder a conversation); different chats do not wait
  * for each other. A message handled once is not handled again: the `message` and `app_mention`
  * events of one mention, and redeliveries, share an id (see inbound.ts).
  */
-import type { SlackApp } from './bolt.ts';
 import type { Logger } from 'pino';
 import type { AttachmentStore, InboundMessage, Push } from '../../src/channel.ts';
+import type { SlackWebClient } from './app.ts';
 import { fileKind, fromABot, isDirect, isMessageEvent, mentions, messageId, normalise, threadOf, type SlackFile, type SlackIdentity, type SlackMessageEvent } from './inbound.ts';
 
 /** A bounded map that forgets its oldest entries. */
@@ -62,10 +63,12 @@ export class BotThreads {
   }
 }
 
-export interface ReceiverOptions {
+export interface IntakeOptions {
   readonly channel: string;
   readonly identity: SlackIdentity;
-  readonly web: SlackApp['client'];
+  /** Bolt's `app.client` (it carries no token: see app.ts). */
+  readonly web: SlackWebClient;
+  /** For the Web API calls and file downloads. */
   readonly botToken: string;
   /** Origins the bot token may be sent to when downloading files (Slack's, and the configured API's). */
   readonly fileOrigins: (url: URL) => boolean;
@@ -74,8 +77,8 @@ export interface ReceiverOptions {
   readonly log: Logger;
 }
 
-export class Receiver {
-  readonly #options: ReceiverOptions;
+export class Intake {
+  readonly #options: IntakeOptions;
   /** Ids pushed (or pushed as duplicates) lately. */
   readonly #handled = new Recent<true>(5000);
   /** The tail of each chat's chain of events. */
@@ -83,7 +86,7 @@ export class Receiver {
   /** Display names by user id, looked up again after a day (a failed lookup after ten minutes). */
   readonly #names = new Recent<{ readonly name: string | undefined; readonly until: number }>(2000);
 
-  constructor(options: ReceiverOptions) {
+  constructor(options: IntakeOptions) {
     this.#options = options;
   }
 
@@ -103,7 +106,7 @@ export class Receiver {
   }
 
   async #handle(event: SlackMessageEvent, push: Push): Promise<void> {
-    const { identity, threads, web } = this.#options;
+    const { identity, threads, web, botToken } = this.#options;
     const chat = event.channel!;
     const thread = threadOf(event);
     if (fromABot(event, identity)) {
@@ -115,7 +118,7 @@ export class Receiver {
     // A mention addresses the bot anyway; only otherwise does it matter whether the bot is in the thread.
     if (thread !== undefined && !isDirect(event) && event.type !== 'app_mention' && !mentions(event.text ?? '', identity.userId)) {
       await threads.learn(chat, thread, async () => {
-        const replies = await web.conversations.replies({ channel: chat, ts: thread, limit: 200 });
+        const replies = await web.conversations.replies({ token: botToken, channel: chat, ts: thread, limit: 200 });
         return (replies.messages ?? []).some((m) => m.user === identity.userId || (identity.botId !== undefined && m.bot_id === identity.botId));
       });
     }
@@ -140,7 +143,7 @@ export class Receiver {
     const cached = this.#names.get(user);
     if (cached !== undefined && cached.until > Date.now()) return cached.name;
     try {
-      const info = await this.#options.web.users.info({ user });
+      const info = await this.#options.web.users.info({ token: this.#options.botToken, user });
       const name = info.user?.profile?.display_name || info.user?.real_name || info.user?.name || undefined;
       this.#names.set(user, { name, until: Date.now() + 24 * 3_600_000 });
       return name;

@@ -1,11 +1,16 @@
 /**
- * Socket Mode: one SocketModeClient per connection, reconnected here until the listen's
- * signal aborts.
+ * Socket Mode as a Bolt Receiver (Bolt's extension point for transports): one
+ * SocketModeClient per connection, reconnected here until the listen's signal aborts.
  *
- * - Ack: an events_api envelope's body goes through Bolt's App (bolt.ts: `App.processEvent`
- *   via our Receiver) and is acknowledged only once that resolved — the push is done and the
- *   message in the inbox; when it rejects (shutdown) it is left unacknowledged and Slack
- *   redelivers it on a later connection, where the inbox recognises it.
+ * Why not Bolt's own SocketModeReceiver: it hands processEvent an `ack` that answers Slack at
+ * once, and processEvent calls it before the listeners run — a message would be acknowledged
+ * before it is in the inbox, and lost if the process died then. Here that `ack` only records
+ * the answer; the envelope is acknowledged after `await app.processEvent(…)` resolved, i.e.
+ * after the listener's push stored the message. When processEvent rejects (push rejected: a
+ * shutdown) the envelope is left unacknowledged and Slack redelivers it on a later
+ * connection, where the inbox recognises it. Envelopes that are not events (slash commands,
+ * interactivity: not used) are acknowledged the same way, so Slack stops resending them.
+ *
  * - Liveness: every frame (hello, envelopes), every server ping and every pong to the
  *   client's own pings (sent every clientPingTimeout / 3) counts as life and calls
  *   `link.alive()`. The client drops a connection whose pongs stop (clientPingTimeout) or
@@ -16,20 +21,17 @@
  *   apps.connections.open are thrown: the supervisor restarts us with its own backoff.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { App, Receiver, ReceiverEvent } from '@slack/bolt';
+import { SocketModeClient } from '@slack/socket-mode';
 import type { Logger } from 'pino';
 import { pause } from '../../src/abort.ts';
 import type { ListenLink } from '../../src/channel.ts';
-import type { SlackApp, TakeEvent } from './bolt.ts';
 import { platformError } from './errors.ts';
-import { slackLogger, socketModeClient, type SocketModeClientLike } from './web.ts';
+import { slackLogger } from './logger.ts';
 
-export interface SocketModeOptions {
+export interface SocketReceiverOptions {
   readonly appToken: string;
   readonly apiUrl: string | undefined;
-  /** Runs an envelope's body through Bolt's App (bolt.ts). */
-  readonly dispatch: SlackApp['dispatch'];
-  /** Pushes the event (into the inbox); given to dispatch. */
-  readonly take: TakeEvent;
   readonly log: Logger;
   /** @default 5000 */
   readonly clientPingTimeoutMs?: number;
@@ -42,7 +44,43 @@ export interface SocketModeOptions {
 /** Connection-level failures the supervisor should see (retrying at once cannot help). */
 const fatal = new Set(['invalid_auth', 'not_authed', 'account_inactive', 'token_revoked', 'not_allowed_token_type', 'missing_scope']);
 
-export async function runSocketMode(options: SocketModeOptions, signal: AbortSignal, link: ListenLink): Promise<void> {
+/** Bolt Receiver for Socket Mode that acknowledges an envelope only once App.processEvent resolved. */
+export class SocketReceiver implements Receiver {
+  readonly #options: SocketReceiverOptions;
+  #app: App | undefined;
+  #stop: AbortController | undefined;
+
+  constructor(options: SocketReceiverOptions) {
+    this.#options = options;
+  }
+
+  /** Called by the App's constructor. */
+  init(app: App): void {
+    this.#app = app;
+  }
+
+  /**
+   * Connects, and reconnects, until `signal` aborts or `stop()` is called; resolves then.
+   * Rejects when Slack refuses the app token (the supervisor retries with its backoff).
+   */
+  async start(signal: AbortSignal, link: ListenLink): Promise<void> {
+    const app = this.#app;
+    if (!app) throw new Error('SocketReceiver.start before App init');
+    const stop = new AbortController();
+    this.#stop = stop;
+    try {
+      await runSocketMode(this.#options, app, AbortSignal.any([signal, stop.signal]), link);
+    } finally {
+      if (this.#stop === stop) this.#stop = undefined;
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stop?.abort();
+  }
+}
+
+async function runSocketMode(options: SocketReceiverOptions, app: App, signal: AbortSignal, link: ListenLink): Promise<void> {
   // ready() once per listen, however often we reconnect inside it.
   let ready = false;
   const sessionLink: ListenLink = {
@@ -57,7 +95,7 @@ export async function runSocketMode(options: SocketModeOptions, signal: AbortSig
   while (!signal.aborted) {
     let outcome: SessionEnd;
     try {
-      outcome = await session(options, signal, sessionLink);
+      outcome = await session(options, app, signal, sessionLink);
     } catch (error) {
       const code = platformError(error);
       if (code !== undefined && fatal.has(code)) throw error;
@@ -89,28 +127,29 @@ interface SessionEnd {
   readonly detail?: string;
 }
 
+/** What SocketModeClient emits as `slack_event` (@slack/socket-mode 3). */
 interface Envelope {
-  ack(response?: Record<string, unknown>): Promise<void>;
+  ack(response?: unknown): Promise<void>;
   readonly type: string;
   readonly envelope_id: string;
-  readonly body?: { readonly event?: unknown; readonly event_id?: string };
+  readonly body?: Record<string, unknown>;
   readonly retry_num?: number;
   readonly retry_reason?: string;
 }
 
 /** One connection, from apps.connections.open until it closes. */
-async function session(options: SocketModeOptions, signal: AbortSignal, link: ListenLink): Promise<SessionEnd> {
+async function session(options: SocketReceiverOptions, app: App, signal: AbortSignal, link: ListenLink): Promise<SessionEnd> {
   const { log } = options;
   const silenceMs = options.silenceMs ?? 12_000;
   let detail: string | undefined;
-  const client: SocketModeClientLike = socketModeClient({
+  const client = new SocketModeClient({
     appToken: options.appToken,
     logger: slackLogger(log, (text) => (detail ??= text)),
     autoReconnectEnabled: false,
     clientPingTimeout: options.clientPingTimeoutMs ?? 5000,
     serverPingTimeout: options.serverPingTimeoutMs ?? 30_000,
     clientOptions: { ...(options.apiUrl === undefined ? {} : { slackApiUrl: options.apiUrl }), retryConfig: { retries: 0 } },
-  });
+  }) as unknown as SocketModeClientLike;
 
   let lastLife = Date.now();
   let refresh = false;
@@ -137,17 +176,23 @@ async function session(options: SocketModeOptions, signal: AbortSignal, link: Li
   const onEnvelope = (envelope: Envelope): void => void acknowledge(envelope);
   const acknowledge = async (envelope: Envelope): Promise<void> => {
     life();
-    if (envelope.type === 'events_api') {
-      try {
-        await options.dispatch(envelope.body, options.take, { num: envelope.retry_num, reason: envelope.retry_reason });
-      } catch (error) {
-        log.warn({ err: error, envelope: envelope.envelope_id, event: envelope.body?.event_id, retry: envelope.retry_num }, 'slack event not acknowledged; Slack will deliver it again');
-        return;
-      }
-    }
-    // Other envelope types (slash commands, interactivity) are not used: acknowledged so Slack stops resending.
+    // What a listener acknowledged with (Bolt calls this before its listeners run): sent below, once processEvent resolved.
+    let answer: unknown;
+    const event: ReceiverEvent = {
+      body: envelope.body ?? {},
+      ack: async (response?: unknown) => void (answer = response),
+      ...(envelope.retry_num === undefined ? {} : { retryNum: envelope.retry_num }),
+      ...(envelope.retry_reason ? { retryReason: envelope.retry_reason } : {}),
+    };
     try {
-      await envelope.ack();
+      await app.processEvent(event);
+    } catch {
+      // app.ts logged why (with the event id).
+      log.debug({ envelope: envelope.envelope_id }, 'slack envelope not acknowledged; Slack will deliver it again');
+      return;
+    }
+    try {
+      await envelope.ack(answer);
     } catch (error) {
       log.debug({ err: error, envelope: envelope.envelope_id }, 'slack ack not sent (the socket closed); Slack will deliver the event again');
     }
@@ -212,4 +257,14 @@ async function close(client: SocketModeClientLike): Promise<void> {
       // already gone
     }
   }
+}
+
+/** The parts of SocketModeClient (@slack/socket-mode 3) this receiver uses. */
+interface SocketModeClientLike {
+  start(): Promise<unknown>;
+  disconnect(): Promise<void>;
+  on(event: string, listener: (...args: never[]) => void): unknown;
+  off(event: string, listener: (...args: never[]) => void): unknown;
+  /** The current socket wrapper; its `disconnect()` during a close handshake forces the socket shut. */
+  readonly websocket?: { disconnect(): void; readonly websocket?: unknown } | undefined;
 }

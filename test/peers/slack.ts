@@ -1,5 +1,5 @@
 /**
- * A local Slack for @slack/web-api and @slack/socket-mode: the Web API (POST /api/<method>,
+ * A local Slack for Bolt (its WebClient) and @slack/socket-mode: the Web API (POST /api/<method>,
  * form or JSON bodies, Bearer or `token` auth), Socket Mode (apps.connections.open → a ws://
  * URL; hello, events_api envelopes that wait for the app's ack and are redelivered with
  * retry_attempt on the next connection when un-acked, ping frames, disconnect envelopes) and
@@ -12,7 +12,8 @@
  * thread (a parent message in the channel; people post into it with thread_ts).
  *
  * Fault hooks: drop the socket, go silent (socket open, no pings, pongs or events), send a
- * disconnect envelope, lose the next ack and drop the socket, 429 the next chat.postMessage.
+ * disconnect envelope, lose the next ack and drop the socket, 429 the next chat.postMessage,
+ * refuse the next auth.test calls.
  */
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -95,6 +96,8 @@ export interface SlackPeer extends ChatPeer {
   loseAcks(on: boolean): void;
   /** The next `count` chat.postMessage calls get a 429 with Retry-After. */
   rateLimitNextPost(retryAfterSeconds?: number, count?: number): void;
+  /** The next `count` auth.test calls are answered `invalid_auth` (kept across `reset()` until used). */
+  refuseAuth(count: number): void;
 }
 
 interface Conn {
@@ -131,6 +134,7 @@ export async function startSlackPeer(options: { pingIntervalMs?: number } = {}):
   const calls: Array<{ method: string; body: Record<string, string> }> = [];
   const stats: SlackPeerStats = { connections: 0, acks: 0, redeliveries: 0, pings: 0, rateLimited: 0, httpDeliveries: [] };
   let limited: { seconds: number; count: number } | undefined;
+  let authRefusals = 0;
   let loseNextAck = false;
   let losingAcks = false;
   let httpUrl: string | undefined;
@@ -354,6 +358,10 @@ export async function startSlackPeer(options: { pingIntervalMs?: number } = {}):
     const known = (channel: string | undefined): boolean => channel === GROUP || Object.values(DMS).includes(channel ?? '');
     switch (method) {
       case 'auth.test':
+        if (authRefusals > 0) {
+          authRefusals--;
+          return { ok: false, error: 'invalid_auth' };
+        }
         return { ok: true, url: 'https://peer.slack.com/', team: 'Peer', user: BOT_NAME, team_id: TEAM, user_id: BOT_USER, bot_id: BOT_ID, is_enterprise_install: false };
       case 'apps.connections.open': {
         const ticket = nextId('tk');
@@ -479,6 +487,7 @@ export async function startSlackPeer(options: { pingIntervalMs?: number } = {}):
     dropOnNextAck: () => void (loseNextAck = true),
     loseAcks: (on) => void (losingAcks = on),
     rateLimitNextPost: (seconds = 1, count = 1) => void (limited = { seconds, count }),
+    refuseAuth: (count) => void (authRefusals = count),
     reset() {
       messages = [threadParent];
       botPosts = [];
