@@ -53,10 +53,6 @@ const LOW_DISK_SHARE = 0.05;
 
 /** Runs every check, prints the report, returns the exit code. */
 export async function runDoctor(args: readonly string[], io: DoctorIo): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) {
-    io.stdout.write(doctorUsage);
-    return 0;
-  }
   const unknown = args.find((arg) => arg !== '--json');
   if (unknown !== undefined) {
     io.stderr.write(`switchboard: unexpected argument "${unknown}" for "switchboard doctor"\nusage: switchboard doctor [--json] [--config FILE]\n`);

@@ -110,7 +110,7 @@ const commands = new Set(['start', 'chat', 'help']);
 /** Runs the CLI and returns the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   const operator = operatorCommand(argv);
-  // Every command answers --help (before its config is read: help needs none).
+  // Every command answers --help here, the one place (before its config is read: help needs none).
   if (operator && operator.rest.some((arg) => arg === '--help' || arg === '-h')) {
     process.stdout.write((await usageOf(operator.name)) ?? usage);
     return 0;

@@ -60,10 +60,6 @@ interface GatewayAnswers {
 
 /** Runs the interview; returns the exit code (0 written, 1 key check failed and not confirmed, 2 bad answers, 130 Ctrl-C). */
 export async function runOnboard(args: readonly string[], io: OnboardIo): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) {
-    io.stdout.write(onboardUsage);
-    return 0;
-  }
   if (args.length > 0) {
     io.stderr.write(`switchboard: unexpected argument "${args[0]}" for "switchboard onboard"\n`);
     return 2;

@@ -24,7 +24,7 @@ export async function runPairingCommand(
   err: Writable,
 ): Promise<number> {
   const [sub, ...rest] = args;
-  if (sub === 'help' || args.includes('--help') || args.includes('-h')) {
+  if (sub === '--help' || sub === '-h' || sub === 'help') {
     out.write(pairingUsage);
     return 0;
   }

@@ -70,10 +70,6 @@ Options:
 
 /** Runs the `service` command; returns the exit code. */
 export async function runServiceCommand(args: readonly string[], io: ServiceIo): Promise<number> {
-  if (args.includes('--help') || args.includes('-h')) {
-    io.stdout.write(serviceUsage);
-    return 0;
-  }
   const flags = new Set(args.filter((arg) => arg.startsWith('-')));
   const positional = args.filter((arg) => !arg.startsWith('-'));
   const unknown = [...flags].filter((flag) => flag !== '--user' && flag !== '--dry-run');
