@@ -135,8 +135,6 @@ export class Runtime {
   readonly #working = new AbortController();
   readonly #counters: RuntimeCounters = { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 };
   readonly #readyChannels = new Set<string>();
-  /** Messages set aside at start, per channel (see #skipInterrupted). */
-  readonly #skipped = new Map<string, InboundMessage[]>();
   readonly #ready: Promise<void>;
   #resolveReady!: () => void;
   #timers: NodeJS.Timeout[] = [];
@@ -244,9 +242,10 @@ export class Runtime {
   start(): void {
     if (this.#started) throw new Error('runtime already started');
     this.#started = true;
-    const recovered = this.#inbox.queued().filter(({ seq, conversation }) => !this.#skipInterrupted(seq, conversation));
+    const skipped = new Map<string, InboundMessage[]>();
+    const recovered = this.#inbox.queued().filter(({ seq, conversation }) => !this.#skipInterrupted(seq, conversation, skipped));
     for (const { seq, conversation } of recovered) this.#pool.enqueue(conversation, seq);
-    this.#reportSkipped();
+    this.#reportSkipped(skipped);
     const unsent = this.#outbox.pendingCount();
     if (recovered.length > 0 || unsent > 0) {
       this.#log.info({ unanswered: recovered.length, unsent }, 'recovering work left from the last run');
@@ -263,21 +262,24 @@ export class Runtime {
 
   /**
    * At start: marks an unanswered message `interrupted` instead of running it again when its
-   * channel skips interrupted turns (see {@link SkipsInterrupted}). Returns true when it did.
+   * channel skips interrupted turns (see {@link SkipsInterrupted}), adding it to `skipped`
+   * under its channel. Returns true when it did.
    */
-  #skipInterrupted(seq: number, conversation: string): boolean {
+  #skipInterrupted(seq: number, conversation: string, skipped: Map<string, InboundMessage[]>): boolean {
     const name = parseConversationKey(conversation)?.channel;
     const channel = name === undefined ? undefined : this.#channels.get(name);
     if (!channel || !skipsInterrupted(channel)) return false;
     const entry = this.#inbox.queuedEntry(seq);
     if (!entry || entry.message.channel !== name || !this.#inbox.markIgnored(seq, 'interrupted')) return false;
-    this.#skipped.set(name, [...(this.#skipped.get(name) ?? []), entry.message]);
+    const list = skipped.get(name);
+    if (list) list.push(entry.message);
+    else skipped.set(name, [entry.message]);
     return true;
   }
 
   /** Hands each channel the messages {@link #skipInterrupted} set aside, once. */
-  #reportSkipped(): void {
-    for (const [name, messages] of this.#skipped) {
+  #reportSkipped(skipped: ReadonlyMap<string, readonly InboundMessage[]>): void {
+    for (const [name, messages] of skipped) {
       const channel = this.#channels.get(name);
       this.#log.info({ channel: name, messages: messages.length }, 'not running again what an earlier run left unanswered: this channel skips interrupted turns');
       try {
@@ -286,7 +288,6 @@ export class Runtime {
         this.#log.error({ channel: name, err: error }, 'the channel failed to take its interrupted messages');
       }
     }
-    this.#skipped.clear();
   }
 
   /** Resolves when nothing is queued, running or being sent. */
