@@ -38,8 +38,12 @@ export function createTerminalChannel(options: TerminalChannelOptions): Channel 
   let greeted = false;
   /** Lines shown once, above the first prompt. */
   const notices: string[] = options.banner === undefined ? [] : [options.banner];
-  /** Ids pushed by this session: a reply to any other message is one the last session did not show. */
-  const pushed = new Set<string>();
+  /**
+   * Ids this session pushed and has not seen answered yet: a reply to any other message is one
+   * the last session did not show. A message's answer comes once (only a reply's first part
+   * names it), so the set holds what is in flight, not the whole session.
+   */
+  const awaiting = new Set<string>();
   const write = (text: string): Promise<void> => new Promise((resolve, reject) => options.output.write(text, (error) => (error ? reject(error) : resolve())));
 
   return {
@@ -77,7 +81,7 @@ export function createTerminalChannel(options: TerminalChannelOptions): Channel 
             continue;
           }
           const id = randomUUID();
-          pushed.add(id);
+          awaiting.add(id);
           await push({
             channel: 'terminal',
             account: 'local',
@@ -102,9 +106,10 @@ export function createTerminalChannel(options: TerminalChannelOptions): Channel 
     },
 
     async send(message: OutboundMessage): Promise<void> {
-      const earlier = message.replyTo !== undefined && !pushed.has(message.replyTo);
+      const earlier = message.replyTo !== undefined && !awaiting.has(message.replyTo);
       const text = options.interactive ? `\n${options.assistantName}${earlier ? ' (a reply your last chat did not show)' : ''}: ${message.text}\n\n` : `${message.text}\n`;
       await write(text);
+      if (message.replyTo !== undefined) awaiting.delete(message.replyTo); // answered (a failed write is retried as it was)
       if (options.interactive && reader && !ended) reader.prompt(true);
     },
 
