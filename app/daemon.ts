@@ -12,6 +12,7 @@ import type { Provider } from '../src/provider.ts';
 import { ApprovalStore } from '../src/agent/approvals.ts';
 import { createTurnMemory } from '../src/agent/memory-context.ts';
 import { ConfigError, loadConfig, locateConfig } from '../src/config/load.ts';
+import { tuneHeap } from './heap.ts';
 import type { ChannelPolicyConfig, Config } from '../src/config/schema.ts';
 import { createLogger, type Logger } from '../src/log.ts';
 import { defaultDeliveryOptions } from '../src/runtime/delivery.ts';
@@ -109,6 +110,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const startedAt = performance.now();
   const file = locateConfig(options.configFlag === undefined ? {} : { flag: options.configFlag });
   const { config } = loadConfig(file);
+  tuneHeap(config.runtime.heap);
   // Refuse an exposed gateway before anything opens (exit 78).
   const gatewayConfig = options.mode === 'start' ? config.gateway : undefined;
   // The gateway module (and node:http, ~40 ms) is loaded only when [gateway] is configured.

@@ -16,7 +16,7 @@
  * script exits by itself.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -33,15 +33,31 @@ import { Runtime } from '../src/runtime/runtime.ts';
 import { defaultSupervisorOptions } from '../src/runtime/supervisor.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { createClockTool } from '../src/tools/clock.ts';
-import { startFakeOpenAI } from '../test/fixtures/fake-openai.ts';
+import {
+  CLI,
+  FAKE_SERVER_FLAG,
+  ROOT,
+  children,
+  cleanUp,
+  fmt,
+  fmtInt,
+  mean,
+  median,
+  percentile,
+  readRssMb,
+  removeTempDirs,
+  runFakeServer,
+  say,
+  sleep,
+  startFakeServerProcess,
+  stopChild,
+  tempDir,
+  within,
+} from './bench-support.ts';
 
-const ROOT = join(import.meta.dirname, '..');
-const CLI = join(ROOT, 'dist', 'app', 'cli.js');
-const FAKE_SERVER_FLAG = '--fake-openai-server';
 
 const COLD_RUNS = 10;
 const READY_TIMEOUT_MS = 20_000;
-const EXIT_TIMEOUT_MS = 15_000;
 const IDLE_SETTLE_MS = 2_000;
 const OVERHEAD_WARMUP = 200;
 const OVERHEAD_N = 2_000;
@@ -50,125 +66,6 @@ const HTTP_N = 2_000;
 const MESSAGE_TIMEOUT_MS = 10_000;
 const RUN_TIMEOUT_MS = 120_000;
 const BENCH_TIMEOUT_MS = 10 * 60_000;
-
-// ---------------------------------------------------------------------------------------
-// Helpers
-
-const tempDirs: string[] = [];
-const children = new Set<ChildProcess>();
-
-function tempDir(label: string): string {
-  const dir = mkdtempSync(join(tmpdir(), `switchboard-bench-${label}-`));
-  tempDirs.push(dir);
-  return dir;
-}
-
-function removeTempDirs(): void {
-  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Rejects after `ms` with `what` unless `promise` settles first. */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Nearest-rank percentile of an ascending array. */
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))]!;
-}
-
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-const mean = (values: readonly number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;
-const fmt = (value: number, digits = 1): string => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
-const fmtInt = (value: number): string => (Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : 'n/a');
-
-function say(line = ''): void {
-  process.stdout.write(`${line}\n`);
-}
-
-// ---------------------------------------------------------------------------------------
-// The fake model endpoint, in its own process (`bench.ts --fake-openai-server`).
-
-async function runFakeServer(): Promise<void> {
-  const fake = await startFakeOpenAI();
-  // Zero-latency answers; forget requests so a long run does not grow memory.
-  fake.fallback = () => {
-    fake.requests.length = 0;
-    return { text: 'ok' };
-  };
-  process.stdout.write(`${fake.baseUrl}\n`);
-  const shutdown = (): void => void fake.close().then(() => process.exit(0));
-  process.stdin.on('end', shutdown); // the bench went away
-  process.stdin.on('error', shutdown);
-  process.stdin.resume();
-  process.on('SIGTERM', shutdown);
-}
-
-interface FakeServer {
-  readonly baseUrl: string;
-  close(): Promise<void>;
-}
-
-async function startFakeServerProcess(): Promise<FakeServer> {
-  const child = spawn(process.execPath, [import.meta.filename, FAKE_SERVER_FLAG], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
-  children.add(child);
-  const lines = createInterface({ input: child.stdout! });
-  const baseUrl = await within(
-    new Promise<string>((resolve, reject) => {
-      lines.once('line', resolve);
-      child.once('exit', (code) => reject(new Error(`fake OpenAI server exited early (code ${code})`)));
-    }),
-    READY_TIMEOUT_MS,
-    'fake OpenAI server start',
-  );
-  return {
-    baseUrl,
-    close: async () => {
-      lines.close();
-      await stopChild(child, 'SIGTERM');
-    },
-  };
-}
-
-/** Signals a child and waits for it to exit (SIGKILL after a bound). Returns its exit code. */
-async function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
-  const exited = new Promise<number | null>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
-    else child.once('exit', (code) => resolve(code));
-  });
-  if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-  let code: number | null;
-  try {
-    code = await within(exited, EXIT_TIMEOUT_MS, `pid ${child.pid} exit after ${signal}`);
-  } catch (error) {
-    say(`  ! ${(error as Error).message}; sending SIGKILL`);
-    child.kill('SIGKILL');
-    code = await exited;
-  }
-  child.stdin?.destroy();
-  child.stdout?.destroy();
-  child.stderr?.destroy();
-  children.delete(child);
-  return code;
-}
 
 // ---------------------------------------------------------------------------------------
 // 1 + 2: the compiled daemon, cold start and idle RSS.
@@ -246,14 +143,6 @@ async function startDaemon(config: string): Promise<Started> {
   }
 }
 
-function readRssMb(pid: number): { rss: number; hwm: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const field = (name: string): number => {
-    const match = new RegExp(`^${name}:\\s+(\\d+)\\s+kB`, 'm').exec(status);
-    return match ? Number(match[1]) / 1024 : Number.NaN;
-  };
-  return { rss: field('VmRSS'), hwm: field('VmHWM') };
-}
 
 interface ColdStartResult {
   readonly wall: number[];
@@ -516,8 +405,7 @@ async function benchThroughput(baseUrl: string): Promise<ThroughputResults> {
 async function main(): Promise<void> {
   const watchdog = setTimeout(() => {
     process.stderr.write(`bench: still running after ${BENCH_TIMEOUT_MS / 1000} s; giving up\n`);
-    for (const child of children) child.kill('SIGKILL');
-    removeTempDirs();
+    cleanUp();
     process.exit(1);
   }, BENCH_TIMEOUT_MS);
   watchdog.unref();
@@ -526,7 +414,7 @@ async function main(): Promise<void> {
   say(`node ${process.version} (${process.execPath}), ${availableParallelism()} cpus available (${cpus().length} reported; ${cpus()[0]?.model ?? 'unknown cpu'}), ${process.platform}/${process.arch}`);
   say();
 
-  const fake = await startFakeServerProcess();
+  const fake = await startFakeServerProcess(import.meta.filename);
   try {
     const cold = await benchColdStart(fake.baseUrl);
     const overhead = await benchOverhead();
@@ -562,8 +450,7 @@ if (process.argv.includes(FAKE_SERVER_FLAG)) {
     await main();
   } catch (error) {
     process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    for (const child of children) child.kill('SIGKILL');
-    removeTempDirs();
+    cleanUp();
     process.exitCode = 1;
   }
 }

@@ -235,6 +235,9 @@ export function createSwitchboardMetrics(options: SwitchboardMetricsOptions = {}
   const restarts = registry.counter('switchboard_channel_restarts_total', 'Channel listener restarts, by channel.', ['channel']);
   for (const channel of options.channels ?? []) restarts.inc({ channel }, 0);
   registry.gauge('process_resident_memory_bytes', 'Resident set size of the process.', [], () => [[{}, process.memoryUsage.rss()]]);
+  registry.gauge('nodejs_heap_size_used_bytes', 'V8 heap in use on the main thread.', [], () => [[{}, process.memoryUsage().heapUsed]]);
+  registry.gauge('nodejs_heap_size_total_bytes', 'V8 heap allocated on the main thread.', [], () => [[{}, process.memoryUsage().heapTotal]]);
+  registry.gauge('nodejs_external_memory_bytes', 'Memory outside the V8 heap held by JavaScript objects (Buffers, native handles).', [], () => [[{}, process.memoryUsage().external]]);
   registry.gauge('switchboard_uptime_seconds', 'Seconds since the metrics (and the daemon) started.', [], () => [[{}, (Date.now() - startedAt) / 1000]]);
   const loop = monitorEventLoopDelay({ resolution: 20 });
   if (options.eventLoopLag ?? true) loop.enable();

@@ -51,6 +51,7 @@ export async function buildMemory(deps: MemoryDeps): Promise<BuiltMemory> {
         ...((await embeddings(deps, log)) ?? {}),
         vectorWeight: settings.vector_weight,
         keywordWeight: settings.keyword_weight,
+        maxIndexMb: settings.max_index_mb,
         log,
       });
       memory = sqlite;

@@ -6,7 +6,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { untilAborted } from '../abort.ts';
+import { deadline, untilAborted } from '../abort.ts';
 import type { ToolCall } from '../provider.ts';
 import type { Tool, ToolAssessment, ToolContext, ToolResult } from '../tool.ts';
 import type { ArgsValidator } from './validate.ts';
@@ -131,7 +131,8 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
 }
 
 async function execute(tool: Tool, args: Record<string, unknown>, ctx: ToolContext, timeoutMs: number): Promise<ToolResult> {
-  const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]);
+  const limit = deadline(ctx.signal, timeoutMs);
+  const { signal } = limit;
   try {
     // A tool that ignores its signal must not hold the turn: stop waiting when it aborts.
     return await untilAborted(tool.execute(args, { ...ctx, signal }), signal);
@@ -140,6 +141,8 @@ async function execute(tool: Tool, args: Record<string, unknown>, ctx: ToolConte
     ctx.log.warn({ err: error }, 'tool threw');
     const reason = signal.aborted ? `timed out after ${Math.round(timeoutMs / 1000)} s` : error instanceof Error ? error.message : String(error);
     return { kind: 'error', message: `${tool.name} failed: ${reason}` };
+  } finally {
+    limit.dispose();
   }
 }
 

@@ -146,6 +146,8 @@ const MemoryConfig = v.strictObject({
   keyword_weight: num(0, 1, 0.3),
   /** How often expired memories are removed and MEMORY_SNAPSHOT.md is rewritten. */
   hygiene_hours: positive(8760, 6),
+  /** RAM for the vector index (with embeddings): about dimensions/8 + 64 bytes per memory; past it, newer memories are recalled by keyword only. */
+  max_index_mb: positive(65_536, 64),
   embeddings: v.optional(Embeddings, {}),
 });
 
@@ -171,6 +173,8 @@ const Runtime = v.strictObject({
   restart_reset_seconds: num(0, 86_400, 60),
   /** Files people send larger than this are described to the model but not downloaded. */
   max_attachment_mb: positive(2048, 20),
+  /** compact = keep the V8 heap close to what is live (flat RSS, a little more CPU); v8 = V8's own sizing. */
+  heap: choice(['compact', 'v8'], 'compact'),
 });
 
 const Terminal = v.strictObject({

@@ -82,10 +82,20 @@ export class BinaryIndex {
   private readonly partitions = new Map<string, Partition>();
   private readonly partitionOf = new Map<number, Partition>();
   private wordCount: number | undefined;
+  /** Bytes of every partition's arrays (kept up to date, so `bytes` is O(1)). */
+  private allocated = 0;
 
   /** Vectors indexed. */
   get size(): number {
     return this.partitionOf.size;
+  }
+
+  /**
+   * Bytes the index holds: each partition's arrays (they grow by doubling) plus ~64 bytes per
+   * vector for its two map entries. What `[memory] max_index_mb` is compared with.
+   */
+  get bytes(): number {
+    return this.allocated + 64 * this.partitionOf.size;
   }
 
   /** 32-bit words per vector, fixed by the first vector added (until `clear`). */
@@ -109,9 +119,15 @@ export class BinaryIndex {
       target = new Partition(words);
       this.partitions.set(partition, target);
     }
+    const before = target.data.byteLength + target.rowids.byteLength;
     target.put(rowid, bits);
+    this.allocated += target.data.byteLength + target.rowids.byteLength - before;
     this.partitionOf.set(rowid, target);
     return true;
+  }
+
+  has(rowid: number): boolean {
+    return this.partitionOf.has(rowid);
   }
 
   remove(rowid: number): boolean {
@@ -123,6 +139,7 @@ export class BinaryIndex {
   }
 
   clear(): void {
+    this.allocated = 0;
     this.partitions.clear();
     this.partitionOf.clear();
     this.wordCount = undefined;

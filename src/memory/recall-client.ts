@@ -24,6 +24,16 @@ interface Pending {
   readonly timer: NodeJS.Timeout;
 }
 
+/**
+ * The worker's own V8 heap: a small young generation (it allocates little per search) and an
+ * old generation sized for its index. A worker that outgrows it is stopped by V8 and restarted
+ * like any failed worker — searches fall back to the main thread meanwhile — never the daemon.
+ */
+function workerLimits(maxIndexBytes: number | undefined): { maxYoungGenerationSizeMb: number; maxOldGenerationSizeMb: number } {
+  const indexMb = maxIndexBytes === undefined || !Number.isFinite(maxIndexBytes) ? 256 : maxIndexBytes / 1024 / 1024;
+  return { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: Math.ceil(48 + indexMb * 1.5) };
+}
+
 /** Source files run as .ts (Node strips the types); the build emits .js next to this file. */
 const workerUrl = new URL(import.meta.url.endsWith('.ts') ? './recall-worker.ts' : './recall-worker.js', import.meta.url);
 
@@ -93,7 +103,9 @@ export class RecallClient {
 
   private start(): void {
     this.started = true;
-    const worker = new Worker(workerUrl, { workerData: { path: this.options.path, model: this.options.model } satisfies WorkerConfig });
+    const { path, model, maxIndexBytes } = this.options;
+    const workerData: WorkerConfig = { path, model, ...(maxIndexBytes === undefined ? {} : { maxIndexBytes }) };
+    const worker = new Worker(workerUrl, { workerData, resourceLimits: workerLimits(maxIndexBytes) });
     worker.unref();
     worker.on('message', (message: FromWorker) => this.receive(message));
     worker.on('error', (error) => {
@@ -115,6 +127,13 @@ export class RecallClient {
   }
 
   private receive(message: FromWorker): void {
+    if (message.type === 'full') {
+      this.log.warn(
+        { indexed: message.indexed, indexMb: Math.round(message.bytes / 1024 / 100) / 10 },
+        'memory vector index is full ([memory] max_index_mb): newer memories are recalled by keyword only; raise max_index_mb to index them (each memory costs about dimensions/8 + 64 bytes)',
+      );
+      return;
+    }
     if (message.type === 'ready') {
       this.problem = undefined;
       this.restartDelayMs = 1000;

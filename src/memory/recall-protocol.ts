@@ -12,6 +12,11 @@ export interface WorkerConfig {
   readonly path: string;
   /** Embedding model whose vectors are indexed (others are ignored); undefined = none. */
   readonly model: string | undefined;
+  /**
+   * The index's budget in bytes (`[memory] max_index_mb`): past it, vectors are not indexed
+   * (those memories are recalled by keyword only) and the worker says so once. @default unlimited
+   */
+  readonly maxIndexBytes?: number;
 }
 
 /** A vector's sign bits (see vectors.ts) and the partition (scope + owner) it belongs to. */
@@ -51,4 +56,6 @@ export type FromWorker =
   | { readonly type: 'keyword'; readonly id: number; readonly result: KeywordResult }
   | { readonly type: 'vector'; readonly id: number; readonly hits: Hit[] }
   | { readonly type: 'size'; readonly id: number; readonly indexed: number }
+  /** The index reached maxIndexBytes; sent once per (re)load. */
+  | { readonly type: 'full'; readonly indexed: number; readonly bytes: number }
   | { readonly type: 'failed'; readonly id: number; readonly error: string };

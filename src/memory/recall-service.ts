@@ -25,27 +25,56 @@ export class RecallService {
   private readonly keyword: KeywordSearch;
   private readonly vectors: Database.Statement<[string], VectorRow>;
 
-  /** `model`: the embedding model whose vectors are indexed; undefined = keyword search only. */
-  constructor(db: Database.Database, model: string | undefined) {
+  private readonly maxBytes: number;
+  /** The budget ran out since the last load. */
+  private full = false;
+  /** … and the daemon has been told. */
+  private reported = false;
+
+  /**
+   * `model`: the embedding model whose vectors are indexed; undefined = keyword search only.
+   * `maxBytes`: the index's budget; vectors past it are not indexed.
+   */
+  constructor(db: Database.Database, model: string | undefined, maxBytes = Number.POSITIVE_INFINITY) {
     this.db = db;
     this.model = model;
+    this.maxBytes = maxBytes;
     this.keyword = new KeywordSearch(db);
     this.vectors = db.prepare<[string], VectorRow>(
       `SELECT rowid, scope, owner, embedding, embedding_model AS model FROM memories WHERE rowid IN (SELECT value FROM json_each(?))`,
     );
   }
 
-  /** Indexes every stored vector of the model; returns how many. */
+  /** Indexes the stored vectors of the model, newest first, up to the budget; returns how many. */
   load(): number {
     this.index.clear();
+    this.full = false;
+    this.reported = false;
     if (this.model === undefined) return 0;
     const rows = this.db
       .prepare<[string], [number, string, string, Buffer]>(
-        'SELECT rowid, scope, owner, embedding_bits FROM memories WHERE embedding_bits IS NOT NULL AND embedding_model = ?',
+        'SELECT rowid, scope, owner, embedding_bits FROM memories WHERE embedding_bits IS NOT NULL AND embedding_model = ? ORDER BY rowid DESC',
       )
       .raw();
-    for (const [rowid, scope, owner, bits] of rows.iterate(this.model)) this.index.add(rowid, partitionOf(scope, owner), bits);
+    for (const [rowid, scope, owner, bits] of rows.iterate(this.model)) {
+      if (!this.room()) break;
+      this.index.add(rowid, partitionOf(scope, owner), bits);
+    }
     return this.index.size;
+  }
+
+  /** True while the index is under its budget; the first time it is not, marks it full. */
+  private room(): boolean {
+    if (this.index.bytes < this.maxBytes) return true;
+    this.full = true;
+    return false;
+  }
+
+  /** A 'full' message the first time the budget ran out since the last load, else undefined. */
+  takeFull(): FromWorker | undefined {
+    if (!this.full || this.reported) return undefined;
+    this.reported = true;
+    return { type: 'full', indexed: this.index.size, bytes: this.index.bytes };
   }
 
   get indexed(): number {
@@ -56,14 +85,17 @@ export class RecallService {
   handle(message: ToWorker): FromWorker | undefined {
     switch (message.type) {
       case 'add':
-        for (const entry of message.entries) this.index.add(entry.rowid, entry.partition, entry.bits);
-        return undefined;
+        for (const entry of message.entries) {
+          // A vector already indexed is replaced in place; a new one needs room.
+          if (this.index.has(entry.rowid) || this.room()) this.index.add(entry.rowid, entry.partition, entry.bits);
+        }
+        return this.takeFull();
       case 'remove':
         for (const rowid of message.rowids) this.index.remove(rowid);
         return undefined;
       case 'reload':
         this.load();
-        return undefined;
+        return this.takeFull();
       case 'size':
         return { type: 'size', id: message.id, indexed: this.index.size };
       case 'keyword':

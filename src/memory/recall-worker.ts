@@ -30,7 +30,7 @@ if (parentPort !== null) {
   yieldToEventLoop();
   const db = new Database(config.path, { readonly: true, fileMustExist: true });
   db.pragma('busy_timeout = 5000');
-  const service = new RecallService(db, config.model);
+  const service = new RecallService(db, config.model, config.maxIndexBytes);
   const indexed = service.load();
   // Changes posted while loading wait in the port's queue until this listener exists.
   port.on('message', (message: ToWorker) => {
@@ -38,4 +38,6 @@ if (parentPort !== null) {
     if (reply !== undefined) port.postMessage(reply);
   });
   port.postMessage({ type: 'ready', indexed, ms: performance.now() - started });
+  const full = service.takeFull();
+  if (full !== undefined) port.postMessage(full);
 }

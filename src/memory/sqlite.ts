@@ -47,6 +47,8 @@ export interface SqliteMemoryOptions {
   readonly vectorWeight?: number;
   /** @default 0.3 */
   readonly keywordWeight?: number;
+  /** The vector index's budget in MB (the recall worker's RAM); past it, newer memories are recalled by keyword only. @default 64 */
+  readonly maxIndexMb?: number;
   readonly log: Logger;
   /** Wait after a store before embedding, so a burst goes in one request. @default 200 */
   readonly embedBatchMs?: number;
@@ -154,7 +156,8 @@ class SqliteMemoryBackend implements SqliteMemory {
     // Two workers, so a recall's keyword and vector halves run in parallel; only the vector one
     // holds an index (and exists only with an embedding provider).
     this.keywords = new RecallClient({ path: options.path, model: undefined, log: this.log });
-    this.vectors = options.embeddings === undefined ? undefined : new RecallClient({ path: options.path, model: options.embeddings.name, log: this.log });
+    const maxIndexBytes = nonNegative('maxIndexMb', options.maxIndexMb ?? 64) * 1024 * 1024;
+    this.vectors = options.embeddings === undefined ? undefined : new RecallClient({ path: options.path, model: options.embeddings.name, maxIndexBytes, log: this.log });
     this.dataVersion = this.prepare('PRAGMA data_version').pluck().get() as number;
   }
 

@@ -21,6 +21,7 @@ import type { Db } from '../store/db.ts';
 import { History } from '../store/history.ts';
 import { Inbox } from '../store/inbox.ts';
 import { Outbox } from '../store/outbox.ts';
+import { deadline } from '../abort.ts';
 import { sleep } from './backoff.ts';
 import { Delivery, type DeliveryOptions } from './delivery.ts';
 import { KeyedPool } from './pool.ts';
@@ -385,7 +386,8 @@ export class Runtime {
     }
     const channel = this.#channels.get(message.channel);
     const started = Date.now();
-    const signal = AbortSignal.any([this.#working.signal, AbortSignal.timeout(this.#options.turnTimeoutMs)]);
+    const limit = deadline(this.#working.signal, this.#options.turnTimeoutMs);
+    const { signal } = limit;
     const stopTyping = channel ? this.#startTyping(channel, message, log) : () => undefined;
     const draft = channel && policy?.stream && canEdit(channel) ? this.#startDraft(channel, seq, message, log) : undefined;
     const context = policy && message.direct === false ? this.#inbox.contextBefore(seq, conversation, conversationKey({ ...refOf(message), thread: '' })) : [];
@@ -420,6 +422,8 @@ export class Runtime {
       this.#options.events?.onTurn?.(message.channel, Date.now() - started, 'failed');
       log.error({ ...failureFields(error, signal, this.#options.turnTimeoutMs), ms: Date.now() - started }, 'turn failed; telling the user');
       this.#commitFailure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId);
+    } finally {
+      limit.dispose();
     }
     await this.#delivery.deliver(conversation, this.#working.signal);
   }
