@@ -262,8 +262,8 @@ async function main(): Promise<void> {
     title: `SWITCHBOARD SOAK: RSS MB OVER MINUTES, ${fmtInt(opts.messages)} MSGS${opts.rate > 0 ? ` AT ${opts.rate}/S` : ''}`,
     xLabel: 'MIN',
     series: [
-      { name: 'RSS', color: [37, 99, 235], points: samples.map((s) => [s.seconds / 60, s.rssMb]) },
       { name: 'TREE', color: [234, 88, 12], points: samples.map((s) => [s.seconds / 60, s.treeMb]) },
+      { name: 'RSS', color: [37, 99, 235], points: samples.map((s) => [s.seconds / 60, s.rssMb]) },
       { name: 'HEAP', color: [22, 163, 74], points: samples.map((s) => [s.seconds / 60, s.heapMb]).filter(([, y]) => Number.isFinite(y)) as Array<[number, number]> },
     ],
     marks: [{ x: sendSeconds / 60, label: 'IDLE' }],
