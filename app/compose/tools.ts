@@ -163,6 +163,7 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
       log: deps.log,
       callTimeoutMs: deps.remoteTools.call_timeout_seconds * 1000,
       maxToolsPerClient: deps.remoteTools.max_tools_per_client,
+      maxClients: deps.remoteTools.max_clients,
       ...(deps.remoteTools.allow === undefined ? {} : { allow: deps.remoteTools.allow }),
       reserved: () => [...builtIn.map((t) => t.name), ...(mcpTools?.tools().map((t) => t.name) ?? [])],
     });

@@ -187,6 +187,8 @@ const RemoteTools = v.strictObject({
   /** Names clients may register; * matches any run of characters. Absent = any valid name. */
   allow: v.optional(v.pipe(v.array(text('phone_*')), v.examples([['phone_*', 'device_info']]))),
   max_tools_per_client: int(1, 1000, 64),
+  /** Clients connected at once; one more is refused (WebSocket close 1013, try again later). */
+  max_clients: int(1, 1000, 16),
 });
 
 const Gateway = v.strictObject({
