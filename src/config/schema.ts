@@ -110,6 +110,8 @@ const Security = v.strictObject({
   allow_hosts: v.optional(v.pipe(v.array(text('127.0.0.1')), v.examples([['127.0.0.1', '10.0.0.0/8']])), []),
   /** Tool calls one person may cause per hour. */
   max_tool_calls_per_hour: int(1, 1_000_000, 120),
+  /** People whose hourly tool-call count is kept at once; beyond it the least recently active is forgotten (their count restarts). */
+  rate_limit_senders: int(100, 10_000_000, 10_000),
 });
 
 const Tools = v.strictObject({
