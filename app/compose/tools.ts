@@ -93,7 +93,7 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
     guard: () => (guard ??= import('../../src/security/ssrf.ts').then(({ createSsrfGuard }) => createSsrfGuard({ allowHosts: security.allow_hosts }))),
   };
   const validator = createArgsValidator();
-  const limiter = createRateLimiter({ limit: security.max_tool_calls_per_hour, windowMs: 3_600_000 });
+  const limiter = createRateLimiter({ limit: security.max_tool_calls_per_hour, windowMs: 3_600_000, maxKeys: security.rate_limit_senders });
   const built = new Map<ToolName, Tool[]>();
   const toolsNamed = async (names: readonly ToolName[]): Promise<Tool[]> => {
     const tools: Tool[] = [];
@@ -163,6 +163,7 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
       log: deps.log,
       callTimeoutMs: deps.remoteTools.call_timeout_seconds * 1000,
       maxToolsPerClient: deps.remoteTools.max_tools_per_client,
+      maxClients: deps.remoteTools.max_clients,
       ...(deps.remoteTools.allow === undefined ? {} : { allow: deps.remoteTools.allow }),
       reserved: () => [...builtIn.map((t) => t.name), ...(mcpTools?.tools().map((t) => t.name) ?? [])],
     });

@@ -13,7 +13,7 @@
  * a thread is chat = parent channel id, thread = thread id, and replies go into the thread.
  */
 import { createHash } from 'node:crypto';
-import { Client, Events, GatewayDispatchEvents, GatewayIntentBits, Options, Partials, REST, Routes, type RawFile } from 'discord.js';
+import { Client, Events, GatewayDispatchEvents, GatewayIntentBits, Partials, REST, Routes, type RawFile } from 'discord.js';
 import {
   type Channel,
   type ChannelContext,
@@ -29,6 +29,7 @@ import {
 } from '../../src/channel.ts';
 import type { DiscordConfig } from '../../src/config/schema.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
+import { cacheOptions, startDirectChannelSweeper } from './caches.ts';
 import { toSendError } from './errors.ts';
 import { makeDestroyFinal } from './gateway.ts';
 import type { BotIdentity, ChannelInfo, RawMessage, RawUser } from './inbound.ts';
@@ -135,10 +136,11 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
         intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
         partials: [Partials.Channel, Partials.Message],
         rest: { api },
-        // messages are read from the raw dispatches: discord.js need not keep them
-        makeCache: Options.cacheWithLimits({ ...Options.DefaultMakeCacheSettings, MessageManager: 0 }),
+        // users, members, messages and DM channels limited: see caches.ts
+        ...cacheOptions(),
       });
       client = discord;
+      const stopSweeping = startDirectChannelSweeper(discord);
       const run = intake.start(push, signal);
       let fatal!: (error: Error) => void;
       const failed = new Promise<never>((_, reject) => (fatal = reject));
@@ -185,6 +187,7 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
         makeDestroyFinal(discord);
         await Promise.race([login.then(() => aborted), aborted, failed, run.failed]);
       } finally {
+        stopSweeping();
         run.stop();
         if (client === discord) client = undefined;
         const destroyed = discord.destroy().catch((error: unknown) => log.debug({ err: error }, 'discord.js destroy failed'));

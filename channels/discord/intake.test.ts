@@ -147,4 +147,21 @@ describe('discord intake', () => {
     const outcome = await Promise.race([stopping.failed.then(() => 'failed', () => 'failed'), new Promise((resolve) => setTimeout(() => resolve('quiet'), 50))]);
     assert.equal(outcome, 'quiet');
   });
+
+  it('holds at most maxWaiting gateway messages while push waits, then ends the run so a new session catches up over REST', async () => {
+    const dir = stateDir();
+    const subject = intake(fakeRest(new Map()), dir);
+    let release!: () => void;
+    const blocked = new Promise<void>((resolve) => (release = resolve));
+    const run = subject.start(async () => (await blocked, 'accepted'), new AbortController().signal, 50);
+    run.identify(bot);
+    for (let n = 1; n <= 5000; n++) run.received({ ...dmMessage(n), channel_id: String(400 + (n % 7)) });
+    assert.equal(run.waiting, 50);
+    await assert.rejects(run.failed, /50 Discord messages are waiting for the runtime; starting a new session/);
+    release();
+    await run.idle();
+    assert.equal(run.waiting, 0);
+    // Every channel seen, also in the messages not queued, has a position from which to catch up.
+    assert.equal(subject.tracked, 7);
+  });
 });

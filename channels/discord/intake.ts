@@ -33,6 +33,12 @@ export interface IntakeDeps {
 
 /** Messages older than this are not caught up on (like Telegram keeping updates for a day). */
 export const CATCH_UP_WINDOW_MS = 24 * 3600_000;
+/**
+ * Gateway messages waiting for `push` at most (while the runtime's queue is full, push waits;
+ * the gateway does not). One more ends the listen: the supervisor starts a new session, whose
+ * catch-up reads them over REST from the positions, at the runtime's pace.
+ */
+export const MAX_WAITING = 1000;
 const PAGE = 100;
 const MAX_PAGES = 20;
 
@@ -52,8 +58,8 @@ export class Intake {
   }
 
   /** Starts one listen's processing. */
-  start(push: Push, signal: AbortSignal): IntakeRun {
-    return new IntakeRun(this, push, signal);
+  start(push: Push, signal: AbortSignal, maxWaiting = MAX_WAITING): IntakeRun {
+    return new IntakeRun(this, push, signal, maxWaiting);
   }
 
   /** Remembers a channel the moment one of its messages arrives, before it is pushed. */
@@ -146,16 +152,20 @@ export class IntakeRun {
   readonly #push: Push;
   readonly #signal: AbortSignal;
   #tail: Promise<void> = Promise.resolve();
+  /** Tasks enqueued and not finished. */
+  #waiting = 0;
+  readonly #maxWaiting: number;
   #bot: BotIdentity | undefined;
   #stopped = false;
   #fail!: (error: unknown) => void;
   /** Rejects when processing failed (the listen should end so the supervisor restarts it). */
   readonly failed: Promise<never>;
 
-  constructor(intake: Intake, push: Push, signal: AbortSignal) {
+  constructor(intake: Intake, push: Push, signal: AbortSignal, maxWaiting = MAX_WAITING) {
     this.#intake = intake;
     this.#push = push;
     this.#signal = signal;
+    this.#maxWaiting = maxWaiting;
     this.failed = new Promise<never>((_, reject) => (this.#fail = reject));
     this.failed.catch(() => undefined);
   }
@@ -167,8 +177,19 @@ export class IntakeRun {
 
   received(raw: RawMessage): void {
     if (this.#stopped) return;
+    // Tracked even when not queued: the channel's position stays before this message.
     this.#intake.track(raw.channel_id, raw.id);
+    if (this.#waiting >= this.#maxWaiting) {
+      this.#stopped = true;
+      this.#fail(new Error(`${this.#waiting} Discord messages are waiting for the runtime; starting a new session to read them over REST at its pace`));
+      return;
+    }
     this.#enqueue(() => this.#intake.process(raw, this.#requireBot(), this.#push, true));
+  }
+
+  /** Messages and catch-ups queued and not finished. */
+  get waiting(): number {
+    return this.#waiting;
   }
 
   /** A new gateway session began: catch up on every channel that had traffic. */
@@ -196,6 +217,7 @@ export class IntakeRun {
   }
 
   #enqueue(task: () => Promise<void>): void {
+    this.#waiting++;
     this.#tail = this.#tail
       .then(async () => {
         if (this.#stopped || this.#signal.aborted) return;
@@ -204,6 +226,9 @@ export class IntakeRun {
       .catch((error: unknown) => {
         if (!this.#stopped && !this.#signal.aborted) this.#fail(error);
         this.#stopped = true;
+      })
+      .finally(() => {
+        this.#waiting--;
       });
   }
 }

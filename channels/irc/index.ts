@@ -27,6 +27,7 @@
 import { SendError, type Channel, type ChannelContext, type ListenLink, type LivenessWatched, type MessageLimit, type OutboundMessage, type Push } from '../../src/channel.ts';
 import type { IrcConfig } from '../../src/config/schema.ts';
 import { normalise } from './inbound.ts';
+import { InboundQueue } from './inbound-queue.ts';
 import { Pacer, type Clock } from './pacer.ts';
 import { renderLines } from './render.ts';
 import { DeliveryFailure } from './barrier.ts';
@@ -96,8 +97,8 @@ export function createIrcChannel(config: IrcConfig, ctx: ChannelContext, options
       const stop = new AbortController();
       const onAbort = (): void => stop.abort(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
-      let inbound: Promise<void> = Promise.resolve();
-      let pushFailure: unknown;
+      // pushed one at a time, in the order the server sent them; bounded while push waits
+      const inbound = new InboundQueue({ push, log, onFailure: (error) => stop.abort(error) });
       const session: IrcSession = new IrcSession(
         config,
         log,
@@ -111,16 +112,7 @@ export function createIrcChannel(config: IrcConfig, ctx: ChannelContext, options
               addressedBy.set(message.id, msg.nick);
               if (addressedBy.size > REMEMBERED) addressedBy.delete(addressedBy.keys().next().value!);
             }
-            // pushed one at a time, in the order the server sent them
-            inbound = inbound.then(async () => {
-              if (pushFailure !== undefined) return;
-              try {
-                await push(message);
-              } catch (error) {
-                pushFailure = error;
-                stop.abort(error);
-              }
-            });
+            inbound.add(message);
           },
         },
         timings,
@@ -134,7 +126,7 @@ export function createIrcChannel(config: IrcConfig, ctx: ChannelContext, options
         signal.removeEventListener('abort', onAbort);
         if (current === session) current = undefined;
       }
-      if (pushFailure !== undefined && !signal.aborted) throw pushFailure;
+      if (inbound.failure !== undefined && !signal.aborted) throw inbound.failure;
     },
 
     send(message: OutboundMessage): Promise<void> {

@@ -29,12 +29,28 @@ export class Bounded<V> {
   get(key: string): V | undefined {
     return this.#map.get(key);
   }
+  has(key: string): boolean {
+    return this.#map.has(key);
+  }
   set(key: string, value: V): void {
     this.#map.delete(key);
     this.#map.set(key, value);
     if (this.#map.size > this.#limit) this.#map.delete(this.#map.keys().next().value!);
   }
+  delete(key: string): void {
+    this.#map.delete(key);
+  }
+  get size(): number {
+    return this.#map.size;
+  }
 }
+
+/**
+ * Invites remembered as handled. Anyone may invite the bot, so this is bounded: an invite
+ * forgotten here is only looked at again (and, if ignored, logged again) when a sync shows it
+ * again — after a restart, since only the first sync of a listen carries full state.
+ */
+export const INVITES_REMEMBERED = 1000;
 
 export interface MatrixStats {
   /** Encrypted events the channel could not read (each one logged). */
@@ -61,11 +77,16 @@ export interface IntakeDeps {
 
 export class Intake {
   readonly #d: IntakeDeps;
-  /** Rooms whose invite was already acted on (or ignored) in this process. */
-  readonly #invites = new Set<string>();
+  /** Rooms whose invite was already acted on (or ignored) in this process, newest {@link INVITES_REMEMBERED}. */
+  readonly #invites = new Bounded<true>(INVITES_REMEMBERED);
 
   constructor(deps: IntakeDeps) {
     this.#d = deps;
+  }
+
+  /** Invites remembered as handled (for tests and health). */
+  get invitesRemembered(): number {
+    return this.#invites.size;
   }
 
   async handle(response: SyncResponse, context: { readonly initial: boolean; readonly since: string | undefined }, push: Push): Promise<void> {
@@ -197,7 +218,7 @@ export class Intake {
     if (this.#invites.has(roomId)) return;
     const invite = events.find((e) => e.type === 'm.room.member' && e.state_key === api.userId && e.content.membership === 'invite');
     if (!invite) return;
-    this.#invites.add(roomId);
+    this.#invites.set(roomId, true);
     const inviter = invite.sender;
     if (!config.allow || !isAllowed(config.allow, [inviter])) {
       stats.invitesIgnored++;

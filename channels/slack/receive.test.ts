@@ -9,7 +9,7 @@ import { BotThreads, Intake } from './receive.ts';
 
 const identity = { userId: 'U0BOT', botId: 'B0BOT', teamId: 'T1', names: ['testbot'] };
 
-function setup(options: { replies?: Array<{ user?: string; bot_id?: string }>; origins?: (url: URL) => boolean } = {}) {
+function setup(options: { replies?: Array<{ user?: string; bot_id?: string }>; origins?: (url: URL) => boolean; maxWaiting?: number } = {}) {
   const calls: string[] = [];
   const tokens: Array<string | undefined> = [];
   const web = {
@@ -53,6 +53,7 @@ function setup(options: { replies?: Array<{ user?: string; bot_id?: string }>; o
     },
     threads: new BotThreads(),
     log: pino({ level: 'silent' }),
+    ...(options.maxWaiting === undefined ? {} : { maxWaiting: options.maxWaiting }),
   });
   const push = async (message: InboundMessage) => {
     pushed.push(message);
@@ -102,6 +103,27 @@ describe('slack intake', () => {
     const other = setup({ replies: [{ user: 'U0ALICE' }] });
     await other.receiver.handle(message({ ts: '100.000006', thread_ts: '100.000001', text: 'one' }), other.push);
     assert.equal(other.pushed[0]!.addressed, false);
+  });
+
+  it('holds at most maxWaiting events while push waits, refusing the rest for Slack to deliver again', async () => {
+    const { receiver } = setup({ maxWaiting: 20 });
+    let release!: () => void;
+    const blocked = new Promise<void>((resolve) => (release = resolve));
+    const pushed: string[] = [];
+    const slowPush = async (m: InboundMessage) => (await blocked, pushed.push(m.id), 'accepted' as const);
+    const taken: Array<Promise<void>> = [];
+    let refused = 0;
+    for (let i = 0; i < 10_000; i++) {
+      const handled = receiver.handle(message({ channel: `C${i % 5}`, ts: `100.${String(i).padStart(6, '0')}`, text: `m${i}` }), slowPush);
+      if (receiver.waiting > 20) assert.fail(`${receiver.waiting} events waiting`);
+      taken.push(handled.catch((error: unknown) => void (refused++, assert.match(String(error), /20 Slack events are waiting for the runtime/))));
+    }
+    release();
+    await Promise.all(taken);
+    assert.deepEqual([pushed.length, refused, receiver.waiting], [20, 9980, 0]);
+    // Room again: a redelivery is taken.
+    await receiver.handle(message({ channel: 'C1', ts: '100.999999', text: 'again' }), slowPush);
+    assert.equal(pushed.length, 21);
   });
 
   it('rejects when push rejects, and pushes a redelivery after that', async () => {

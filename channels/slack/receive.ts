@@ -63,6 +63,13 @@ export class BotThreads {
   }
 }
 
+/**
+ * Events being handled or waiting their turn, across chats, at most. Past it an event is
+ * refused at once (not acknowledged, so Slack delivers it again later) instead of waiting in
+ * memory while the runtime's queue is full.
+ */
+export const MAX_WAITING_EVENTS = 1000;
+
 export interface IntakeOptions {
   readonly channel: string;
   readonly identity: SlackIdentity;
@@ -75,6 +82,8 @@ export interface IntakeOptions {
   readonly attachments: AttachmentStore;
   readonly threads: BotThreads;
   readonly log: Logger;
+  /** @default {@link MAX_WAITING_EVENTS} */
+  readonly maxWaiting?: number;
 }
 
 export class Intake {
@@ -85,20 +94,31 @@ export class Intake {
   readonly #chains = new Map<string, Promise<unknown>>();
   /** Display names by user id, looked up again after a day (a failed lookup after ten minutes). */
   readonly #names = new Recent<{ readonly name: string | undefined; readonly until: number }>(2000);
+  /** Events in the chains, handled or waiting. */
+  #waiting = 0;
 
   constructor(options: IntakeOptions) {
     this.#options = options;
   }
 
+  /** Events being handled or waiting (for tests and health). */
+  get waiting(): number {
+    return this.#waiting;
+  }
+
   /** Handles one Events API `event`; resolves when it may be acknowledged. */
   handle(event: unknown, push: Push): Promise<void> {
     if (!isMessageEvent(event) || !event.channel) return Promise.resolve();
+    const max = this.#options.maxWaiting ?? MAX_WAITING_EVENTS;
+    if (this.#waiting >= max) return Promise.reject(new Error(`${this.#waiting} Slack events are waiting for the runtime; this one is left for Slack to deliver again`));
     const chat = event.channel;
     const previous = this.#chains.get(chat) ?? Promise.resolve();
+    this.#waiting++;
     const next = previous.catch(() => undefined).then(() => this.#handle(event, push));
     this.#chains.set(chat, next);
     void next
       .finally(() => {
+        this.#waiting--;
         if (this.#chains.get(chat) === next) this.#chains.delete(chat);
       })
       .catch(() => undefined);

@@ -21,9 +21,9 @@ export { sign, verify } from './signature.ts';
 
 /** Knobs for tests; the daemon uses the defaults. */
 export interface WebhookChannelOptions {
-  /** Results remembered for replays. @default 10000 */
+  /** Results remembered for replays. @default config max_results (10000) */
   readonly maxResults?: number;
-  /** How long results are remembered. @default 7 days */
+  /** How long results are remembered. @default config result_retention_days (7 days) */
   readonly maxResultAgeMs?: number;
   /** Longest wait for a callback receiver. @default 30000 */
   readonly callbackTimeoutMs?: number;
@@ -46,8 +46,9 @@ export function createWebhookChannel(config: WebhookConfig, ctx: ChannelContext,
   const store = new ResultStore({
     dir: ctx.stateDir,
     log,
-    ...(options.maxResults === undefined ? {} : { maxEntries: options.maxResults }),
-    ...(options.maxResultAgeMs === undefined ? {} : { maxAgeMs: options.maxResultAgeMs }),
+    maxEntries: options.maxResults ?? config.max_results,
+    maxAgeMs: options.maxResultAgeMs ?? config.result_retention_days * 86_400_000,
+    maxBytes: Math.round(config.max_results_mb * 1024 * 1024),
   });
   const waiters = new Waiters();
   let current: Push | undefined;

@@ -4,9 +4,10 @@
  * callback_url after a restart) and its reply (so a replay gets the first answer without
  * running again), plus replies that had nowhere to go (a reminder in a webhook conversation).
  *
- * Every line is a whole record; the last line for an id wins. The file is rewritten
- * (atomically) when it has grown to twice what it holds, and records beyond the newest
- * `maxEntries` or older than `maxAgeMs` are forgotten then — a replay after that runs again.
+ * Every line is a whole record; the last line for an id wins. Records older than `maxAgeMs`,
+ * beyond the newest `maxEntries`, or beyond `maxBytes` (the size of their lines, newest kept)
+ * are forgotten — oldest first, in memory at once and in the file when it is next rewritten
+ * (atomically, once it has grown to twice what it holds); a replay after that runs again.
  */
 import { appendFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -39,6 +40,11 @@ export interface ResultStoreOptions {
   readonly maxEntries?: number;
   /** How long a record is kept. @default 7 days */
   readonly maxAgeMs?: number;
+  /**
+   * Most bytes the records take, counted as their lines in the file (UTF-8 JSON); the record
+   * just written is kept even when it alone is larger. @default 16 MiB
+   */
+  readonly maxBytes?: number;
   /** @default Date.now */
   readonly now?: () => number;
 }
@@ -49,17 +55,22 @@ export class ResultStore {
   readonly #log: Logger;
   readonly #maxEntries: number;
   readonly #maxAgeMs: number;
+  readonly #maxBytes: number;
   readonly #now: () => number;
-  /** Insertion order = arrival order, so the oldest are first. */
-  readonly #records = new Map<string, ResultRecord>();
+  /** Insertion order = arrival order, so the oldest are first; `bytes` = its line's size. */
+  readonly #records = new Map<string, { readonly record: ResultRecord; readonly bytes: number }>();
+  /** The sum of the records' `bytes`. */
+  #bytes = 0;
   #lines = 0;
   #unsolicited = 0;
 
   constructor(options: ResultStoreOptions) {
     this.#maxEntries = options.maxEntries ?? 10_000;
     this.#maxAgeMs = options.maxAgeMs ?? 7 * 24 * 3600 * 1000;
+    this.#maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
     if (!(Number.isInteger(this.#maxEntries) && this.#maxEntries > 0)) throw new TypeError(`ResultStore: maxEntries must be a positive whole number, got ${this.#maxEntries}`);
     if (!(this.#maxAgeMs > 0)) throw new TypeError(`ResultStore: maxAgeMs must be positive, got ${this.#maxAgeMs}`);
+    if (!(this.#maxBytes > 0)) throw new TypeError(`ResultStore: maxBytes must be positive, got ${this.#maxBytes}`);
     this.#log = options.log;
     this.#now = options.now ?? Date.now;
     mkdirSync(options.dir, { recursive: true, mode: 0o700 });
@@ -68,11 +79,16 @@ export class ResultStore {
   }
 
   get(id: string): ResultRecord | undefined {
-    return this.#records.get(id);
+    return this.#records.get(id)?.record;
   }
 
   get size(): number {
     return this.#records.size;
+  }
+
+  /** Bytes the remembered records take (their lines in the file). */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   /** Records a request (before it is pushed). */
@@ -82,7 +98,7 @@ export class ResultStore {
 
   /** Records the reply to `id`; false when the request is not remembered. */
   addReply(id: string, reply: string): boolean {
-    const record = this.#records.get(id);
+    const record = this.#records.get(id)?.record;
     if (!record) return false;
     this.#write({ ...record, reply });
     return true;
@@ -97,13 +113,14 @@ export class ResultStore {
   }
 
   #write(record: ResultRecord): void {
+    const line = `${JSON.stringify(record)}\n`;
     // Re-inserted at the end only when new: an update keeps the request's place in the order.
-    this.#records.set(record.id, record);
-    appendFileSync(this.#file, `${JSON.stringify(record)}\n`, { mode: 0o600 });
+    this.#remember(record, Buffer.byteLength(line));
+    appendFileSync(this.#file, line, { mode: 0o600 });
     this.#lines++;
-    this.#forget();
+    this.#forget(record.id);
     // Rewriting costs the whole file, so only once it carries as many stale lines as live ones.
-    if (this.#lines > 2 * Math.max(this.#records.size, 100)) this.#compact();
+    if (this.#lines > 2 * Math.max(this.#records.size, 100)) this.#compact(record.id);
   }
 
   #load(): void {
@@ -121,7 +138,7 @@ export class ResultStore {
       try {
         const record = JSON.parse(line) as ResultRecord;
         if (typeof record.id !== 'string' || typeof record.conversation !== 'string' || typeof record.at !== 'number') throw new Error('not a record');
-        this.#records.set(record.id, record);
+        this.#remember(record, Buffer.byteLength(line) + 1);
       } catch {
         skipped++; // a line torn by a crash mid-append: the rest of the file is still good
       }
@@ -130,19 +147,27 @@ export class ResultStore {
     this.#compact();
   }
 
-  /** Forgets what is too old or too many (the oldest come first in the map). */
-  #forget(): void {
+  #remember(record: ResultRecord, bytes: number): void {
+    this.#bytes += bytes - (this.#records.get(record.id)?.bytes ?? 0);
+    this.#records.set(record.id, { record, bytes });
+  }
+
+  /** Forgets what is too old, too many or too large, oldest first (never `keep`, the record just written, unless expired). */
+  #forget(keep?: string): void {
     const oldest = this.#now() - this.#maxAgeMs;
-    for (const [id, record] of this.#records) {
-      if (record.at >= oldest && this.#records.size <= this.#maxEntries) break;
+    for (const [id, { record, bytes }] of this.#records) {
+      const expired = record.at < oldest;
+      if (!expired && this.#records.size <= this.#maxEntries && this.#bytes <= this.#maxBytes) break;
+      if (id === keep && !expired) continue;
       this.#records.delete(id);
+      this.#bytes -= bytes;
     }
   }
 
   /** Rewrites the file with what is remembered. */
-  #compact(): void {
-    this.#forget();
-    const body = [...this.#records.values()].map((record) => `${JSON.stringify(record)}\n`).join('');
+  #compact(keep?: string): void {
+    this.#forget(keep);
+    const body = [...this.#records.values()].map(({ record }) => `${JSON.stringify(record)}\n`).join('');
     const temp = `${this.#file}.${process.pid}.tmp`;
     writeFileSync(temp, body, { mode: 0o600 });
     renameSync(temp, this.#file);

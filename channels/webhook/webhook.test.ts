@@ -115,6 +115,26 @@ describe('ResultStore', () => {
     const reopened = new ResultStore({ dir, log, maxEntries: 50, maxAgeMs: 10_000, now: () => now });
     assert.deepEqual([reopened.get('fresh')?.id, reopened.size], ['fresh', 1]);
   });
+  it('forgets the oldest beyond maxBytes, keeping the record just written, and stays bounded over many requests', () => {
+    const dir = tempDir();
+    const store = new ResultStore({ dir, log, maxBytes: 10_000 });
+    const reply = 'x'.repeat(900);
+    for (let i = 0; i < 10_000; i++) {
+      store.addRequest({ id: `k${i}`, conversation: 'c', at: Date.now() });
+      store.addReply(`k${i}`, reply);
+      assert.ok(store.bytes <= 10_000, `${store.bytes} bytes after ${i + 1} requests`);
+    }
+    assert.ok(store.size >= 9 && store.size <= 10, `${store.size} kept`);
+    assert.equal(store.get('k9999')?.reply, reply);
+    assert.equal(store.get('k0'), undefined);
+    const huge = 'y'.repeat(20_000);
+    store.addRequest({ id: 'huge', conversation: 'c', at: Date.now() });
+    store.addReply('huge', huge);
+    assert.deepEqual([store.size, store.get('huge')?.reply], [1, huge]);
+    const reopened = new ResultStore({ dir, log, maxBytes: 10_000 });
+    assert.equal(reopened.size, 0, 'reopened, the lone oversized record is not kept');
+    assert.ok(readFileSync(join(dir, 'results.jsonl'), 'utf8').length <= 10_000);
+  });
   it('keeps unsolicited messages apart from request ids', () => {
     const dir = tempDir();
     const store = new ResultStore({ dir, log });
@@ -124,6 +144,7 @@ describe('ResultStore', () => {
   });
   it('refuses bad limits', () => {
     assert.throws(() => new ResultStore({ dir: tempDir(), log, maxEntries: 0 }), TypeError);
+    assert.throws(() => new ResultStore({ dir: tempDir(), log, maxBytes: 0 }), /maxBytes/);
   });
   it('reads a file another version wrote with unknown lines', () => {
     const dir = tempDir();
@@ -208,17 +229,19 @@ describe('postCallback', () => {
 
 /** The channel against a real gateway, with a fake runtime push. */
 describe('createWebhookChannel', () => {
+  const retention = { max_results: 10_000, result_retention_days: 7, max_results_mb: 16 };
+
   it('needs a gateway', async () => {
     const { createWebhookChannel } = await import('./index.ts');
     const ctx = { name: 'webhook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, stateDir: tempDir() };
-    assert.throws(() => createWebhookChannel({ secret: 's', reply_timeout_seconds: 1, allow: ['*'] }, ctx), /\[channels\.webhook\] needs \[gateway\]/);
+    assert.throws(() => createWebhookChannel({ secret: 's', reply_timeout_seconds: 1, allow: ['*'], ...retention }, ctx), /\[channels\.webhook\] needs \[gateway\]/);
   });
 
   it('answers with the reply, refuses bad signatures before the runtime, replays, and times out to 202', async () => {
     const { createWebhookChannel } = await import('./index.ts');
     const gateway = createGateway({ listen: '127.0.0.1:0', log, health: () => ({ channels: [], queued: 0, inFlight: 0, pendingReplies: 0, counters: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } }) });
     const ctx = { name: 'hook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, stateDir: tempDir(), gateway };
-    const channel = createWebhookChannel({ secret: 'sec', reply_timeout_seconds: 0.3, allow: ['*'] }, ctx);
+    const channel = createWebhookChannel({ secret: 'sec', reply_timeout_seconds: 0.3, allow: ['*'], ...retention }, ctx);
     const { port } = await gateway.start();
     const pushed: Array<{ id: string; chat: string; account: string; sender: { id: string }; direct?: boolean }> = [];
     const seen = new Set<string>();

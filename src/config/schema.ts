@@ -110,6 +110,8 @@ const Security = v.strictObject({
   allow_hosts: v.optional(v.pipe(v.array(text('127.0.0.1')), v.examples([['127.0.0.1', '10.0.0.0/8']])), []),
   /** Tool calls one person may cause per hour. */
   max_tool_calls_per_hour: int(1, 1_000_000, 120),
+  /** People whose hourly tool-call count is kept at once; beyond it the least recently active is forgotten (their count restarts). */
+  rate_limit_senders: int(100, 10_000_000, 10_000),
 });
 
 const Tools = v.strictObject({
@@ -191,6 +193,8 @@ const RemoteTools = v.strictObject({
   /** Names clients may register; * matches any run of characters. Absent = any valid name. */
   allow: v.optional(v.pipe(v.array(text('phone_*')), v.examples([['phone_*', 'device_info']]))),
   max_tools_per_client: int(1, 1000, 64),
+  /** Clients connected at once; one more is refused (WebSocket close 1013, try again later). */
+  max_clients: int(1, 1000, 16),
 });
 
 const Gateway = v.strictObject({
@@ -345,6 +349,12 @@ const Webhook = v.strictObject({
   reply_timeout_seconds: positive(3600, 120),
   /** Sender ids let through; ["*"] = anyone (the signature already proves the caller). */
   allow: v.optional(v.pipe(v.array(text('*')), v.examples([['*']])), ['*']),
+  /** Requests remembered for replays (Idempotency-Key → reply), in memory and in results.jsonl; the oldest are forgotten first. */
+  max_results: int(1, 1_000_000, 10_000),
+  /** How long a request is remembered (days); a replay after that runs again. */
+  result_retention_days: positive(3650, 7),
+  /** Most megabytes the remembered requests and replies take (as written to results.jsonl); the oldest are forgotten first. */
+  max_results_mb: positive(1024, 16),
 });
 
 const Channels = v.strictObject({

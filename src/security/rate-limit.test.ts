@@ -69,6 +69,23 @@ describe('rate limiter', () => {
     assert.equal(limiter.take('b').ok, true);
   });
 
+  it('holds at most maxKeys senders (default 10,000) however many write in one window', () => {
+    const time = clock();
+    const limiter = createRateLimiter({ limit: 1, windowMs: 3_600_000, now: time.now });
+    for (let i = 0; i < 100_000; i++) {
+      assert.equal(limiter.take(`telegram:${i}`).ok, true);
+      time.advance(10);
+    }
+    assert.ok(limiter.size() <= 10_000 && limiter.size() >= 9_900, `${limiter.size()} senders remembered`);
+    // The most recent senders are the ones remembered; a forgotten one starts again.
+    assert.equal(limiter.take('telegram:99999').ok, false);
+    assert.equal(limiter.take('telegram:0').ok, true);
+    assert.ok(limiter.size() <= 10_000);
+    time.advance(3_600_000);
+    limiter.take('late');
+    assert.equal(limiter.size(), 1, 'expired windows are dropped');
+  });
+
   it('rejects bad options eagerly', () => {
     assert.throws(() => createRateLimiter({ limit: 0, windowMs: 1000 }), /limit must be a positive integer, got 0/);
     assert.throws(() => createRateLimiter({ limit: 1.5, windowMs: 1000 }), TypeError);

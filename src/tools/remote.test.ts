@@ -253,6 +253,33 @@ describe('remote tools over WebSocket', () => {
   });
 });
 
+describe('remote tools: how many clients', () => {
+  it('closes a client past maxClients with 1013 and takes one again once a place is free', async () => {
+    const remote = createRemoteTools({ log: testLogger(), maxClients: 2 });
+    const server = createServer((_request, response) => response.writeHead(404).end());
+    server.on('upgrade', (request, socket, head) => remote.route.handle(request, socket, head));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const first = await connectClient(port, 'one');
+      await connectClient(port, 'two');
+      await waitFor(() => remote.clients().length === 2);
+      const third = await connectClient(port, 'three');
+      const [code, reason] = await new Promise<[number, string]>((resolve) => third.ws.once('close', (c, r) => resolve([c, String(r)])));
+      assert.equal(code, 1013);
+      assert.match(reason, /at most 2 remote-tool clients/);
+      assert.deepEqual(remote.clients().map((c) => c.id).sort(), ['one', 'two']);
+      first.ws.close();
+      await waitFor(() => remote.clients().length === 1);
+      await connectClient(port, 'four');
+      await waitFor(() => remote.clients().length === 2);
+    } finally {
+      await remote.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
 function ctx(): ToolContext {
   return { conversation: 'mem:a:c', channel: 'mem', senderId: 'u1', workspace: '/tmp', signal: new AbortController().signal, log: testLogger() };
 }

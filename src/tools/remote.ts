@@ -32,6 +32,8 @@ export interface RemoteToolsOptions {
   readonly reserved?: () => Iterable<string>;
   /** @default 64 */
   readonly maxToolsPerClient?: number;
+  /** Clients connected at once; one more is closed with code 1013 (try again later). @default 16 */
+  readonly maxClients?: number;
   /** Larger frames close the connection (code 1009). @default 1048576 */
   readonly maxFrameBytes?: number;
   /** A client that misses a ping for this long is dropped. @default 30000 */
@@ -70,6 +72,7 @@ export function createRemoteTools(options: RemoteToolsOptions): RemoteTools {
   const log = options.log.child({ component: 'remote-tools' });
   const callTimeoutMs = options.callTimeoutMs ?? 30_000;
   const maxTools = options.maxToolsPerClient ?? 64;
+  const maxClients = options.maxClients ?? 16;
   const allow = options.allow?.map((pattern) => new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`));
   const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxFrameBytes ?? 1024 * 1024 });
   const clients = new Map<string, Client>();
@@ -101,6 +104,12 @@ export function createRemoteTools(options: RemoteToolsOptions): RemoteTools {
   }
 
   function connect(socket: WebSocket, request: IncomingMessage): void {
+    if (clients.size >= maxClients) {
+      // Each client holds tools, calls in flight and a socket: their number is bounded too.
+      log.warn({ address: request.socket.remoteAddress, clients: clients.size }, `remote-tool client refused: ${maxClients} clients are connected already (gateway.remote_tools.max_clients)`);
+      socket.close(1013, `at most ${maxClients} remote-tool clients may be connected; try again later`);
+      return;
+    }
     const id = clientId(request);
     const client: Client = { id, socket, log: log.child({ client: id }), tools: new Map(), pending: new Map(), alive: true, closed: false };
     clients.set(id, client);

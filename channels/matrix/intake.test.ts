@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import pino from 'pino';
+import type { ChannelContext, Push } from '../../src/channel.ts';
+import type { MatrixConfig } from '../../src/config/schema.ts';
+import type { MatrixApi } from './client.ts';
+import { Bounded, Intake, INVITES_REMEMBERED, type MatrixStats } from './intake.ts';
+import { Rooms } from './rooms.ts';
+import type { SyncResponse } from './sync.ts';
+
+const botId = '@switchboard:example.org';
+/** No message is pushed here: only invites arrive. */
+const refuse: Push = () => Promise.reject(new Error('nothing should be pushed'));
+const log = pino({ level: 'silent' });
+
+function intake(joined: string[]): { intake: Intake; stats: MatrixStats } {
+  const api = { userId: botId, token: 't', join: (room: string) => (joined.push(room), Promise.resolve(room)) } as unknown as MatrixApi;
+  const config = { homeserver: 'https://m.example.org', user_id: botId, rooms: [], allow: ['@alice:example.org'], mention_only: true, stream: false } as MatrixConfig;
+  const stats: MatrixStats = { encryptedEvents: 0, invitesAccepted: 0, invitesIgnored: 0 };
+  const ctx = { name: 'matrix', log, assistantName: 'Switchboard', stateDir: '' } as unknown as ChannelContext;
+  const deps = { api, ctx, config, rooms: new Rooms(), log, stats, senders: new Bounded<boolean>(10), threadLatest: new Bounded<string>(10), displayName: () => undefined };
+  return { intake: new Intake(deps), stats };
+}
+
+const invites = (from: string, rooms: string[]): SyncResponse => ({
+  next_batch: 's',
+  rooms: {
+    invite: Object.fromEntries(
+      rooms.map((room) => [room, { invite_state: { events: [{ type: 'm.room.member', sender: from, state_key: botId, content: { membership: 'invite' } }] } }]),
+    ),
+  },
+});
+
+describe('matrix intake: invites', () => {
+  it('remembers at most INVITES_REMEMBERED handled invites, however many strangers send', async () => {
+    const joined: string[] = [];
+    const { intake: handler, stats } = intake(joined);
+    const rooms = Array.from({ length: 5 * INVITES_REMEMBERED }, (_, i) => `!spam${i}:example.org`);
+    await handler.handle(invites('@mallory:example.org', rooms), { initial: false, since: 'a' }, refuse);
+    assert.equal(stats.invitesIgnored, rooms.length);
+    assert.equal(handler.invitesRemembered, INVITES_REMEMBERED);
+    // The newest are the ones remembered: shown again, they are not looked at again.
+    await handler.handle(invites('@mallory:example.org', rooms.slice(-10)), { initial: false, since: 'b' }, refuse);
+    assert.equal(stats.invitesIgnored, rooms.length);
+    await handler.handle(invites('@alice:example.org', ['!ok:example.org']), { initial: false, since: 'c' }, refuse);
+    assert.deepEqual([joined, stats.invitesAccepted, handler.invitesRemembered], [['!ok:example.org'], 1, INVITES_REMEMBERED]);
+  });
+});
+
+describe('Bounded', () => {
+  it('keeps the newest `limit` entries, a set refreshing an entry', () => {
+    const map = new Bounded<number>(3);
+    for (let i = 0; i < 100_000; i++) map.set(`k${i}`, i);
+    assert.equal(map.size, 3);
+    map.set('k99997', 0);
+    map.set('new', 1);
+    assert.deepEqual([map.has('k99998'), map.has('k99997'), map.has('k99999'), map.has('new')], [false, true, true, true]);
+    map.delete('new');
+    assert.equal(map.size, 2);
+  });
+});
