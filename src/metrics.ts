@@ -232,6 +232,8 @@ export function createSwitchboardMetrics(options: SwitchboardMetricsOptions = {}
   const providerLatency = registry.histogram('switchboard_provider_request_duration_seconds', 'Model calls by provider (successful and failed).', ['provider'], providerBuckets);
   const providerErrors = registry.counter('switchboard_provider_errors_total', 'Failed model calls, by provider and reason.', ['provider', 'reason']);
   const tools = registry.counter('switchboard_tool_calls_total', 'Tool calls by tool name and outcome (ok, error, effect, rejected).', ['tool', 'outcome']);
+  const maxToolSeries = 200;
+  const toolSeries = new Set<string>();
   const restarts = registry.counter('switchboard_channel_restarts_total', 'Channel listener restarts, by channel.', ['channel']);
   for (const channel of options.channels ?? []) restarts.inc({ channel }, 0);
   registry.gauge('process_resident_memory_bytes', 'Resident set size of the process.', [], () => [[{}, process.memoryUsage.rss()]]);
@@ -269,6 +271,10 @@ export function createSwitchboardMetrics(options: SwitchboardMetricsOptions = {}
       if (error !== undefined) providerErrors.inc({ provider, reason: error });
     },
     toolCall(tool, outcome) {
+      // Remote clients name their own tools: past maxToolSeries names, new ones count as "other"
+      // so months of changing names cannot grow the series without end.
+      if (!toolSeries.has(tool) && toolSeries.size >= maxToolSeries) tool = 'other';
+      else toolSeries.add(tool);
       tools.inc({ tool, outcome });
     },
     render: () => registry.render(),

@@ -77,3 +77,21 @@ describe('BinaryIndex', () => {
     assert.equal(index.add(2, 'p', new Uint8Array(192)), true);
   });
 });
+
+describe('binary index: memory', () => {
+  it('drops a partition once its last vector goes, and counts its bytes back', () => {
+    const index = new BinaryIndex();
+    const bits = new Uint8Array(16);
+    for (let conversation = 0; conversation < 1_000; conversation++) index.add(conversation, `conversation:c${conversation}`, bits);
+    assert.equal(index.partitionCount, 1_000);
+    const full = index.bytes;
+    for (let conversation = 0; conversation < 1_000; conversation++) index.remove(conversation);
+    assert.equal(index.partitionCount, 0, 'expired conversations leave nothing behind');
+    assert.equal(index.bytes, 0);
+    assert.ok(full > 0);
+    // A vector moved to another partition empties the first one.
+    index.add(1, 'person:a', bits);
+    index.add(1, 'person:b', bits);
+    assert.equal(index.partitionCount, 1);
+  });
+});

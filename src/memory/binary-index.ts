@@ -35,9 +35,11 @@ class Partition {
   size = 0;
   readonly slots = new Map<number, number>();
   readonly words: number;
+  readonly name: string;
 
-  constructor(words: number) {
+  constructor(words: number, name: string) {
     this.words = words;
+    this.name = name;
     this.data = new Uint32Array(16 * words);
     this.rowids = new Float64Array(16);
   }
@@ -114,10 +116,14 @@ export class BinaryIndex {
     this.wordCount = words;
     const current = this.partitionOf.get(rowid);
     let target = this.partitions.get(partition);
-    if (current !== undefined && current !== target) current.delete(rowid);
+    if (current !== undefined && current !== target) {
+      current.delete(rowid);
+      if (current.size === 0) this.dropPartition(current);
+    }
     if (target === undefined) {
-      target = new Partition(words);
+      target = new Partition(words, partition);
       this.partitions.set(partition, target);
+      this.allocated += target.data.byteLength + target.rowids.byteLength;
     }
     const before = target.data.byteLength + target.rowids.byteLength;
     target.put(rowid, bits);
@@ -130,12 +136,26 @@ export class BinaryIndex {
     return this.partitionOf.has(rowid);
   }
 
+  /** Partitions held (each person or conversation with indexed memories). */
+  get partitionCount(): number {
+    return this.partitions.size;
+  }
+
   remove(rowid: number): boolean {
     const partition = this.partitionOf.get(rowid);
     if (partition === undefined) return false;
     partition.delete(rowid);
     this.partitionOf.delete(rowid);
+    // An emptied partition goes (a conversation's memories all expired): partitions never
+    // shrink, so keeping empty ones would grow the index with every conversation ever seen.
+    if (partition.size === 0) this.dropPartition(partition);
     return true;
+  }
+
+  private dropPartition(partition: Partition): void {
+    if (this.partitions.get(partition.name) !== partition) return;
+    this.partitions.delete(partition.name);
+    this.allocated -= partition.data.byteLength + partition.rowids.byteLength;
   }
 
   clear(): void {
