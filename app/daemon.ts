@@ -24,6 +24,7 @@ import { PairingStore } from '../src/policy/access.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { lockDataDir } from '../src/store/lock.ts';
 import { explainIn, makeDirectory, withFileContext } from '../src/store/files.ts';
+import { StorageHealth } from '../src/store/storage.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
 import { sendJson } from '../src/gateway/json.ts';
 import type { GatewayRoutes } from '../src/gateway/routes.ts';
@@ -154,6 +155,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   });
 
   const workspace = realpathSync(join(dataDir, 'workspace'));
+  // A full disk is reported here by the inbox, the turns and the channels' own files.
+  const storage = new StorageHealth({ dataDir, log: log.child({ component: 'storage' }) });
   // Read only when scraped, so the closure over the runtime built below is fine.
   const metrics = createSwitchboardMetrics({ channels: names, health: () => runtime.health(), eventLoopLag: gatewayConfig !== undefined });
   const approvals = new ApprovalStore(db);
@@ -233,7 +236,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     const channelLog = log.child({ channel: name });
     const stateDir = join(dataDir, 'channels', name);
     makeDirectory(stateDir);
-    const context: ChannelContext = { name, log: channelLog, assistantName: from.agent.name, attachments, stateDir, ...(channelRoutes ? { gateway: channelRoutes } : {}) };
+    const context: ChannelContext = { name, log: channelLog, assistantName: from.agent.name, attachments, stateDir, storage, ...(channelRoutes ? { gateway: channelRoutes } : {}) };
     return channelFactories[name]({ config: from, mode: options.mode, log: channelLog, finish: () => finish(), interrupt: () => interrupt(), context });
   };
   const channels = await Promise.all(
@@ -263,6 +266,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     delivery: defaultDeliveryOptions,
     events: metrics.runtimeEvents,
     pairing: new PairingStore(db),
+    storage,
     ...turnSettings(config),
   });
   function turnSettings(from: Config): { policies: Map<string, ChannelPolicy>; commands: NonNullable<RuntimeOptions['commands']>; historyTurns: number; turnTimeoutMs: number } {

@@ -8,7 +8,7 @@
  * (atomically) when it has grown to twice what it holds, and records beyond the newest
  * `maxEntries` or older than `maxAgeMs` are forgotten then — a replay after that runs again.
  */
-import { appendFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 
@@ -54,6 +54,8 @@ export class ResultStore {
   readonly #records = new Map<string, ResultRecord>();
   #lines = 0;
   #unsolicited = 0;
+  /** The last append failed (a full disk) and may have left half a line: the next starts on a new one. */
+  #torn = false;
 
   constructor(options: ResultStoreOptions) {
     this.#maxEntries = options.maxEntries ?? 10_000;
@@ -96,14 +98,28 @@ export class ResultStore {
     return id;
   }
 
+  /** Appends the record, then remembers it; throws (remembering nothing) when the file cannot be written. */
   #write(record: ResultRecord): void {
+    try {
+      appendFileSync(this.#file, `${this.#torn ? '\n' : ''}${JSON.stringify(record)}\n`, { mode: 0o600 });
+    } catch (error) {
+      this.#torn = true;
+      throw error;
+    }
+    this.#torn = false;
     // Re-inserted at the end only when new: an update keeps the request's place in the order.
     this.#records.set(record.id, record);
-    appendFileSync(this.#file, `${JSON.stringify(record)}\n`, { mode: 0o600 });
     this.#lines++;
     this.#forget();
     // Rewriting costs the whole file, so only once it carries as many stale lines as live ones.
-    if (this.#lines > 2 * Math.max(this.#records.size, 100)) this.#compact();
+    if (this.#lines > 2 * Math.max(this.#records.size, 100)) {
+      try {
+        this.#compact();
+      } catch (error) {
+        // The appended file is whole; it is rewritten at the next write that finds room.
+        this.#log.warn({ err: error, file: this.#file }, 'webhook results: could not rewrite the file (kept as it is)');
+      }
+    }
   }
 
   #load(): void {
@@ -144,8 +160,13 @@ export class ResultStore {
     this.#forget();
     const body = [...this.#records.values()].map((record) => `${JSON.stringify(record)}\n`).join('');
     const temp = `${this.#file}.${process.pid}.tmp`;
-    writeFileSync(temp, body, { mode: 0o600 });
-    renameSync(temp, this.#file);
+    try {
+      writeFileSync(temp, body, { mode: 0o600 });
+      renameSync(temp, this.#file);
+    } catch (error) {
+      rmSync(temp, { force: true });
+      throw error;
+    }
     this.#lines = this.#records.size;
   }
 }
