@@ -489,7 +489,8 @@ function openOperatorDatabase(configFlag: string | undefined): { config: Config;
   const { config } = loadConfig(file, process.env, { requireSecrets: false });
   const dataDir = resolve(dirname(file), config.data_dir);
   const dbPath = join(dataDir, 'switchboard.db');
-  const db = withFileContext({ dataDir, configFile: file }, () => openDatabase(dbPath, { durability: config.runtime.durability }));
+  // The header only: these run beside the daemon, and must not read a big file every time.
+  const db = withFileContext({ dataDir, configFile: file }, () => openDatabase(dbPath, { durability: config.runtime.durability, check: 'header' }));
   return { config, dataDir, dbPath, db };
 }
 
