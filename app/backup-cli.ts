@@ -9,7 +9,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
-import { createPrivateFile, EXIT_CANTCREAT, fileSystemError } from '../src/store/files.ts';
+import { createPrivateFile, EXIT_CANTCREAT } from '../src/store/files.ts';
 import { checkDatabaseHeader, damagedDatabaseError, EXIT_DATAERR, quickCheck } from '../src/store/integrity.ts';
 
 /** No database to back up (EX_NOINPUT). */
@@ -73,6 +73,10 @@ export async function runBackup(args: readonly string[], io: BackupIo): Promise<
     io.stderr.write(`switchboard backup: ${file} is the database itself (or one of its files); choose a FILE outside the data_dir\n`);
     return 2;
   }
+  if (!existsSync(dirname(file))) {
+    io.stderr.write(`switchboard backup: the directory ${dirname(file)} does not exist; nothing was written. Create it (mkdir -p ${dirname(file)}) or choose another FILE\n`);
+    return EXIT_CANTCREAT;
+  }
   if (existsSync(file) && !parsed.values.force) {
     io.stderr.write(`switchboard backup: ${file} exists; nothing was written. Choose another name, or pass --force to replace it\n`);
     return EXIT_CANTCREAT;
@@ -109,8 +113,10 @@ export async function runBackup(args: readonly string[], io: BackupIo): Promise<
       io.stderr.write(`switchboard backup: nothing was written. ${damaged.message}\n`);
       return EXIT_DATAERR;
     }
-    const problem = fileSystemError(error, `write the backup ${file}`, existsSync(dirname(file)) ? temp : dirname(file));
-    io.stderr.write(`switchboard backup: ${problem instanceof Error ? problem.message : String(problem)}\n`);
+    // Not the data_dir's problem: say what failed, without fixes about data_dir.
+    const code = (error as { code?: unknown } | null)?.code;
+    const full = typeof code === 'string' && /^(ENOSPC|EDQUOT|SQLITE_FULL)/.test(code) ? ` — no space left on the file system of ${dirname(file)} (df -h ${dirname(file)})` : '';
+    io.stderr.write(`switchboard backup: could not write ${file}: ${error instanceof Error ? error.message : String(error)}${typeof code === 'string' ? ` (${code})` : ''}${full}. Nothing was written.\n`);
     return EXIT_CANTCREAT;
   } finally {
     db?.close();

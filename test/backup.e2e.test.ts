@@ -117,4 +117,20 @@ describe('switchboard backup of a running daemon, and a restore', () => {
     const messages = asked[0]!.body.messages.map((m) => `${m.role}: ${m.content ?? ''}`);
     for (let n = 0; n < 5; n++) assert.ok(messages.includes(`user: early message ${n}`), `the history has early message ${n}:\n${messages.join('\n')}`);
   });
+  it('says what is wrong, writing nothing: no database yet (66), no such directory (73), no FILE (2)', async () => {
+    const config = tempConfig(model.baseUrl);
+    configs.push(config);
+    const none = await runCli(['backup', join(config.dir, 'copy.db'), '--config', config.file], { env });
+    assert.equal(none.code, 66, none.stderr);
+    assert.match(none.stderr, /there is no database at .*switchboard\.db yet/);
+    mkdirSync(join(config.dir, 'data'));
+    copyFileSync(join(configs[0]!.dir, 'backups', 'switchboard-backup.db'), join(config.dir, 'data', 'switchboard.db'));
+    const nowhere = await runCli(['backup', join(config.dir, 'missing', 'copy.db'), '--config', config.file], { env });
+    assert.equal(nowhere.code, 73, nowhere.stderr);
+    assert.match(nowhere.stderr, /the directory .*missing does not exist; nothing was written/);
+    const usage = await runCli(['backup', '--config', config.file], { env });
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /missing FILE/);
+    assert.deepEqual(readdirSync(config.dir).sort(), ['data', 'switchboard.toml']);
+  });
 });
