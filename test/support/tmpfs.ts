@@ -21,7 +21,7 @@ export function mountTmpfs(size: string): Tmpfs | { skip: string } {
     execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0700`, 'tmpfs', dir], { stdio: 'pipe' });
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
-    const detail = (error as { stderr?: Buffer }).stderr?.toString().trim() || (error instanceof Error ? error.message : String(error));
+    const detail = ((error as { stderr?: Buffer }).stderr?.toString().trim() || (error instanceof Error ? error.message : String(error))).split('\n')[0];
     return { skip: `mounting a tmpfs is not permitted here (needs root and mount rights): ${detail}` };
   }
   return {
