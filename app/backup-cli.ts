@@ -24,7 +24,8 @@ written under a temporary name next to it, checked (PRAGMA quick_check) and rena
 place, so it is never half-written; it is one self-contained file, mode 600.
 
 Not in FILE: the channels' own state in <data_dir>/channels/ (the Matrix device, Discord
-positions, webhook results) and MEMORY_SNAPSHOT.md — plain files: copy them with cp -a.
+positions, webhook results), MEMORY_SNAPSHOT.md, and with memory backend "markdown"
+MEMORY.md and memory/ — plain files: copy them with cp -a.
 To restore, see "Backup and restore" in the README.
 
 Options:
