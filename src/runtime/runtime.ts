@@ -22,6 +22,7 @@ import { History } from '../store/history.ts';
 import { Inbox } from '../store/inbox.ts';
 import { Outbox } from '../store/outbox.ts';
 import { DiskFullError, StorageHealth, diskFullCode, type StorageState } from '../store/storage.ts';
+import { damagedDatabaseError } from '../store/integrity.ts';
 import { sleep } from './backoff.ts';
 import { Delivery, type DeliveryOptions } from './delivery.ts';
 import { KeyedPool } from './pool.ts';
@@ -158,7 +159,12 @@ export class Runtime {
       concurrency: options.maxInFlight,
       maxQueued: options.maxQueued,
       worker: (seq, conversation) => this.#turnDurably(seq, conversation),
-      onError: (error, seq, conversation) => this.#log.error({ err: error, seq, conversation }, 'turn crashed; the message stays queued for the next start'),
+      onError: (error, seq, conversation) => {
+        // A page that went bad while running: the paragraph that says what to do, not a stack.
+        const damaged = damagedDatabaseError(error, options.db.name);
+        if (damaged) this.#log.error({ seq, conversation, code: damaged.code }, `turn crashed on a damaged database; the message stays queued. ${damaged.message}. Check it with switchboard doctor`);
+        else this.#log.error({ err: error, seq, conversation }, 'turn crashed; the message stays queued for the next start');
+      },
     });
     const channels = new Map<string, Channel>();
     this.#channels = channels;
