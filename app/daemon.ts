@@ -25,6 +25,7 @@ import { PairingStore } from '../src/policy/access.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { lockDataDir } from '../src/store/lock.ts';
 import { explainIn, makeDirectory, withFileContext } from '../src/store/files.ts';
+import { StorageHealth } from '../src/store/storage.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
 import { sendJson } from '../src/gateway/json.ts';
 import type { GatewayRoutes } from '../src/gateway/routes.ts';
@@ -156,6 +157,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   });
 
   const workspace = realpathSync(join(dataDir, 'workspace'));
+  // A full disk is reported here by the inbox, the turns and the channels' own files.
+  const storage = new StorageHealth({ dataDir, log: log.child({ component: 'storage' }) });
   // Read only when scraped, so the closure over the runtime built below is fine.
   const metrics = createSwitchboardMetrics({ channels: names, health: () => runtime.health(), eventLoopLag: gatewayConfig !== undefined });
   const approvals = new ApprovalStore(db);
@@ -235,7 +238,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     const channelLog = log.child({ channel: name });
     const stateDir = join(dataDir, 'channels', name);
     makeDirectory(stateDir);
-    const context: ChannelContext = { name, log: channelLog, assistantName: from.agent.name, attachments, stateDir, ...(channelRoutes ? { gateway: channelRoutes } : {}) };
+    const context: ChannelContext = { name, log: channelLog, assistantName: from.agent.name, attachments, stateDir, storage, ...(channelRoutes ? { gateway: channelRoutes } : {}) };
     return channelFactories[name]({ config: from, mode: options.mode, log: channelLog, finish: () => finish(), interrupt: () => interrupt(), context });
   };
   const channels = await Promise.all(
@@ -265,6 +268,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     delivery: defaultDeliveryOptions,
     events: metrics.runtimeEvents,
     pairing: new PairingStore(db),
+    storage,
     ...turnSettings(config),
   });
   function turnSettings(from: Config): { policies: Map<string, ChannelPolicy>; commands: NonNullable<RuntimeOptions['commands']>; historyTurns: number; turnTimeoutMs: number } {
@@ -487,7 +491,8 @@ function openOperatorDatabase(configFlag: string | undefined): { config: Config;
   const { config } = loadConfig(file, process.env, { requireSecrets: false });
   const dataDir = resolve(dirname(file), config.data_dir);
   const dbPath = join(dataDir, 'switchboard.db');
-  const db = withFileContext({ dataDir, configFile: file }, () => openDatabase(dbPath, { durability: config.runtime.durability }));
+  // The header only: these run beside the daemon, and must not read a big file every time.
+  const db = withFileContext({ dataDir, configFile: file }, () => openDatabase(dbPath, { durability: config.runtime.durability, check: 'header' }));
   return { config, dataDir, dbPath, db };
 }
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -159,7 +159,7 @@ test('--json prints {check, ok, detail, fix} for each check', async () => {
   assert.equal(code, 0);
   assert.deepEqual(
     results.map((result) => result.check),
-    ['config', 'provider', 'data_dir', 'disk', 'service'],
+    ['config', 'provider', 'data_dir', 'disk', 'database', 'service'],
   );
   for (const result of results) assert.equal(typeof result.detail, 'string');
   assert.match(byName(results, 'provider').detail, /no key configured; the endpoint answered without one, model available/);
@@ -297,4 +297,23 @@ test('a fresh install passes the data_dir check: Switchboard creates its data_di
   assert.equal(check.ok, true, JSON.stringify(check));
   assert.match(check.detail, /writable and private \(mode 700\)/);
   assert.equal(code, 0, out);
+});
+
+test('the database check reads every page: ✓ for a whole one (leaving no -wal or -shm), ✗ with the restore for a damaged one', async () => {
+  const { checkDatabase } = await import('./doctor.ts');
+  const { openDatabase } = await import('../src/store/db.ts');
+  const home = join(dir, 'database-check');
+  mkdirSync(home);
+  const path = join(home, 'switchboard.db');
+  assert.match((await checkDatabase(path)).detail, /no database yet/);
+  openDatabase(path).close();
+  const whole = await checkDatabase(path);
+  assert.equal(whole.ok, true, JSON.stringify(whole));
+  assert.match(whole.detail, /quick_check ok/);
+  assert.deepEqual(readdirSync(home), ['switchboard.db'], 'nothing left beside it');
+  writeFileSync(path, 'not a database, just text that is long enough to fill the header of one. '.repeat(3));
+  const damaged = await checkDatabase(path);
+  assert.equal(damaged.ok, false);
+  assert.match(damaged.detail, /is damaged: it is not a SQLite database .*\(SQLITE_NOTADB\)/);
+  assert.match(damaged.fix!, /Backup and restore/);
 });

@@ -1,6 +1,6 @@
 /**
  * The CLI: `start`, `chat`, `--help`, `--version`. Usage errors exit 2, config errors 78,
- * a data_dir that cannot be created or written 73.
+ * a data_dir that cannot be created or written 73, a damaged database 65.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, EXIT_CONFIG } from '../src/config/load.ts';
 import { DataDirInUseError } from '../src/store/lock.ts';
 import { EXIT_CANTCREAT, FileSystemError } from '../src/store/files.ts';
+import { DatabaseDamagedError, EXIT_DATAERR } from '../src/store/integrity.ts';
 
 const EXIT_USAGE = 2;
 
@@ -23,6 +24,7 @@ Commands:
   status         ask the running daemon how it is (channels, queue, in flight, totals) [--json]
   onboard        answer a few questions, check the model key, write a commented config
   doctor         check config, model key, channel credentials, data_dir, disk, service unit [--json]
+  backup FILE    copy the database to FILE, safely while the daemon runs [--force]
   service        install | uninstall [--user] [--dry-run]   (systemd unit, enabled and started)
   help [COMMAND] show this help, or a command's (as does COMMAND --help)
 
@@ -52,7 +54,8 @@ Options:
   -h, --help          show this help
 
 Exit codes: 0 stopped cleanly, 78 config error, 73 data_dir cannot be created or written,
-1 data_dir in use by another Switchboard process.
+65 the database is damaged (restore a backup: see the README), 1 data_dir in use by another
+Switchboard process.
 `,
   chat: `Usage: switchboard chat [--config FILE]
 
@@ -98,6 +101,8 @@ async function usageOf(command: string): Promise<string | undefined> {
       return (await import('./service.ts')).serviceUsage;
     case 'onboard':
       return (await import('./onboard.ts')).onboardUsage;
+    case 'backup':
+      return (await import('./backup-cli.ts')).backupUsage;
     case 'help':
       return usage;
     default:
@@ -173,6 +178,10 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`switchboard: ${error.message} Nothing was started.\n`);
       return EXIT_CANTCREAT;
     }
+    if (error instanceof DatabaseDamagedError) {
+      process.stderr.write(`switchboard: Nothing was started. ${error.message}\n`);
+      return EXIT_DATAERR;
+    }
     throw error;
   }
 }
@@ -200,6 +209,18 @@ const operatorCommands: Readonly<Record<string, OperatorRun>> = {
   onboard: async (args, configFlag) => {
     const { runOnboard } = await import('./onboard.ts');
     return runOnboard(args, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env, configFlag });
+  },
+  backup: async (args, configFlag) => {
+    const [{ runBackup }, { loadConfig, locateConfig }, { dirname, join, resolve }] = await Promise.all([import('./backup-cli.ts'), import('../src/config/load.ts'), import('node:path')]);
+    return runBackup(args, {
+      stdout: process.stdout,
+      stderr: process.stderr,
+      database: () => {
+        const file = locateConfig(configFlag === undefined ? {} : { flag: configFlag });
+        const { config } = loadConfig(file, process.env, { requireSecrets: false });
+        return join(resolve(dirname(file), config.data_dir), 'switchboard.db');
+      },
+    });
   },
   reload: async (args, configFlag) => {
     if (args.length > 0) return usageError(`unexpected argument "${args[0]}" for "switchboard reload"`);
@@ -252,6 +273,10 @@ async function runOperator(run: OperatorRun, args: readonly string[], configFlag
     if (error instanceof FileSystemError) {
       process.stderr.write(`switchboard: ${error.message}\n`);
       return EXIT_CANTCREAT;
+    }
+    if (error instanceof DatabaseDamagedError) {
+      process.stderr.write(`switchboard: ${error.message}\n`);
+      return EXIT_DATAERR;
     }
     throw error;
   }

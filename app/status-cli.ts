@@ -112,6 +112,7 @@ export function formatStatus(report: StatusReport, now: number): string {
     if (channel.lastError !== undefined) lines.push(`    last error ${ago(channel.lastErrorAt)}: ${channel.lastError}`);
     for (const note of channel.notes ?? []) lines.push(`    note: ${note}`);
   }
+  if (report.storage) lines.push(`✗ Disk full (${report.storage.code}) since ${report.storage.since}: new messages are refused (${report.storage.refused} writes so far); free space in the data_dir`);
   lines.push(`Work: ${report.queued} queued · ${report.inFlight} in flight · ${report.pendingReplies} replies waiting to be sent`);
   const t = report.totals;
   lines.push(`Since start: ${t.received} received · ${t.answered} answered · ${t.failed} failed · ${t.ignored} ignored · ${t.duplicates} duplicates · ${t.sent} sent`);

@@ -215,6 +215,12 @@ export interface ChannelContext {
   readonly stateDir: string;
   /** The HTTP gateway, when `[gateway]` is configured: for channels that receive over HTTP (webhooks). */
   readonly gateway?: GatewayRoutes;
+  /**
+   * Where a channel reports a failed write of its own state (a file in `stateDir`), so a full
+   * disk shows in the log and `/readyz` once, like the inbox's. Returns an error to throw (or to
+   * answer with) when it was the disk being full, else undefined. Omitted in tests.
+   */
+  readonly storage?: { failed(error: unknown, what: string): Error | undefined };
 }
 
 /** A failed send, carrying what a retry decision needs. */

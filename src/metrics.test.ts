@@ -214,6 +214,7 @@ describe('switchboard metrics after real traffic', () => {
     assert.equal(value(samples, 'switchboard_queue_depth'), 0);
     assert.equal(value(samples, 'switchboard_turns_in_flight'), 0);
     assert.equal(value(samples, 'switchboard_channel_up', { channel: 'flaky' }), 1);
+    assert.equal(value(samples, 'switchboard_storage_writable'), 1);
     assert.ok(value(samples, 'process_resident_memory_bytes')! > 1_000_000);
     for (const stat of ['p50', 'p99', 'max']) assert.ok(value(samples, 'switchboard_event_loop_lag_seconds', { stat })! >= 0, stat);
     assert.ok(value(samples, 'switchboard_uptime_seconds')! >= 0);

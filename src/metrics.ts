@@ -225,6 +225,9 @@ export function createSwitchboardMetrics(options: SwitchboardMetricsOptions = {}
   registry.gauge('switchboard_queue_depth', 'Messages waiting for a free turn slot.', [], () => (health ? [[{}, health().queued]] : []));
   registry.gauge('switchboard_turns_in_flight', 'Turns running now.', [], () => (health ? [[{}, health().inFlight]] : []));
   registry.gauge('switchboard_replies_pending', 'Replies recorded in the outbox and not yet sent.', [], () => (health ? [[{}, health().pendingReplies]] : []));
+  registry.gauge('switchboard_storage_writable', '1 while the data_dir takes writes, 0 while its disk is full (new messages are refused).', [], () =>
+    health ? [[{}, health().storage?.writable === false ? 0 : 1]] : [],
+  );
   registry.gauge('switchboard_channel_up', '1 when the channel is running, 0 when starting, backing off or stopped.', ['channel'], () =>
     health ? health().channels.map((channel) => [{ channel: channel.name }, channel.state === 'running' ? 1 : 0] as const) : [],
   );

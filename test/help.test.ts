@@ -14,7 +14,7 @@ const nowhere = mkdtempSync(join(tmpdir(), 'sb-help-'));
 after(() => rmSync(nowhere, { recursive: true, force: true }));
 const options = { cwd: nowhere, env: { HOME: nowhere } };
 
-const commands = ['start', 'chat', 'memory', 'pairing', 'reload', 'status', 'onboard', 'doctor', 'service'];
+const commands = ['start', 'chat', 'memory', 'pairing', 'reload', 'status', 'onboard', 'doctor', 'service', 'backup'];
 
 describe('every command answers --help', () => {
   for (const command of commands) {

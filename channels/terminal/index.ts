@@ -10,6 +10,10 @@ import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import type { Channel, InboundMessage, ListenLink, OutboundMessage, Push, SkipsInterrupted } from '../../src/channel.ts';
+import { diskFullCode } from '../../src/store/storage.ts';
+
+/** How often a line refused for a full disk is offered again. */
+const DISK_FULL_RETRY_MS = 2000;
 
 export interface TerminalChannelOptions {
   readonly input: Readable;
@@ -82,15 +86,19 @@ export function createTerminalChannel(options: TerminalChannelOptions): Channel 
           }
           const id = randomUUID();
           awaiting.add(id);
-          await push({
-            channel: 'terminal',
-            account: 'local',
-            chat: options.user,
-            id,
-            sender: { id: options.user, name: options.user },
-            text,
-            timestamp: Date.now(),
-          });
+          const message: InboundMessage = { channel: 'terminal', account: 'local', chat: options.user, id, sender: { id: options.user, name: options.user }, text, timestamp: Date.now() };
+          // A full disk refuses the line without storing it; no platform will send it again,
+          // so it is held here and offered again until there is room (or shutdown).
+          for (let told = false; ; told = true) {
+            try {
+              await push(message);
+              break;
+            } catch (error) {
+              if (diskFullCode(error) === undefined || signal.aborted) throw error;
+              if (!told) await write(`(The disk is full, so your message cannot be stored yet; it waits here and goes through once there is room.)\n`);
+              await new Promise((resolve) => setTimeout(resolve, DISK_FULL_RETRY_MS));
+            }
+          }
         }
       } finally {
         signal.removeEventListener('abort', onAbort);

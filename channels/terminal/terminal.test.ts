@@ -30,6 +30,31 @@ runChannelContract('terminal', async () => {
 describe('terminal channel', () => {
   const link = (events: string[]): ListenLink => ({ ready: () => events.push('ready'), alive: () => undefined, deaf: () => undefined });
 
+  it('holds a line the disk-full inbox refused and offers it again until it is taken, saying so once', async () => {
+    const { input, output, written } = streams();
+    const channel = createTerminalChannel({ input, output, user: 'ada', assistantName: 'Bot', interactive: false });
+    const tries: string[] = [];
+    const abort = new AbortController();
+    const listening = channel.listen(
+      async (message) => {
+        tries.push(message.id);
+        if (tries.length <= 2) throw Object.assign(new Error('the disk is full'), { code: 'SQLITE_FULL' });
+        return 'accepted';
+      },
+      abort.signal,
+      link([]),
+    );
+    input.write('keep me\n');
+    const deadline = Date.now() + 10_000;
+    while (tries.length < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(tries.length, 3, 'offered again until taken');
+    assert.equal(new Set(tries).size, 1, 'the same message (one id), so the inbox takes it once');
+    assert.equal(written().match(/disk is full/g)?.length, 1, written());
+    abort.abort();
+    input.end();
+    await listening;
+  });
+
   it('skips blank lines, trims, and calls onEnd once when the input ends — then keeps running until stopped', async () => {
     const { input, output } = streams();
     let ended = 0;

@@ -54,7 +54,16 @@ export function createWebhookChannel(config: WebhookConfig, ctx: ChannelContext,
   let current: Push | undefined;
 
   ctx.gateway.addRoute(
-    createWebhookRoute({ name: ctx.name, secret: config.secret, replyTimeoutMs: config.reply_timeout_seconds * 1000, store, waiters, push: () => current, log }),
+    createWebhookRoute({
+      name: ctx.name,
+      secret: config.secret,
+      replyTimeoutMs: config.reply_timeout_seconds * 1000,
+      store,
+      waiters,
+      push: () => current,
+      log,
+      ...(ctx.storage ? { storage: ctx.storage } : {}),
+    }),
   );
 
   return {
@@ -79,7 +88,14 @@ export function createWebhookChannel(config: WebhookConfig, ctx: ChannelContext,
         log.info({ conversation: message.chat, replyTo: id, kept }, 'webhook message with no request waiting and no callback_url; kept in results.jsonl only');
         return;
       }
-      if (record.reply === undefined) store.addReply(id, message.text);
+      if (record.reply === undefined) {
+        try {
+          store.addReply(id, message.text);
+        } catch (error) {
+          // Not remembered, so not handed out: the outbox sends it again once the disk has room.
+          throw ctx.storage?.failed(error, `record the reply to webhook request ${id}`) ?? error;
+        }
+      }
       else if (record.reply !== message.text) log.warn({ id }, 'a second reply to one webhook request; the first is kept');
       // A waiting request takes the reply; the callback gets it too when a 202 promised it
       // (or when no request waits, e.g. after a restart).

@@ -9,7 +9,7 @@
  * are forgotten — oldest first, in memory at once and in the file when it is next rewritten
  * (atomically, once it has grown to twice what it holds); a replay after that runs again.
  */
-import { appendFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 
@@ -63,6 +63,8 @@ export class ResultStore {
   #bytes = 0;
   #lines = 0;
   #unsolicited = 0;
+  /** The last append failed (a full disk) and may have left half a line: the next starts on a new one. */
+  #torn = false;
 
   constructor(options: ResultStoreOptions) {
     this.#maxEntries = options.maxEntries ?? 10_000;
@@ -112,15 +114,29 @@ export class ResultStore {
     return id;
   }
 
+  /** Appends the record, then remembers it; throws (remembering nothing) when the file cannot be written. */
   #write(record: ResultRecord): void {
     const line = `${JSON.stringify(record)}\n`;
+    try {
+      appendFileSync(this.#file, `${this.#torn ? '\n' : ''}${line}`, { mode: 0o600 });
+    } catch (error) {
+      this.#torn = true;
+      throw error;
+    }
+    this.#torn = false;
     // Re-inserted at the end only when new: an update keeps the request's place in the order.
     this.#remember(record, Buffer.byteLength(line));
-    appendFileSync(this.#file, line, { mode: 0o600 });
     this.#lines++;
     this.#forget(record.id);
     // Rewriting costs the whole file, so only once it carries as many stale lines as live ones.
-    if (this.#lines > 2 * Math.max(this.#records.size, 100)) this.#compact(record.id);
+    if (this.#lines > 2 * Math.max(this.#records.size, 100)) {
+      try {
+        this.#compact(record.id);
+      } catch (error) {
+        // The appended file is whole; it is rewritten at the next write that finds room.
+        this.#log.warn({ err: error, file: this.#file }, 'webhook results: could not rewrite the file (kept as it is)');
+      }
+    }
   }
 
   #load(): void {
@@ -169,8 +185,13 @@ export class ResultStore {
     this.#forget(keep);
     const body = [...this.#records.values()].map(({ record }) => `${JSON.stringify(record)}\n`).join('');
     const temp = `${this.#file}.${process.pid}.tmp`;
-    writeFileSync(temp, body, { mode: 0o600 });
-    renameSync(temp, this.#file);
+    try {
+      writeFileSync(temp, body, { mode: 0o600 });
+      renameSync(temp, this.#file);
+    } catch (error) {
+      rmSync(temp, { force: true });
+      throw error;
+    }
     this.#lines = this.#records.size;
   }
 }

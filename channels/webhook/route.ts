@@ -7,7 +7,8 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { InboundMessage, Push } from '../../src/channel.ts';
+import type { ChannelContext, InboundMessage, Push } from '../../src/channel.ts';
+import { diskFullCode } from '../../src/store/storage.ts';
 import type { HttpRoute } from '../../src/gateway/routes.ts';
 import { sendJson } from '../../src/gateway/json.ts';
 import { parseWebhookRequest } from './request.ts';
@@ -25,7 +26,12 @@ export interface WebhookRouteOptions {
   /** The runtime's push while the channel listens; undefined before and after. */
   readonly push: () => Push | undefined;
   readonly log: Logger;
+  /** Where a failed write of results.jsonl is reported (see ChannelContext.storage). */
+  readonly storage?: ChannelContext['storage'];
 }
+
+/** How long a caller is asked to wait after a 503 for a full disk. */
+const DISK_FULL_RETRY_SECONDS = 10;
 
 /** The `account` of every webhook message: there is no bot identity on the other side. */
 export const webhookAccount = 'webhook';
@@ -58,7 +64,15 @@ export function createWebhookRoute(options: WebhookRouteOptions): HttpRoute {
       const push = options.push();
       if (!push) return sendJson(response, 503, { error: 'the webhook channel is not running (starting or stopping); try again' }, { 'retry-after': '5' });
       // Recorded before the push: the reply, whenever it comes, then knows its callback_url.
-      if (!known) store.addRequest({ id, conversation, hash, at: Date.now(), ...(callbackUrl === undefined ? {} : { callbackUrl }) });
+      if (!known) {
+        try {
+          store.addRequest({ id, conversation, hash, at: Date.now(), ...(callbackUrl === undefined ? {} : { callbackUrl }) });
+        } catch (error) {
+          const full = options.storage?.failed(error, `record webhook request ${id}`) ?? (diskFullCode(error) === undefined ? undefined : error);
+          if (!full) throw error;
+          return refuseDiskFull(response);
+        }
+      }
 
       // Waiting before pushing, so even an instant reply finds us.
       const wait = waiters.wait(id, options.replyTimeoutMs);
@@ -71,6 +85,8 @@ export function createWebhookRoute(options: WebhookRouteOptions): HttpRoute {
         result = await push(message);
       } catch (error) {
         wait.cancel();
+        // A full disk is logged once by the runtime, not once per request.
+        if (diskFullCode(error) !== undefined) return refuseDiskFull(response);
         log.warn({ err: error, id }, 'webhook message not accepted');
         return sendJson(response, 503, { error: 'not accepted (Switchboard is stopping); send it again with the same Idempotency-Key' }, { 'retry-after': '5' });
       }
@@ -82,4 +98,14 @@ export function createWebhookRoute(options: WebhookRouteOptions): HttpRoute {
       sendJson(response, 202, { status: 'accepted', id });
     },
   };
+}
+
+/** 503 for a message that could not be stored: nothing was kept, so the sender must send it again. */
+function refuseDiskFull(response: ServerResponse): void {
+  sendJson(
+    response,
+    503,
+    { error: 'not accepted: the disk of the Switchboard data_dir is full, so the message could not be stored. Send it again with the same Idempotency-Key after Retry-After seconds' },
+    { 'retry-after': String(DISK_FULL_RETRY_SECONDS) },
+  );
 }

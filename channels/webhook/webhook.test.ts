@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, appendFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -298,6 +298,57 @@ describe('createWebhookChannel', () => {
     controller.abort();
     await listening;
     assert.equal((await post(body.replace('hello', 'x'), { 'idempotency-key': 'k3', 'x-switchboard-signature': sign('sec', body.replace('hello', 'x')) })).status, 503);
+    await gateway.stop(100);
+  });
+  it('answers 503 + Retry-After, pushing nothing, when results.jsonl cannot be written (a full disk)', async (t) => {
+    const { createWebhookChannel } = await import('./index.ts');
+    const gateway = createGateway({ listen: '127.0.0.1:0', log, health: () => ({ channels: [], queued: 0, inFlight: 0, pendingReplies: 0, counters: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } }) });
+    const stateDir = tempDir();
+    const reported: string[] = [];
+    const storage = {
+      failed: (error: unknown, what: string) => {
+        reported.push(`${(error as { code?: string }).code}: ${what}`);
+        return error instanceof Error ? error : undefined;
+      },
+    };
+    const ctx = { name: 'hook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, stateDir, gateway, storage };
+    const channel = createWebhookChannel({ secret: 'sec', reply_timeout_seconds: 0.3, allow: ['*'], ...retention }, ctx);
+    // /dev/full answers every write with ENOSPC: the disk is full for this one file.
+    rmSync(join(stateDir, 'results.jsonl'), { force: true });
+    try {
+      symlinkSync('/dev/full', join(stateDir, 'results.jsonl'));
+    } catch (error) {
+      t.skip(`no /dev/full to link to here: ${String(error)}`);
+      return;
+    }
+    const { port } = await gateway.start();
+    const pushed: string[] = [];
+    const controller = new AbortController();
+    const listening = channel.listen(
+      async (message) => {
+        pushed.push(message.id);
+        setTimeout(() => void channel.send({ channel: 'hook', account: 'webhook', chat: message.chat, text: `re: ${message.text}`, replyTo: message.id }), 10);
+        return 'accepted';
+      },
+      controller.signal,
+      { ready: () => undefined, alive: () => undefined, deaf: () => undefined },
+    );
+    const body = JSON.stringify({ sender: 'crm', conversation: 'T-1', text: 'hello' });
+    const post = async (): Promise<Response> =>
+      fetch(`http://127.0.0.1:${port}/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', body) }, body });
+    const refused = await post();
+    assert.equal(refused.status, 503);
+    assert.equal(refused.headers.get('retry-after'), '10');
+    assert.match(((await refused.json()) as { error: string }).error, /disk .* is full/);
+    assert.deepEqual(pushed, [], 'nothing reached the runtime');
+    assert.deepEqual(reported, ['ENOSPC: record webhook request k1']);
+    // Space again: the same request goes through.
+    rmSync(join(stateDir, 'results.jsonl'));
+    const accepted = await post();
+    assert.deepEqual([accepted.status, await accepted.json()], [200, { id: 'k1', reply: 're: hello' }]);
+    assert.deepEqual(pushed, ['k1']);
+    controller.abort();
+    await listening;
     await gateway.stop(100);
   });
 });

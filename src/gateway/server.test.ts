@@ -88,6 +88,23 @@ describe('gateway', () => {
     assert.deepEqual(await ready.json(), { ready: true });
   });
 
+  it('/readyz is 503 while the data_dir is full, saying so without the path; /api/status counts the refused writes', async () => {
+    let storage: RuntimeHealth['storage'] = { writable: false, code: 'SQLITE_FULL', since: Date.parse('2026-01-02T03:04:05Z'), refused: 7 };
+    const { base } = await start({ health: () => ({ ...health([{ name: 'irc' }]), storage }) });
+    const notReady = await fetch(`${base}/readyz`);
+    assert.equal(notReady.status, 503);
+    assert.deepEqual(await notReady.json(), {
+      ready: false,
+      notRunning: [],
+      storage: { writable: false, code: 'SQLITE_FULL', since: '2026-01-02T03:04:05.000Z', reason: 'the disk of the data_dir is full: new messages are refused until space is freed' },
+    });
+    const status = (await (await fetch(`${base}/api/status`)).json()) as { storage?: unknown };
+    assert.deepEqual(status.storage, { writable: false, code: 'SQLITE_FULL', since: '2026-01-02T03:04:05.000Z', refused: 7 });
+    storage = { writable: true };
+    assert.equal((await fetch(`${base}/readyz`)).status, 200);
+    assert.equal(((await (await fetch(`${base}/api/status`)).json()) as { storage?: unknown }).storage, undefined);
+  });
+
   it('guards token routes with a constant-time bearer check; open routes stay open', async () => {
     const { base } = await start({ token }, (g) => g.addRoute({ method: 'POST', path: '/echo', auth: 'token', handle: (_q, r, b) => void r.end(b) }));
     for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: `Basic ${token}` }, { authorization: `Bearer ${token}x` }]) {

@@ -60,6 +60,8 @@ export interface StatusReport {
   readonly inFlight: number;
   readonly pendingReplies: number;
   readonly totals: RuntimeHealth['counters'];
+  /** Present while the data_dir's disk is full. */
+  readonly storage?: { readonly writable: false; readonly code: string; readonly since: string; readonly refused: number };
 }
 
 const loopbackNames = new Set(['localhost', 'ip6-localhost', 'ip6-loopback']);
@@ -176,6 +178,7 @@ export function statusReport(health: RuntimeHealth, startedAt: number, version?:
     inFlight: health.inFlight,
     pendingReplies: health.pendingReplies,
     totals: health.counters,
+    ...(health.storage?.writable === false ? { storage: { writable: false, code: health.storage.code!, since: iso(health.storage.since)!, refused: health.storage.refused ?? 0 } } : {}),
   };
 }
 
@@ -213,9 +216,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     path: '/readyz',
     auth: 'none',
     handle: (_req, res) => {
-      // Names and states only: this endpoint is open, and error texts may say too much.
-      const notRunning = options.health().channels.filter((channel) => channel.state !== 'running').map(({ name, state }) => ({ name, state }));
-      sendJson(res, notRunning.length === 0 ? 200 : 503, notRunning.length === 0 ? { ready: true } : { ready: false, notRunning });
+      // Names, states and codes only: this endpoint is open, and error texts may say too much.
+      const health = options.health();
+      const notRunning = health.channels.filter((channel) => channel.state !== 'running').map(({ name, state }) => ({ name, state }));
+      const storage = health.storage?.writable === false ? { storage: { writable: false, code: health.storage.code, since: iso(health.storage.since), reason: 'the disk of the data_dir is full: new messages are refused until space is freed' } } : {};
+      const ready = notRunning.length === 0 && storage.storage === undefined;
+      sendJson(res, ready ? 200 : 503, ready ? { ready: true } : { ready: false, notRunning, ...storage });
     },
   });
   addRoute({

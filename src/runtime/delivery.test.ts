@@ -105,4 +105,44 @@ describe('Delivery (outbox sends)', () => {
     await delivery.deliver('mem:a:c1', abort.signal);
     assert.equal(outbox.pendingCount(), 1);
   });
+  it('a reply sent while the disk is full is remembered as sent and never sent again', async () => {
+    const { outbox, channel, add } = setup();
+    const full = (): never => {
+      throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+    };
+    const reported: string[] = [];
+    const delivery = new Delivery(outbox, new Map([['mem', channel]]), options, testLogger(), {
+      onWriteFailed: (error, what) => {
+        reported.push(`${(error as { code: string }).code}: ${what}`);
+        return true;
+      },
+    });
+    add('one');
+    add('two');
+    const markSent = outbox.markSent.bind(outbox);
+    outbox.markSent = full;
+    await delivery.deliver('mem:a:c1', new AbortController().signal);
+    assert.deepEqual(channel.sent.map((m) => m.text), ['one'], 'sent, then order holds: two waits for one to be recorded');
+    assert.equal(outbox.pendingCount(), 2);
+    await delivery.deliver('mem:a:c1', new AbortController().signal);
+    assert.equal(channel.sent.length, 1, 'not sent again while it cannot be recorded');
+    outbox.markSent = markSent;
+    await delivery.deliver('mem:a:c1', new AbortController().signal);
+    assert.deepEqual(channel.sent.map((m) => m.text), ['one', 'two'], 'one recorded without a second send, then two');
+    assert.equal(outbox.pendingCount(), 0);
+    assert.ok(reported.length >= 2 && reported.every((line) => line.startsWith('SQLITE_FULL: record reply')), reported.join('\n'));
+  });
+
+  it('never rejects, even when the outbox cannot be read', async () => {
+    const { outbox, delivery, add } = setup();
+    add('one');
+    outbox.pending = () => {
+      throw new Error('disk I/O error');
+    };
+    await delivery.deliver('mem:a:c1', new AbortController().signal);
+    outbox.pendingConversations = () => {
+      throw new Error('disk I/O error');
+    };
+    await delivery.deliverAll(new AbortController().signal);
+  });
 });

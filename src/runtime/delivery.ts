@@ -6,6 +6,10 @@
  * A reply goes out as units: its text split to the channel's limit (the first part replacing
  * a streamed draft, when there is one), then its files. Progress is recorded after every unit,
  * so a retry — or a restart — resumes after the last unit that went out, never repeating one.
+ *
+ * When recording that fails (a full disk), what went out is remembered in memory instead and
+ * recorded once the disk takes writes again, so this process never sends a unit twice; only a
+ * restart before then (a crash while the disk is full) sends that unit once more.
  */
 import type { Logger } from 'pino';
 import { canEdit, canSendFiles, hasMessageLimit, SendError, type Channel, type OutboundFile } from '../channel.ts';
@@ -27,6 +31,8 @@ export const defaultDeliveryOptions: DeliveryOptions = { attemptsPerRound: 5, in
 
 export interface DeliveryEvents {
   onSent?(channel: string): void;
+  /** An outbox write failed; true when it was the disk being full (then it is retried later, not thrown). */
+  onWriteFailed?(error: unknown, what: string): boolean;
 }
 
 /** One thing to put on the platform: a text part (the first may replace a draft) or a file. */
@@ -50,6 +56,10 @@ export class Delivery {
   readonly #events: DeliveryEvents;
   /** The tail of each conversation's delivery chain, so rounds never overlap. */
   readonly #chains = new Map<string, Promise<void>>();
+  /** Outbox ids whose end (sent, or dead with this error) went out but could not be recorded yet. */
+  readonly #unrecorded = new Map<number, { dead?: string }>();
+  /** Units out per outbox id whose progress could not be recorded yet. */
+  readonly #progress = new Map<number, number>();
 
   constructor(outbox: Outbox, channels: ReadonlyMap<string, Channel>, options: DeliveryOptions, log: Logger, events: DeliveryEvents = {}) {
     this.#outbox = outbox;
@@ -62,7 +72,12 @@ export class Delivery {
   /** Sends every pending reply of `conversation`. Never rejects. */
   deliver(conversation: string, signal: AbortSignal): Promise<void> {
     const previous = this.#chains.get(conversation) ?? Promise.resolve();
-    const next = previous.then(() => this.#round(conversation, signal));
+    const next = previous.then(() =>
+      this.#round(conversation, signal).catch((error: unknown) => {
+        // A read or an unexpected failure: the replies stay pending for the next round.
+        if (!this.#events.onWriteFailed?.(error, 'read the outbox')) this.#log.error({ err: error, conversation }, 'delivery round failed; the replies stay pending for the next round');
+      }),
+    );
     this.#chains.set(conversation, next);
     void next.finally(() => {
       if (this.#chains.get(conversation) === next) this.#chains.delete(conversation);
@@ -72,7 +87,13 @@ export class Delivery {
 
   /** Sends every pending reply of every conversation (of one channel, if given). */
   async deliverAll(signal: AbortSignal, channel?: string): Promise<void> {
-    const targets = this.#outbox.pendingConversations().filter((row) => channel === undefined || row.channel === channel);
+    let targets;
+    try {
+      targets = this.#outbox.pendingConversations().filter((row) => channel === undefined || row.channel === channel);
+    } catch (error) {
+      this.#log.error({ err: error }, 'could not read the outbox; unsent replies go out at the next round');
+      return;
+    }
     await Promise.all(targets.map((row) => this.deliver(row.conversation, signal)));
   }
 
@@ -84,6 +105,12 @@ export class Delivery {
   async #round(conversation: string, signal: AbortSignal): Promise<void> {
     for (const entry of this.#outbox.pending(conversation)) {
       if (signal.aborted) return;
+      const unrecorded = this.#unrecorded.get(entry.id);
+      if (unrecorded) {
+        // Out already: only its record is missing. Keep order: later replies wait for it.
+        if (!this.#finish(entry.id, entry.message.channel, unrecorded.dead, false)) return;
+        continue;
+      }
       const channel = this.#channels.get(entry.message.channel);
       const log = this.#log.child({ conversation, outbox: entry.id });
       if (!channel) {
@@ -92,18 +119,42 @@ export class Delivery {
       }
       const units = unitsOf(entry.message, channel);
       let dead: string | undefined;
-      for (let index = entry.progress; index < units.length && dead === undefined; index++) {
+      for (let index = Math.max(entry.progress, this.#progress.get(entry.id) ?? 0); index < units.length && dead === undefined; index++) {
         const outcome = await this.#sendWithRetries(channel, entry.id, entry.message, units[index]!, signal, log);
         if (outcome === 'retry later') return; // keep order: this unit and later replies wait
         if (typeof outcome === 'object') dead = outcome.dead;
-        else if (index + 1 < units.length) this.#outbox.markProgress(entry.id, index + 1);
+        else if (index + 1 < units.length) this.#recordProgress(entry.id, index + 1);
       }
-      if (dead !== undefined) {
-        this.#outbox.markDead(entry.id, dead);
-      } else {
-        this.#outbox.markSent(entry.id);
-        this.#events.onSent?.(channel.name);
-      }
+      if (dead === undefined) this.#events.onSent?.(channel.name);
+      if (!this.#finish(entry.id, channel.name, dead, true)) return;
+    }
+  }
+
+  /**
+   * Records a reply's end (sent, or dead); when the disk is full it is remembered and tried
+   * again at the next round. Returns false when it is still not recorded.
+   */
+  #finish(id: number, channel: string, dead: string | undefined, first: boolean): boolean {
+    try {
+      if (dead !== undefined) this.#outbox.markDead(id, dead);
+      else this.#outbox.markSent(id);
+    } catch (error) {
+      if (!this.#events.onWriteFailed?.(error, `record reply ${id} as ${dead === undefined ? 'sent' : 'undeliverable'}`)) throw error;
+      if (first) this.#log.warn({ outbox: id, channel }, 'reply sent, but the disk is full so it cannot be marked sent yet; it is remembered and not sent again');
+      this.#unrecorded.set(id, dead === undefined ? {} : { dead });
+      return false;
+    }
+    this.#unrecorded.delete(id);
+    this.#progress.delete(id);
+    return true;
+  }
+
+  #recordProgress(id: number, units: number): void {
+    this.#progress.set(id, units);
+    try {
+      this.#outbox.markProgress(id, units);
+    } catch (error) {
+      if (!this.#events.onWriteFailed?.(error, `record the progress of reply ${id}`)) throw error;
     }
   }
 
@@ -138,7 +189,12 @@ export class Delivery {
           log.error({ err: error }, 'reply cannot be delivered (permanent error); giving up on it');
           return { dead: error.message };
         }
-        this.#outbox.markAttempt(id, error instanceof Error ? error.message : String(error));
+        try {
+          this.#outbox.markAttempt(id, error instanceof Error ? error.message : String(error));
+        } catch (failure) {
+          // Only a counter and the last error: losing it loses nothing.
+          if (!this.#events.onWriteFailed?.(failure, `count a failed send of reply ${id}`)) throw failure;
+        }
         const last = attempt + 1 >= this.#options.attemptsPerRound;
         const wait =
           error instanceof SendError && error.retryAfterMs !== undefined

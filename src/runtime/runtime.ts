@@ -22,6 +22,8 @@ import { History } from '../store/history.ts';
 import { Inbox } from '../store/inbox.ts';
 import { Outbox } from '../store/outbox.ts';
 import { deadline } from '../abort.ts';
+import { DiskFullError, StorageHealth, diskFullCode, type StorageState } from '../store/storage.ts';
+import { damagedDatabaseError } from '../store/integrity.ts';
 import { sleep } from './backoff.ts';
 import { Delivery, type DeliveryOptions } from './delivery.ts';
 import { KeyedPool } from './pool.ts';
@@ -71,6 +73,8 @@ export interface RuntimeOptions {
   readonly commands?: Omit<CommandDeps, 'status' | 'clearHistory'>;
   /** Told what happens, for metrics. Hooks must be cheap and must not throw. */
   readonly events?: RuntimeEvents;
+  /** Where failed writes (a full disk) are reported; shared with the channels. @default one without a probe */
+  readonly storage?: StorageHealth;
 }
 
 /** What the runtime reports as it works (see src/metrics.ts). */
@@ -109,6 +113,8 @@ export interface RuntimeHealth {
   readonly inFlight: number;
   readonly pendingReplies: number;
   readonly counters: Readonly<RuntimeCounters>;
+  /** Whether the data_dir takes writes (not: its disk is full). Omitted = writable. */
+  readonly storage?: StorageState;
 }
 
 const DAY_MS = 86_400_000;
@@ -127,6 +133,7 @@ export class Runtime {
   readonly #commitFailure;
   readonly #commitAnswer;
   readonly #drafts: Drafts;
+  readonly #storage: StorageHealth;
   /** Shared with delivery: a replaced channel's pending replies go out through the new one. */
   readonly #channels: Map<string, Channel>;
   readonly #startedAt = Date.now();
@@ -148,11 +155,17 @@ export class Runtime {
     this.#inbox = new Inbox(options.db);
     this.#outbox = new Outbox(options.db);
     this.#history = new History(options.db);
+    this.#storage = options.storage ?? new StorageHealth({ log: options.log });
     this.#pool = new KeyedPool<number>({
       concurrency: options.maxInFlight,
       maxQueued: options.maxQueued,
-      worker: (seq, conversation) => this.#turn(seq, conversation),
-      onError: (error, seq, conversation) => this.#log.error({ err: error, seq, conversation }, 'turn crashed; the message stays queued for the next start'),
+      worker: (seq, conversation) => this.#turnDurably(seq, conversation),
+      onError: (error, seq, conversation) => {
+        // A page that went bad while running: the paragraph that says what to do, not a stack.
+        const damaged = damagedDatabaseError(error, options.db.name);
+        if (damaged) this.#log.error({ seq, conversation, code: damaged.code }, `turn crashed on a damaged database; the message stays queued. ${damaged.message}. Check it with switchboard doctor`);
+        else this.#log.error({ err: error, seq, conversation }, 'turn crashed; the message stays queued for the next start');
+      },
     });
     const channels = new Map<string, Channel>();
     this.#channels = channels;
@@ -173,6 +186,7 @@ export class Runtime {
         this.#counters.sent++;
         options.events?.onSent?.(channel);
       },
+      onWriteFailed: (error, what) => this.#storage.failed(error, what) !== undefined,
     });
     this.#ready = new Promise((resolve) => (this.#resolveReady = resolve));
 
@@ -222,10 +236,14 @@ export class Runtime {
     }
     let entry;
     try {
+      // While the disk is full nothing is tried: the probe says when there is room again.
+      const refused = this.#storage.refuse(`accept message ${message.id} of ${message.channel}`);
+      if (refused) throw refused;
       entry = this.#inbox.accept(message);
     } catch (error) {
       this.#pool.release();
-      throw error;
+      // Not in the inbox, so not acknowledged: the channel's platform delivers it again.
+      throw this.#storage.failed(error, `accept message ${message.id} of ${message.channel}`) ?? error;
     }
     if (!entry) {
       this.#pool.release();
@@ -306,6 +324,7 @@ export class Runtime {
       inFlight: this.#pool.inFlight,
       pendingReplies: this.#outbox.pendingCount(),
       counters: { ...this.#counters },
+      storage: this.#storage.state,
     };
   }
 
@@ -322,6 +341,7 @@ export class Runtime {
     const started = Date.now();
     this.#log.info({ inFlight: this.#pool.inFlight, queued: this.#pool.queued }, 'shutting down');
     for (const timer of this.#timers) clearInterval(timer);
+    this.#storage.close();
     this.#listening.abort(new Error('shutdown'));
     await this.#supervisors.stopped();
     const left = this.#pool.clearQueued();
@@ -374,6 +394,48 @@ export class Runtime {
     this.#readyChannels.delete(name);
   }
 
+  /**
+   * A turn whose writes may meet a full disk: the message stays queued in the inbox and the turn
+   * runs again once the data_dir takes writes (a turn that got as far as the model keeps its
+   * output and only its commit is tried again, see {@link #commit}). At shutdown it is left for
+   * the next start.
+   */
+  async #turnDurably(seq: number, conversation: string): Promise<void> {
+    for (;;) {
+      try {
+        return await this.#turn(seq, conversation);
+      } catch (error) {
+        const full = this.#storage.failed(error, `finish the turn of message ${seq}`);
+        if (!full) throw error;
+        try {
+          await this.#storage.writable(this.#working.signal);
+        } catch {
+          this.#log.warn({ seq, conversation }, 'shutdown while the disk is full: the message stays in the inbox for the next start');
+          return;
+        }
+      }
+    }
+  }
+
+  /**
+   * Runs one of the turn's transactions, trying again while the disk is full (the model's
+   * answer is kept in memory meanwhile: it is neither lost nor asked for twice). Throws
+   * DiskFullError when the runtime stops first: nothing was recorded, so the message runs
+   * again at the next start and is answered once.
+   */
+  async #commit<T>(what: string, work: () => T): Promise<T> {
+    for (;;) {
+      try {
+        return work();
+      } catch (error) {
+        const full = this.#storage.failed(error, what);
+        if (!full) throw error;
+        if (this.#working.signal.aborted || this.#stopping) throw full;
+        await this.#storage.writable(this.#working.signal).catch(() => undefined);
+      }
+    }
+  }
+
   async #turn(seq: number, conversation: string): Promise<void> {
     const entry = this.#inbox.queuedEntry(seq);
     if (!entry) return; // answered before a crash; its reply (if unsent) goes out via the outbox
@@ -406,7 +468,7 @@ export class Runtime {
       });
       stopTyping();
       const draftId = await draft?.finish();
-      this.#commitTurn(seq, conversation, output, message, draftId);
+      await this.#commit(`record the reply to message ${seq}`, () => this.#commitTurn(seq, conversation, output, message, draftId));
       this.#counters.answered++;
       this.#options.events?.onTurn?.(message.channel, Date.now() - started, 'answered');
       if (output.reply === '') log.warn('the model returned an empty reply; nothing sent');
@@ -414,6 +476,10 @@ export class Runtime {
     } catch (error) {
       stopTyping();
       const draftId = await draft?.finish();
+      if (error instanceof DiskFullError) {
+        log.warn('shutdown while the disk is full: the reply was not recorded; the message stays in the inbox for the next start');
+        return;
+      }
       if (this.#working.signal.aborted) {
         log.warn('turn cut off by shutdown; it stays in the inbox for the next start');
         return;
@@ -421,7 +487,13 @@ export class Runtime {
       this.#counters.failed++;
       this.#options.events?.onTurn?.(message.channel, Date.now() - started, 'failed');
       log.error({ ...failureFields(error, signal, this.#options.turnTimeoutMs), ms: Date.now() - started }, 'turn failed; telling the user');
-      this.#commitFailure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId);
+      try {
+        await this.#commit(`record the apology for message ${seq}`, () => this.#commitFailure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId));
+      } catch (failure) {
+        if (!(failure instanceof DiskFullError)) throw failure;
+        log.warn('shutdown while the disk is full: the apology was not recorded; the message stays in the inbox for the next start');
+        return;
+      }
     } finally {
       limit.dispose();
     }
@@ -497,9 +569,15 @@ export class Runtime {
 
   #prune(): void {
     const before = Date.now() - (this.#options.retentionMs ?? 7 * DAY_MS);
-    const inbox = this.#inbox.prune(before);
-    const outbox = this.#outbox.prune(before);
-    if (inbox + outbox > 0) this.#log.debug({ inbox, outbox }, 'pruned finished messages');
+    try {
+      const inbox = this.#inbox.prune(before);
+      const outbox = this.#outbox.prune(before);
+      if (inbox + outbox > 0) this.#log.debug({ inbox, outbox }, 'pruned finished messages');
+    } catch (error) {
+      // Deleting needs space too (WAL frames); the next hourly round tries again.
+      if (diskFullCode(error) !== undefined) this.#storage.failed(error, 'prune finished messages');
+      else this.#log.error({ err: error }, 'pruning finished messages failed; trying again in an hour');
+    }
   }
 }
 

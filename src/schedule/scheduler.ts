@@ -6,6 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { Push } from '../channel.ts';
+import { diskFullCode } from '../store/storage.ts';
 import { nextCronRun } from './cron.ts';
 import type { ScheduledTask, ScheduleStore } from './store.ts';
 
@@ -44,6 +45,15 @@ export class Scheduler {
   }
 
   async #fire(): Promise<void> {
+    try {
+      await this.#fireDue();
+    } catch (error) {
+      // The schedules could not be read (or a run not recorded): the next tick tries again.
+      if (diskFullCode(error) === undefined) this.#options.log.error({ err: error }, 'scheduled tasks could not be read or recorded; trying again');
+    }
+  }
+
+  async #fireDue(): Promise<void> {
     const now = this.#options.now?.() ?? Date.now();
     for (const task of this.#options.store.due(now)) {
       try {
@@ -58,9 +68,12 @@ export class Scheduler {
           timestamp: task.nextRun,
         });
       } catch (error) {
-        this.#options.log.warn({ err: error, schedule: task.id }, 'scheduled task not delivered yet; will try again');
+        // A full disk is said once by the runtime (and /readyz), not here once a second.
+        if (diskFullCode(error) === undefined) this.#options.log.warn({ err: error, schedule: task.id }, 'scheduled task not delivered yet; will try again');
         return;
       }
+      // When this cannot be written (a full disk) the next tick pushes the run again: its id is
+      // the run's, so the inbox drops the copy.
       this.#options.store.advance(task, this.#next(task, now));
       this.#options.log.info({ schedule: task.id, conversation: task.conversation }, 'scheduled task fired');
     }

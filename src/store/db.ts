@@ -7,7 +7,9 @@
  */
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { statSync } from 'node:fs';
 import { createPrivateFile, fileSystemError, makeDirectory } from './files.ts';
+import { checkDatabaseHeader, damagedDatabaseError, hasWal, QUICK_CHECK_MAX_BYTES, quickCheck } from './integrity.ts';
 
 export type Db = Database.Database;
 
@@ -176,28 +178,54 @@ const migrations: readonly string[] = [
 export interface OpenOptions {
   /** `full` fsyncs every commit (survives power loss; slower). @default 'normal' */
   readonly durability?: 'normal' | 'full';
+  /**
+   * How hard to look for damage (see integrity.ts): `auto` adds `PRAGMA quick_check` when the
+   * file is small or the last run did not stop cleanly; `header` only reads the header (operator
+   * commands, which run beside the daemon and must not read a big file each time). @default 'auto'
+   */
+  readonly check?: 'auto' | 'header';
 }
 
-/** Opens (creating if needed) the database at `path` and brings its schema up to date. */
+/**
+ * Opens (creating if needed) the database at `path` and brings its schema up to date. Throws
+ * FileSystemError when it cannot be created or opened, DatabaseDamagedError when it is damaged.
+ */
 export function openDatabase(path: string, options: OpenOptions = {}): Db {
   let db: Db | undefined;
+  let thorough = false;
   try {
     // The directory 0700 and the file 0600: conversations and memories are in it.
     if (path !== ':memory:') {
       makeDirectory(dirname(path));
+      checkDatabaseHeader(path);
+      thorough = options.check !== 'header' && (hasWal(path) || sizeOf(path) <= QUICK_CHECK_MAX_BYTES);
       createPrivateFile(path);
     }
     db = new Database(path);
     db.pragma('journal_mode = WAL'); // creates the -wal file: the first write
   } catch (error) {
     db?.close();
-    throw fileSystemError(error, `open the database ${path}`, path);
+    throw damagedDatabaseError(error, path) ?? fileSystemError(error, `open the database ${path}`, path);
   }
-  db.pragma(`synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
-  db.pragma('busy_timeout = 5000');
-  db.pragma('foreign_keys = ON');
-  migrate(db);
+  try {
+    if (thorough) quickCheck(db, path);
+    db.pragma(`synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
+    db.pragma('busy_timeout = 5000');
+    db.pragma('foreign_keys = ON');
+    migrate(db);
+  } catch (error) {
+    db.close();
+    throw damagedDatabaseError(error, path) ?? error;
+  }
   return db;
+}
+
+function sizeOf(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
 }
 
 function migrate(db: Db): void {
