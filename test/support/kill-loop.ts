@@ -211,8 +211,11 @@ export async function runKillLoop(adapter: KillLoopAdapter, options: KillLoopOpt
   }
 }
 
-/** Exactly once and in order, per conversation; a second copy only within the resend window. */
-function judge(adapter: KillLoopAdapter, sent: readonly SentMessage[], kills: readonly number[], seen: ReadonlyMap<string, readonly number[]>): { problems: string[]; forgiven: string[] } {
+/**
+ * Exactly once and in order, per conversation; a second copy only within the resend window.
+ * `seen` holds, per conversation, when each reply was first seen. (Exported for its own test.)
+ */
+export function judge(adapter: Pick<KillLoopAdapter, 'conversations' | 'replies' | 'resendWindow'>, sent: readonly SentMessage[], kills: readonly number[], seen: ReadonlyMap<string, readonly number[]>): { problems: string[]; forgiven: string[] } {
   const problems: string[] = [];
   const forgiven: string[] = [];
   for (const conversation of adapter.conversations) {
