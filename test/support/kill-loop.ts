@@ -41,7 +41,7 @@ export interface KillLoopAdapter {
    * the copies are adjacent. Absent: no second copy is ever forgiven.
    */
   readonly resendWindow?: { readonly beforeMs: number; readonly afterMs: number };
-  /** Called right after each (re)start is ready, e.g. to wait until the bot joined. */
+  /** Called right after each (re)start is ready, e.g. to wait until the bot joined (must give up once the daemon is killed). */
   afterStart?(daemon: Daemon): Promise<void>;
 }
 
@@ -49,6 +49,7 @@ export interface KillLoopOptions {
   readonly model: FakeOpenAI;
   /** Printed with the outcome; set KILL_LOOP_SEED to replay one run. */
   readonly seed: number;
+  /** Messages at least (more while kills are still due, up to twice as many). */
   readonly messages: number;
   readonly kills: number;
   /** Between two messages (all conversations together). */
@@ -123,7 +124,6 @@ export async function runKillLoop(adapter: KillLoopAdapter, options: KillLoopOpt
   );
   const sent: SentMessage[] = [];
   const kills: number[] = [];
-  const logs: string[] = [];
   let daemon: Daemon | undefined;
   // Each reply's first sighting (per conversation, by index): what the resend window is measured from.
   const seen = new Map<string, number[]>(adapter.conversations.map((c) => [c, []]));
@@ -136,20 +136,33 @@ export async function runKillLoop(adapter: KillLoopAdapter, options: KillLoopOpt
   };
   const watcher = setInterval(watch, 10);
 
-  const launch = async (): Promise<Daemon> => {
-    daemon = startDaemon(['start', '--config', config.file], { env: options.env });
-    await daemon.waitFor(/"msg":"ready"/, 'stdout', 30_000);
-    await adapter.afterStart?.(daemon);
-    return daemon;
+  /** Starts a daemon on the same config; resolves once it is ready (and the adapter is satisfied). */
+  const launch = (): { daemon: Daemon; ready: Promise<void> } => {
+    const child = startDaemon(['start', '--config', config.file], { env: options.env });
+    daemon = child;
+    const ready = (async () => {
+      const deadline = Date.now() + 30_000;
+      while (!/"msg":"ready"/.test(child.stdout())) {
+        if (child.child.signalCode === 'SIGKILL') return; // killed while starting: that was the point
+        if (child.child.exitCode !== null || child.child.signalCode !== null) throw new Error(`the daemon exited by itself (code ${child.child.exitCode}, signal ${child.child.signalCode})`);
+        if (Date.now() > deadline) throw new Error('the daemon was not ready within 30 s');
+        await sleep(20);
+      }
+      await adapter.afterStart?.(child);
+    })();
+    return { daemon: child, ready };
   };
   const tail = (): string => `\nlast daemon stdout:\n${daemon?.stdout().slice(-6000)}\nstderr:\n${daemon?.stderr().slice(-2000)}`;
+  let stopped = false;
 
   try {
-    await launch();
+    let current = launch();
+    await current.ready;
     let sending = true;
     const sender = (async () => {
       try {
-        for (let n = 1; n <= options.messages; n++) {
+        // At least `messages`, and on until the last kill (at most twice as many), so messages keep coming through every kill.
+        for (let n = 1; (n <= options.messages || kills.length < options.kills) && n <= 2 * options.messages && !stopped; n++) {
           const conversation = adapter.conversations[Math.floor(random() * adapter.conversations.length)]!;
           const text = `note-${n} in ${conversation}`;
           const startedAt = Date.now();
@@ -161,21 +174,31 @@ export async function runKillLoop(adapter: KillLoopAdapter, options: KillLoopOpt
         sending = false;
       }
     })();
+    sender.catch(() => undefined); // awaited below; this only keeps an early failure from going unhandled
     // Kill at random moments, restarting at once, until enough kills and every message is out.
+    // One kill in four lands while the daemon is still starting (recovering the last run's work).
     while (kills.length < options.kills || sending) {
       if (kills.length >= options.kills) {
         await Promise.race([sender, sleep(100)]);
         continue;
       }
-      await sleep(between(random, options.killAfterMs));
-      const victim = daemon!;
+      if (random() < 0.25) await sleep(between(random, [100, 1500]));
+      else {
+        await current.ready;
+        await sleep(between(random, options.killAfterMs));
+      }
+      const victim = current.daemon;
+      if (victim.child.exitCode !== null || victim.child.signalCode !== null) {
+        throw new Error(`the daemon exited by itself (code ${victim.child.exitCode}, signal ${victim.child.signalCode})`);
+      }
       victim.child.kill('SIGKILL');
       kills.push(Date.now());
       await victim.exited;
-      logs.push(victim.stdout());
+      await current.ready.catch(() => undefined);
       options.note?.(`kill ${kills.length} at ${((kills.at(-1)! - started) / 1000).toFixed(1)} s (${sent.length} messages sent)`);
-      await launch();
+      current = launch();
     }
+    await current.ready;
     await sender;
 
     // The last daemon answers what is left.
@@ -202,6 +225,7 @@ export async function runKillLoop(adapter: KillLoopAdapter, options: KillLoopOpt
   } catch (error) {
     throw new Error(`kill loop (seed ${options.seed}) failed after ${kills.length} kills: ${error instanceof Error ? error.message : String(error)}${tail()}`, { cause: error });
   } finally {
+    stopped = true;
     clearInterval(watcher);
     if (daemon && daemon.child.exitCode === null && daemon.child.signalCode === null) {
       daemon.child.kill('SIGKILL');
