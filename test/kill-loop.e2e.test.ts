@@ -27,8 +27,6 @@ import { killLoopSeed, runKillLoop, type KillLoopAdapter, type KillLoopOptions }
 import { requireServers } from './support/servers.ts';
 import { until } from './support/wait.ts';
 
-requireServers('ngircd', 'dovecot', 'postfix');
-
 const env = { TEST_MODEL_KEY: 'sk-kill-loop' };
 const people: readonly PeerUser[] = ['alice', 'bob', 'mallory'];
 const dm = (user: PeerUser): Place => ({ kind: 'dm', user });
@@ -47,7 +45,11 @@ function chatAdapter(peer: ChatPeer, shared: 'group' | 'thread' | undefined, ext
   };
 }
 
-/** A forgiving-nothing window for idempotent sends, or the HTTP platforms' window around a reply seen taken. */
+/**
+ * Telegram's and Slack's resend window, around when the peer was seen holding the reply: the
+ * HTTP answer on its way back and the outbox's mark take milliseconds; the margins allow for
+ * the 10 ms sighting poll and a loaded machine.
+ */
 const httpWindow = { beforeMs: 300, afterMs: 1500 };
 
 describe('SIGKILL loops: every message answered exactly once, in order per conversation', () => {
@@ -100,6 +102,7 @@ describe('SIGKILL loops: every message answered exactly once, in order per conve
   });
 
   it('irc (only messages the server handed to a live bot can be answered)', async (t) => {
+    requireServers('ngircd'); // a real ngircd: without it, fail now with the install line
     const peer: IrcPeer = await startIrcPeer();
     // When each message reached a bot in the channel (undefined: the bot was not there).
     const inChannel = new Map<string, boolean>();
@@ -135,8 +138,11 @@ describe('SIGKILL loops: every message answered exactly once, in order per conve
   });
 
   it('email (IMAP IDLE, SMTP)', async (t) => {
+    requireServers('dovecot', 'postfix'); // a real mail system: without it, fail now with the install line
     const peer = await startEmailPeer();
     try {
+      // The window is SMTP's answer → the outbox's mark, but a person's client sees the mail only
+      // about 0.5 s after SMTP took it (LMTP, then IDLE): it is measured around that sighting.
       const adapter = chatAdapter(peer, undefined, { resendWindow: { beforeMs: 2000, afterMs: 2000 } });
       await loop(t, adapter, { messages: 40, kills: 8, paceMs: 700, killAfterMs: [500, 3000], drainMs: 60_000 });
     } finally {
