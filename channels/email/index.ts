@@ -67,6 +67,8 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
   let sentFolder: string | null | undefined;
   /** Whether the server files mail sent through its SMTP in Sent by itself (undefined: not known yet). */
   let savesSentItself: boolean | undefined;
+  /** The copies of sent mail still being filed in Sent, chained so they are filed in send order (see `deliver`). */
+  let filing: Promise<void> = Promise.resolve();
 
   async function withImap<T>(work: (client: ReturnType<typeof imapClient>) => Promise<T>): Promise<T> {
     const client = imapClient(config);
@@ -157,7 +159,7 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
   }
 
   /**
-   * Sends a composed mail to `to` and files a copy in Sent. Its Message-ID is recorded with its
+   * Sends a composed mail to `to`, then files a copy in Sent (after `send` resolved). Its Message-ID is recorded with its
    * thread before it is handed to SMTP, so that a crash can never leave a sent mail unrecorded
    * (a crash or a failure before the send leaves a record of a mail never sent: harmless, no
    * reply names it; a retry is a new mail with a new Message-ID). Were the record lost anyway
@@ -174,9 +176,16 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
       log.warn({ reason: describeSmtpError(error), permanent: failure.permanent }, `${what} failed`);
       throw failure;
     }
-    // The mail is out: a failure from here on must not make the outbox send it again.
-    await fileInSent(raw).catch((error: unknown) =>
-      log.warn({ reason: error instanceof Error ? error.message : String(error) }, 'the reply was sent but could not be saved in the Sent folder'),
+    // The mail is out, and `send` resolves now so the outbox marks it sent at once. Filing the
+    // copy in Sent takes an IMAP session of its own (connect, login, APPEND, logout: hundreds of
+    // ms); awaited here, it held the outbox's mark back that long, and a crash in that time made
+    // the restarted daemon mail the person the same reply again. So it comes after, one copy at a
+    // time in send order. A crash meanwhile loses the copy in Sent, never the mail; on a graceful
+    // stop the open IMAP session keeps the process alive until the copy is filed.
+    filing = filing.then(() =>
+      fileInSent(raw).catch((error: unknown) =>
+        log.warn({ reason: error instanceof Error ? error.message : String(error) }, 'the reply was sent but could not be saved in the Sent folder'),
+      ),
     );
   }
 
