@@ -214,7 +214,7 @@ const providerBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120];
  */
 export function createSwitchboardMetrics(options: SwitchboardMetricsOptions = {}): SwitchboardMetrics {
   const registry = new MetricsRegistry();
-  const startedAt = Date.now();
+  const startedAt = performance.now(); // monotonic: the uptime must not jump with the wall clock
   const received = registry.counter('switchboard_messages_received_total', 'Inbound messages accepted into the inbox (duplicates excluded), by channel.', ['channel']);
   const sent = registry.counter('switchboard_messages_sent_total', 'Reply messages delivered to a platform, by channel.', ['channel']);
   for (const channel of options.channels ?? []) {
@@ -235,7 +235,7 @@ export function createSwitchboardMetrics(options: SwitchboardMetricsOptions = {}
   const restarts = registry.counter('switchboard_channel_restarts_total', 'Channel listener restarts, by channel.', ['channel']);
   for (const channel of options.channels ?? []) restarts.inc({ channel }, 0);
   registry.gauge('process_resident_memory_bytes', 'Resident set size of the process.', [], () => [[{}, process.memoryUsage.rss()]]);
-  registry.gauge('switchboard_uptime_seconds', 'Seconds since the metrics (and the daemon) started.', [], () => [[{}, (Date.now() - startedAt) / 1000]]);
+  registry.gauge('switchboard_uptime_seconds', 'Seconds since the metrics (and the daemon) started.', [], () => [[{}, (performance.now() - startedAt) / 1000]]);
   const loop = monitorEventLoopDelay({ resolution: 20 });
   if (options.eventLoopLag ?? true) loop.enable();
   registry.gauge('switchboard_event_loop_lag_seconds', 'Event-loop delay since the previous scrape: p50, p99 and max.', ['stat'], () => {

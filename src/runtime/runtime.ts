@@ -17,6 +17,7 @@ import { Drafts } from '../store/settings.ts';
 import { startDraft, type Draft } from './draft.ts';
 import type { TurnHandler, TurnOutput } from '../agent/agent.ts';
 import { ProviderError } from '../provider.ts';
+import { systemClock, type Clock } from '../clock.ts';
 import type { Db } from '../store/db.ts';
 import { History } from '../store/history.ts';
 import { Inbox } from '../store/inbox.ts';
@@ -70,6 +71,8 @@ export interface RuntimeOptions {
   readonly commands?: Omit<CommandDeps, 'status' | 'clearHistory'>;
   /** Told what happens, for metrics. Hooks must be cheap and must not throw. */
   readonly events?: RuntimeEvents;
+  /** Turn and shutdown durations and the uptime run on its monotonic clock; retention on its wall clock. @default systemClock */
+  readonly clock?: Clock;
 }
 
 /** What the runtime reports as it works (see src/metrics.ts). */
@@ -128,7 +131,9 @@ export class Runtime {
   readonly #drafts: Drafts;
   /** Shared with delivery: a replaced channel's pending replies go out through the new one. */
   readonly #channels: Map<string, Channel>;
-  readonly #startedAt = Date.now();
+  readonly #clock: Clock;
+  /** Monotonic: the uptime in /status must not jump with the wall clock. */
+  readonly #startedAt: number;
   /** Aborted on stop: listeners end. */
   readonly #listening = new AbortController();
   /** Aborted when the shutdown grace runs out: turns and sends end. */
@@ -143,6 +148,8 @@ export class Runtime {
 
   constructor(options: RuntimeOptions) {
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#startedAt = this.#clock.monotonic();
     this.#log = options.log;
     this.#inbox = new Inbox(options.db);
     this.#outbox = new Outbox(options.db);
@@ -318,7 +325,7 @@ export class Runtime {
   }
 
   async #stop(): Promise<void> {
-    const started = Date.now();
+    const started = this.#clock.monotonic();
     this.#log.info({ inFlight: this.#pool.inFlight, queued: this.#pool.queued }, 'shutting down');
     for (const timer of this.#timers) clearInterval(timer);
     this.#listening.abort(new Error('shutdown'));
@@ -327,7 +334,7 @@ export class Runtime {
     const grace = new AbortController();
     const finished = await Promise.race([
       this.idle().then(() => true),
-      sleep(Math.max(0, this.#options.shutdownGraceMs - (Date.now() - started)), grace.signal).then(() => false, () => false),
+      sleep(Math.max(0, this.#options.shutdownGraceMs - (this.#clock.monotonic() - started)), grace.signal).then(() => false, () => false),
     ]);
     grace.abort();
     if (!finished) {
@@ -335,7 +342,7 @@ export class Runtime {
       this.#working.abort(new Error('shutdown deadline'));
       await Promise.race([this.idle(), sleep(2000)]);
     }
-    this.#log.info({ queuedForNextStart: left, ms: Date.now() - started }, 'stopped');
+    this.#log.info({ queuedForNextStart: left, ms: Math.round(this.#clock.monotonic() - started) }, 'stopped');
   }
 
   #channelReady(name: string): void {
@@ -384,7 +391,8 @@ export class Runtime {
       return;
     }
     const channel = this.#channels.get(message.channel);
-    const started = Date.now();
+    const started = this.#clock.monotonic();
+    const elapsed = (): number => Math.round(this.#clock.monotonic() - started);
     const signal = AbortSignal.any([this.#working.signal, AbortSignal.timeout(this.#options.turnTimeoutMs)]);
     const stopTyping = channel ? this.#startTyping(channel, message, log) : () => undefined;
     const draft = channel && policy?.stream && canEdit(channel) ? this.#startDraft(channel, seq, message, log) : undefined;
@@ -406,9 +414,9 @@ export class Runtime {
       const draftId = await draft?.finish();
       this.#commitTurn(seq, conversation, output, message, draftId);
       this.#counters.answered++;
-      this.#options.events?.onTurn?.(message.channel, Date.now() - started, 'answered');
+      this.#options.events?.onTurn?.(message.channel, elapsed(), 'answered');
       if (output.reply === '') log.warn('the model returned an empty reply; nothing sent');
-      log.info({ ms: Date.now() - started }, 'turn done');
+      log.info({ ms: elapsed() }, 'turn done');
     } catch (error) {
       stopTyping();
       const draftId = await draft?.finish();
@@ -417,8 +425,8 @@ export class Runtime {
         return;
       }
       this.#counters.failed++;
-      this.#options.events?.onTurn?.(message.channel, Date.now() - started, 'failed');
-      log.error({ ...failureFields(error, signal, this.#options.turnTimeoutMs), ms: Date.now() - started }, 'turn failed; telling the user');
+      this.#options.events?.onTurn?.(message.channel, elapsed(), 'failed');
+      log.error({ ...failureFields(error, signal, this.#options.turnTimeoutMs), ms: elapsed() }, 'turn failed; telling the user');
       this.#commitFailure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId);
     }
     await this.#delivery.deliver(conversation, this.#working.signal);
@@ -465,7 +473,7 @@ export class Runtime {
 
   #statusLine(): string {
     const health = this.health();
-    const uptime = formatDuration(Date.now() - this.#startedAt);
+    const uptime = formatDuration(this.#clock.monotonic() - this.#startedAt);
     const channels = health.channels.map((c) => `${c.name} ${c.state}${c.notes?.length ? ` (${c.notes.join('; ')})` : ''}`).join(', ');
     return `Up ${uptime} and running · channels: ${channels || 'none'} · ${health.inFlight} in flight, ${health.queued} queued · ${health.counters.answered} answered since start`;
   }
@@ -492,10 +500,13 @@ export class Runtime {
   }
 
   #prune(): void {
-    const before = Date.now() - (this.#options.retentionMs ?? 7 * DAY_MS);
+    // Wall time: the rows carry wall stamps. A forward jump shortens the redelivery window by the jump.
+    const before = this.#clock.now() - (this.#options.retentionMs ?? 7 * DAY_MS);
     const inbox = this.#inbox.prune(before);
     const outbox = this.#outbox.prune(before);
     if (inbox + outbox > 0) this.#log.debug({ inbox, outbox }, 'pruned finished messages');
+    const codes = this.#options.pairing?.expire() ?? 0;
+    if (codes > 0) this.#log.info({ codes }, 'pairing codes expired');
   }
 }
 
