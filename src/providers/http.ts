@@ -106,7 +106,11 @@ function parseRetryAfter(headers: Headers): number | undefined {
   const seconds = Number(value);
   if (value.trim() !== '' && Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
   const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+  if (Number.isNaN(date)) return undefined;
+  // Against the server's own `Date` when it sent one: a local clock that was stepped (or is just
+  // wrong) must not turn "in 5 s" into a day's wait or into none.
+  const served = Date.parse(headers.get('date') ?? '');
+  return Math.max(0, date - (Number.isNaN(served) ? Date.now() : served));
 }
 
 function transportFailure(call: EndpointCall, error: unknown, what: string): unknown {
