@@ -5,7 +5,7 @@
  * so signatures are remembered here by call id and sent back with the calls.
  */
 import { ProviderError, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
-import { httpFailure, isEventStream, parseJson, postJson, readEvents, readText, rejectsTools, type EndpointCall } from './http.ts';
+import { cutShort, eventObject, httpFailure, isEventStream, isObject, parseJson, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from './http.ts';
 import { cleanSchema } from './schema-clean.ts';
 
 export interface GeminiProviderOptions {
@@ -83,15 +83,15 @@ export function createGeminiProvider(options: GeminiProviderOptions): Provider {
 
       if (request.onTextDelta && isEventStream(response)) {
         for await (const event of readEvents(call, response)) {
-          const chunk = parseJson(event.data) as WireResponse | undefined;
-          if (chunk === undefined) throw new ProviderError(`model endpoint streamed non-JSON: ${event.data.slice(0, 200)}`, { status: response.status });
+          const chunk = eventObject(call, response.status, event.data) as WireResponse;
+          if (!answers(chunk)) throw wrongShape(call, response.status, 'candidates (a Gemini generateContent answer)', event.data);
           take(chunk, request.onTextDelta);
         }
-        if (answer.finishReason === undefined && answer.blockReason === undefined) throw new ProviderError('model endpoint stream ended before the answer was complete');
+        if (answer.finishReason === undefined && answer.blockReason === undefined) throw cutShort(call);
       } else {
-        const text = await readText(call, response);
-        const parsed = parseJson(text) as WireResponse | undefined;
-        if (parsed === undefined) throw new ProviderError(`model endpoint answered with non-JSON: ${text.slice(0, 200)}`, { status: response.status });
+        const { body, text } = await readJsonObject(call, response);
+        const parsed = body as WireResponse;
+        if (!answers(parsed)) throw wrongShape(call, response.status, 'candidates (a Gemini generateContent answer)', text);
         take(parsed, () => undefined);
         if (request.onTextDelta && answer.text !== '') request.onTextDelta(answer.text);
       }
@@ -103,6 +103,21 @@ export function createGeminiProvider(options: GeminiProviderOptions): Provider {
       return { text: answer.text, toolCalls: answer.toolCalls, ...(answer.usage ? { usage: answer.usage } : {}) };
     },
   };
+}
+
+/** Whether a response (or stream chunk) is shaped like Gemini's: candidates, prompt feedback, usage or an error. */
+function answers(chunk: WireResponse): boolean {
+  const { candidates, promptFeedback, usageMetadata, error } = chunk as Record<string, unknown>;
+  if (candidates !== undefined) return Array.isArray(candidates) && candidates.every(wellFormed);
+  return isObject(promptFeedback) || isObject(usageMetadata) || isObject(error);
+}
+
+function wellFormed(candidate: unknown): boolean {
+  if (!isObject(candidate)) return false;
+  const { content } = candidate;
+  if (content === undefined) return true;
+  if (!isObject(content)) return false;
+  return content.parts === undefined || (Array.isArray(content.parts) && content.parts.every(isObject));
 }
 
 /** What the chunks of one answer added up to so far. */

@@ -533,9 +533,10 @@ function failureFields(error: unknown, signal: AbortSignal, turnTimeoutMs: numbe
 function apology(error: unknown, signal: AbortSignal): string {
   if (signal.aborted) return 'Sorry — that took too long and I had to stop. Please try again, perhaps with a simpler request.';
   if (error instanceof ProviderError) {
-    return error.status === 429
-      ? 'Sorry — the model is rate-limiting me right now. Please try again in a minute.'
-      : 'Sorry — I could not reach the model to answer that. Please try again in a moment.';
+    if (error.status === 429) return 'Sorry — the model is rate-limiting me right now. Please try again in a minute.';
+    // A 2xx that was not a usable answer (an HTML page, broken JSON): the model was reached, its answer was not readable.
+    if (error.status !== undefined && error.status >= 200 && error.status < 300) return 'Sorry — the model service sent back something I could not read, so I have no answer. Please try again in a moment.';
+    return 'Sorry — I could not reach the model to answer that. Please try again in a moment.';
   }
   return 'Sorry — something went wrong while answering that. Please try again.';
 }
