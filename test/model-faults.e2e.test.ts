@@ -3,12 +3,16 @@
  * it hangs, resets, stalls mid-body, answers broken JSON, an HTML page or JSON of another API.
  * Each time the person gets an apology within the provider's timeout (retries bounded), the log
  * says at error level what the endpoint did, naming the provider and what to check, and the next
- * message is answered as if nothing happened.
+ * message is answered as if nothing happened. The same while streaming into a Telegram draft
+ * (the local Bot API peer), where the stream breaks off after some text was already shown.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI, type Step } from './fixtures/fake-openai.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
+import type { Place } from './contracts/chat-channel.ts';
+import { quiet, until } from './support/wait.ts';
 
 const json = { 'content-type': 'application/json' };
 const html = { 'content-type': 'text/html; charset=utf-8' };
@@ -101,6 +105,75 @@ describe('a misbehaving model endpoint (end to end)', () => {
       assert.doesNotMatch(failed.error ?? '', /<html|<!DOCTYPE/i, 'no raw HTML in the log');
 
       assert.equal(await ask(`hello after ${index}`), `echo: hello after ${index}`);
+    });
+  });
+});
+
+describe('a model stream that breaks off (end to end, streaming into a Telegram draft)', () => {
+  let model: FakeOpenAI;
+  let peer: TelegramPeer;
+  let daemon: Daemon;
+  let config: ReturnType<typeof tempConfig>;
+  const dm: Place = { kind: 'dm', user: 'alice' };
+  const texts = (): string[] => peer.botMessages(dm).map((message) => message.text);
+
+  before(async () => {
+    model = await startFakeOpenAI();
+    peer = await startTelegramPeer();
+    config = tempConfig(
+      model.baseUrl,
+      `timeout_seconds = 1\n[log]\nformat = "json"\n${peer.configSection()}allow = ${JSON.stringify([peer.users.alice])}\nstream = true\n`,
+    );
+    daemon = startDaemon(['start', '--config', config.file], { env: { TEST_MODEL_KEY: 'k' } });
+    await daemon.waitFor(/"msg":"ready"/, 'stdout', 20_000);
+  });
+  after(async () => {
+    daemon.child.kill('SIGTERM');
+    await daemon.exited;
+    config.cleanup();
+    await peer.close();
+    await model.close();
+  });
+
+  const text = 'This answer starts to stream and then the endpoint misbehaves half way through it.';
+  const streamFaults: Array<{ what: string; step: Step; log: RegExp; apology: RegExp }> = [
+    { what: 'stalls mid-stream', step: { fault: 'stall', text }, log: /stalled and was not complete within 1000 ms/, apology: unreachable },
+    { what: 'resets mid-stream', step: { fault: 'cut', text }, log: /failed while answering/, apology: unreachable },
+    { what: 'streams garbage mid-stream', step: { raw: `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'This answer starts' } }] })}\n\ndata: {"choices": [tru\n\n` }, log: /streamed broken JSON/, apology: unreadable },
+    { what: 'ends the stream early', step: { raw: `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'This answer starts' } }] })}\n\n` }, log: /the stream ended before the answer was complete/, apology: unreachable },
+  ];
+
+  streamFaults.forEach((fault, index) => {
+    it(`apologises when the endpoint ${fault.what}, and the next message streams normally`, async () => {
+      peer.reset();
+      const logFrom = daemon.stdout().length;
+      const requests = model.requests.length;
+      model.script(fault.step);
+      const started = performance.now();
+      await peer.post('alice', dm, `stream question ${index}`);
+      await daemon.waitFor(/"msg":"turn failed; telling the user"/, 'stdout', 15_000);
+      await until(() => texts().some((shown) => fault.apology.test(shown)), 'the apology', 15_000, () => JSON.stringify(texts()));
+      assert.ok(performance.now() - started < 8000, 'within the timeout');
+      await quiet(300);
+      assert.equal(texts().length, 1, `the half-streamed draft became the apology, no second message: ${JSON.stringify(texts())}`);
+      assert.equal(model.requests.length - requests, 1, 'text was already shown: no silent retry that would show it twice');
+      const failed = daemon
+        .stdout()
+        .slice(logFrom)
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { level: number; msg: string; error?: string })
+        .find((entry) => entry.msg === 'turn failed; telling the user');
+      assert.equal(failed?.level, 50);
+      assert.match(failed?.error ?? '', fault.log);
+      assert.match(failed?.error ?? '', /openai\/test-model/);
+
+      peer.reset();
+      const next = 'Streaming again, in several pieces, all the way to the end.';
+      model.script({ text: next, deltas: next.match(/.{1,10}/g)!, deltaDelayMs: 50 });
+      await peer.post('alice', dm, `stream hello ${index}`);
+      await until(() => texts().includes(next), 'the next streamed answer', 15_000, () => JSON.stringify(texts()));
+      await quiet(300);
     });
   });
 });

@@ -121,8 +121,9 @@ export function createReliableProvider(options: ReliableProviderOptions): Provid
       try {
         return await providerFor(state, slot).chat(attemptRequest, signal);
       } catch (error) {
-        // Aborted: stop. Text already shown: a silent retry would show it twice.
-        if (signal.aborted || emitted) throw error;
+        // Aborted: stop. Text already shown: a silent retry would show it twice — fail, saying which provider it was.
+        if (signal.aborted) throw error;
+        if (emitted) throw summarise([{ label, model: model ?? '(default)', error }], allKeys);
         const failure = error instanceof ProviderError ? error : undefined;
         if (failure?.code !== undefined && forCaller.has(failure.code)) throw error;
         failures.push({ label, model: model ?? '(default)', error });
