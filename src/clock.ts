@@ -21,3 +21,15 @@ export const systemClock: Clock = {
   now: () => Date.now(),
   monotonic: () => performance.now(),
 };
+
+/**
+ * Whether something stamped with wall time `stampedAt` (persisted, so it outlives restarts) is
+ * older than `ttlMs`, in a way no clock step stretches: it is older on the wall clock (a step
+ * forward ages it early); or its stamp lies more than `ttlMs` in the future (the clock was stepped
+ * back past it and its real age is unknown); or `ttlMs` has passed on the monotonic clock since
+ * this process first saw it (`firstSeen`, a `monotonic()` reading), whatever the wall clock says.
+ */
+export function outlived(stampedAt: number, ttlMs: number, clock: Clock, firstSeen: number): boolean {
+  const age = clock.now() - stampedAt;
+  return age > ttlMs || age < -ttlMs || clock.monotonic() - firstSeen > ttlMs;
+}

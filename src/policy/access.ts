@@ -8,7 +8,7 @@
  */
 import { randomInt } from 'node:crypto';
 import type { InboundMessage } from '../channel.ts';
-import { systemClock, type Clock } from '../clock.ts';
+import { outlived, systemClock, type Clock } from '../clock.ts';
 import type { Db } from '../store/db.ts';
 
 export interface AccessOptions {
@@ -114,16 +114,13 @@ export class PairingStore {
 
   /** Deletes the codes that expired (see the class comment); returns how many. */
   expire(): number {
-    const wall = this.#clock.now();
     const mono = this.#clock.monotonic();
-    const ttl = this.#ttlMs;
     const live = new Set<string>();
     let expired = 0;
     for (const row of this.#pending.all()) {
       const key = seenKey(row.channel, row.sender_id, row.code);
       const seen = this.#seen.get(key) ?? mono;
-      const age = wall - row.created_at;
-      if (age > ttl || age < -ttl || mono - seen > ttl) {
+      if (outlived(row.created_at, this.#ttlMs, this.#clock, seen)) {
         expired += this.#delete.run(row.channel, row.sender_id, row.code).changes;
         continue;
       }
