@@ -46,7 +46,7 @@ export async function runPairingCommand(
     const [channel, code] = rest as [string, string];
     const sender = pairing.approve(channel, code);
     if (sender === undefined) {
-      err.write(`switchboard pairing: no waiting request with code ${code} on channel ${channel}; see switchboard pairing list\n`);
+      err.write(`switchboard pairing: no waiting request with code ${code} on channel ${channel} (codes expire after an hour; the sender gets a new one by writing again); see switchboard pairing list\n`);
       return 1;
     }
     out.write(`Approved ${sender} on ${channel}: their messages reach the agent from now on.\n`);

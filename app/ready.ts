@@ -28,7 +28,7 @@ export interface ReadyOptions {
 /** Logs `ready` once (see the module comment). */
 export function announceReady(options: ReadyOptions): void {
   const { runtime, log, signal } = options;
-  const deadline = Date.now() + (options.settleMs ?? SETTLE_MS);
+  const deadline = performance.now() + (options.settleMs ?? SETTLE_MS); // monotonic
   let announced = false;
   const announce = (): void => {
     if (announced || signal.aborted) return;
@@ -47,7 +47,7 @@ export function announceReady(options: ReadyOptions): void {
   };
   const timer = setInterval(() => {
     const settled = runtime.health().channels.every((channel) => channel.state === 'running' || channel.lastError !== undefined);
-    if (settled || Date.now() >= deadline) announce();
+    if (settled || performance.now() >= deadline) announce();
   }, options.pollMs ?? 100);
   timer.unref();
   signal.addEventListener('abort', () => clearInterval(timer), { once: true });

@@ -210,7 +210,7 @@ export function readyProbe(listen: string): string {
   if (host === '0.0.0.0' || host === '') host = '127.0.0.1';
   if (host === '[::]') host = '[::1]';
   const url = `http://${host}:${match?.[2] ?? '8787'}/readyz`;
-  return `const u='${url}',end=Date.now()+60000;(async()=>{for(;;){try{const r=await fetch(u);if(r.ok)return;}catch{}if(Date.now()>end){console.error('switchboard not ready: '+u);process.exit(1);}await new Promise((r)=>setTimeout(r,500));}})();`;
+  return `const u='${url}',end=performance.now()+60000;(async()=>{for(;;){try{const r=await fetch(u);if(r.ok)return;}catch{}if(performance.now()>end){console.error('switchboard not ready: '+u);process.exit(1);}await new Promise((r)=>setTimeout(r,500));}})();`;
 }
 
 /** Copies an existing, different unit to the first free `.bak`, `.bak.1`, …; returns that path. */

@@ -214,7 +214,7 @@ const providerBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120];
  */
 export function createSwitchboardMetrics(options: SwitchboardMetricsOptions = {}): SwitchboardMetrics {
   const registry = new MetricsRegistry();
-  const startedAt = Date.now();
+  const startedAt = performance.now(); // monotonic: the uptime must not jump with the wall clock
   const received = registry.counter('switchboard_messages_received_total', 'Inbound messages accepted into the inbox (duplicates excluded), by channel.', ['channel']);
   const sent = registry.counter('switchboard_messages_sent_total', 'Reply messages delivered to a platform, by channel.', ['channel']);
   for (const channel of options.channels ?? []) {
@@ -243,7 +243,7 @@ export function createSwitchboardMetrics(options: SwitchboardMetricsOptions = {}
   registry.gauge('nodejs_heap_size_used_bytes', 'V8 heap in use on the main thread.', [], () => [[{}, process.memoryUsage().heapUsed]]);
   registry.gauge('nodejs_heap_size_total_bytes', 'V8 heap allocated on the main thread.', [], () => [[{}, process.memoryUsage().heapTotal]]);
   registry.gauge('nodejs_external_memory_bytes', 'Memory outside the V8 heap held by JavaScript objects (Buffers, native handles).', [], () => [[{}, process.memoryUsage().external]]);
-  registry.gauge('switchboard_uptime_seconds', 'Seconds since the metrics (and the daemon) started.', [], () => [[{}, (Date.now() - startedAt) / 1000]]);
+  registry.gauge('switchboard_uptime_seconds', 'Seconds since the metrics (and the daemon) started.', [], () => [[{}, (performance.now() - startedAt) / 1000]]);
   // The histogram records the time between two ticks of a `resolution` ms timer, so an idle loop
   // reads ~20 ms: the delay is what exceeds the interval.
   const resolutionMs = 20;

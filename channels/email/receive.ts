@@ -57,10 +57,10 @@ export async function receive(options: ReceiveOptions, push: Push, signal: Abort
     let lastPoll = 0;
     let woken = true; // a poll right after every (re)connect
     while (!signal.aborted) {
-      if (woken || Date.now() - lastPoll >= pollMs) {
+      if (woken || performance.now() - lastPoll >= pollMs) {
         waker.reset();
         await readUnseen(options, client, push, signal, link);
-        lastPoll = Date.now();
+        lastPoll = performance.now(); // monotonic: a clock step must not stop or bunch up polls
       } else {
         await client.noop();
       }

@@ -75,7 +75,8 @@ export class IrcSession {
   /** Our `nick!user@host` as the server shows it, once known. */
   #user: string | undefined;
   #host: string | undefined;
-  #lastLine = Date.now();
+  /** Monotonic: a wall clock step must neither stop keepalive PINGs nor send a burst of them. */
+  #lastLine = performance.now();
   readonly #barrier: DeliveryBarrier;
   #closeReason: string | undefined;
   /** We sent QUIT (stopping), as opposed to losing the link. */
@@ -201,7 +202,7 @@ export class IrcSession {
   }
 
   #line(line: string): void {
-    this.#lastLine = Date.now();
+    this.#lastLine = performance.now();
     this.#events.alive();
     const msg = ircLineParser(line);
     if (!msg) return;
@@ -392,9 +393,9 @@ export class IrcSession {
 
   #keepalive(): void {
     if (!this.#client.connected) return;
-    if (Date.now() - this.#lastLine >= this.#timings.pingAfterMs) {
+    if (performance.now() - this.#lastLine >= this.#timings.pingAfterMs) {
       this.#client.raw(`PING :keepalive-${Date.now()}`);
-      this.#lastLine = Date.now(); // one PING per quiet spell
+      this.#lastLine = performance.now(); // one PING per quiet spell
     }
   }
 

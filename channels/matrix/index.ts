@@ -177,12 +177,12 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
       if (!messageId.startsWith('$')) throw new SendError(`edit: ${messageId} is not a Matrix event id`, { permanent: true });
       // Homeservers rate-limit messages per user (Synapse: 0.2/s, bursts of 10): after a 429, streaming
       // edits wait it out here instead of hammering the server (the preview skips; the final edit waits).
-      const blockedMs = editsBlockedUntil - Date.now();
+      const blockedMs = editsBlockedUntil - performance.now(); // monotonic: a clock step must not block edits for hours
       if (blockedMs > 0) throw new SendError('edit: rate limited by the homeserver', { retryAfterMs: blockedMs });
       try {
         await post(ref.chat, (html) => editContent(messageId, text, { html }), undefined, 'edit');
       } catch (error) {
-        if (error instanceof SendError && error.retryAfterMs !== undefined) editsBlockedUntil = Date.now() + error.retryAfterMs;
+        if (error instanceof SendError && error.retryAfterMs !== undefined) editsBlockedUntil = performance.now() + error.retryAfterMs;
         throw error;
       }
     },

@@ -161,15 +161,15 @@ export class Intake {
   /** A person's display name (users.info, cached; none when the lookup fails). */
   async #name(user: string): Promise<string | undefined> {
     const cached = this.#names.get(user);
-    if (cached !== undefined && cached.until > Date.now()) return cached.name;
+    if (cached !== undefined && cached.until > performance.now()) return cached.name; // monotonic cache ages
     try {
       const info = await this.#options.web.users.info({ token: this.#options.botToken, user });
       const name = info.user?.profile?.display_name || info.user?.real_name || info.user?.name || undefined;
-      this.#names.set(user, { name, until: Date.now() + 24 * 3_600_000 });
+      this.#names.set(user, { name, until: performance.now() + 24 * 3_600_000 });
       return name;
     } catch (error) {
       this.#options.log.debug({ err: error, user }, 'users.info failed; the sender stays nameless for now');
-      this.#names.set(user, { name: cached?.name, until: Date.now() + 10 * 60_000 });
+      this.#names.set(user, { name: cached?.name, until: performance.now() + 10 * 60_000 });
       return cached?.name;
     }
   }

@@ -151,11 +151,12 @@ async function session(options: SocketReceiverOptions, app: App, signal: AbortSi
     clientOptions: { ...(options.apiUrl === undefined ? {} : { slackApiUrl: options.apiUrl }), retryConfig: { retries: 0 } },
   }) as unknown as SocketModeClientLike;
 
-  let lastLife = Date.now();
+  // Monotonic: a wall clock step forward must not look like a silent socket.
+  let lastLife = performance.now();
   let refresh = false;
   let connectedAt: number | undefined;
   const life = (): void => {
-    lastLife = Date.now();
+    lastLife = performance.now();
     if (connectedAt !== undefined) link.alive();
   };
   const onFrame = (data: string | ArrayBuffer): void => {
@@ -201,11 +202,11 @@ async function session(options: SocketReceiverOptions, app: App, signal: AbortSi
   let resolveEnd!: (end: SessionEnd) => void;
   const ended = new Promise<SessionEnd>((resolve) => (resolveEnd = resolve));
   const settle = (end: Omit<SessionEnd, 'upMs'>): void =>
-    resolveEnd({ ...end, upMs: connectedAt === undefined ? 0 : Date.now() - connectedAt, ...(detail === undefined ? {} : { detail }) });
+    resolveEnd({ ...end, upMs: connectedAt === undefined ? 0 : performance.now() - connectedAt, ...(detail === undefined ? {} : { detail }) });
   const onDisconnected = (): void => settle({ reason: refresh ? 'refresh' : 'closed' });
   const onAbort = (): void => settle({ reason: 'aborted' });
   const watchdog = setInterval(() => {
-    if (Date.now() - lastLife > silenceMs) settle({ reason: 'silent' });
+    if (performance.now() - lastLife > silenceMs) settle({ reason: 'silent' });
   }, Math.min(1000, silenceMs / 4));
   watchdog.unref();
 
@@ -222,7 +223,7 @@ async function session(options: SocketReceiverOptions, app: App, signal: AbortSi
       () => {
         // A connection that completes after the session ended (aborted while connecting) is closed again.
         if (finished) return void close(client);
-        connectedAt = lastLife = Date.now();
+        connectedAt = lastLife = performance.now();
         link.ready();
         link.alive();
       },

@@ -42,7 +42,7 @@ export async function postCallback(url: string, payload: CallbackPayload, option
   const status = response.status;
   if (status >= 200 && status < 300) return;
   const what = `callback to ${origin(url)} answered ${status}`;
-  if (status === 429) throw new SendError(what, retryAfter(response.headers.get('retry-after')));
+  if (status === 429) throw new SendError(what, retryAfter(response.headers));
   if (status === 408 || status === 425 || status >= 500) throw new SendError(what);
   throw new SendError(status >= 300 && status < 400 ? `${what} (redirects are not followed)` : what, { permanent: true });
 }
@@ -56,10 +56,14 @@ function origin(url: string): string {
   }
 }
 
-function retryAfter(header: string | null): { retryAfterMs?: number } {
+function retryAfter(headers: Headers): { retryAfterMs?: number } {
+  const header = headers.get('retry-after');
   if (header === null) return {};
   const seconds = Number(header);
   if (Number.isFinite(seconds) && seconds >= 0) return { retryAfterMs: seconds * 1000 };
   const date = Date.parse(header);
-  return Number.isNaN(date) ? {} : { retryAfterMs: Math.max(0, date - Date.now()) };
+  if (Number.isNaN(date)) return {};
+  // Against the receiver's own `Date` when it sent one, so a stepped local clock does not distort the wait.
+  const served = Date.parse(headers.get('date') ?? '');
+  return { retryAfterMs: Math.max(0, date - (Number.isNaN(served) ? Date.now() : served)) };
 }

@@ -4,6 +4,7 @@
  * yes, no or always ("always" is remembered for that exact call summary). The model can
  * never approve its own call: only an inbound message from the person resumes the turn.
  */
+import { outlived, systemClock, type Clock } from '../clock.ts';
 import type { ChatMessage } from '../provider.ts';
 import type { Db } from '../store/db.ts';
 import type { PreparedCall } from './tool-runner.ts';
@@ -28,16 +29,34 @@ export interface PendingApproval {
 
 export type Answer = 'yes' | 'no' | 'always';
 
+export interface ApprovalStoreOptions {
+  /**
+   * How long a question can be answered; after that it is dropped and the person's next
+   * message is an ordinary one (a "yes" a week later runs nothing). Counted so that no clock
+   * step stretches it (see `outlived` in src/clock.ts). @default 86_400_000 (24 h)
+   */
+  readonly ttlMs?: number;
+  /** @default systemClock */
+  readonly clock?: Clock;
+}
+
 export class ApprovalStore {
   readonly #get;
   readonly #save;
   readonly #clear;
   readonly #isAlways;
   readonly #addAlways;
+  readonly #ttlMs: number;
+  readonly #clock: Clock;
+  /** Monotonic time this process first saw each pending question, by conversation and stamp. */
+  readonly #seen = new Map<string, number>();
 
-  constructor(db: Db) {
-    this.#get = db.prepare<[string], { conversation: string; origin_turn: number; channel: string; sender_id: string; state: string }>(
-      'SELECT conversation, origin_turn, channel, sender_id, state FROM approvals_pending WHERE conversation = ?',
+  constructor(db: Db, options: ApprovalStoreOptions = {}) {
+    this.#ttlMs = options.ttlMs ?? 86_400_000;
+    if (!(this.#ttlMs > 0)) throw new TypeError(`ApprovalStore: ttlMs must be positive, got ${String(options.ttlMs)}`);
+    this.#clock = options.clock ?? systemClock;
+    this.#get = db.prepare<[string], { conversation: string; origin_turn: number; channel: string; sender_id: string; state: string; created_at: number }>(
+      'SELECT conversation, origin_turn, channel, sender_id, state, created_at FROM approvals_pending WHERE conversation = ?',
     );
     this.#save = db.prepare<[string, number, string, string, string, number]>(
       'INSERT OR REPLACE INTO approvals_pending (conversation, origin_turn, channel, sender_id, state, created_at) VALUES (?, ?, ?, ?, ?, ?)',
@@ -51,18 +70,34 @@ export class ApprovalStore {
     );
   }
 
+  /** The conversation's open question; undefined when there is none or it expired (then it is dropped). */
   pending(conversation: string): PendingApproval | undefined {
     const row = this.#get.get(conversation);
     if (!row) return undefined;
+    const key = `${conversation}\n${row.created_at}`;
+    const seen = this.#seen.get(key) ?? this.#clock.monotonic();
+    if (outlived(row.created_at, this.#ttlMs, this.#clock, seen)) {
+      this.clear(conversation);
+      return undefined;
+    }
+    this.#seen.set(key, seen);
     return { conversation: row.conversation, originTurn: row.origin_turn, channel: row.channel, senderId: row.sender_id, paused: JSON.parse(row.state) as PausedTurn };
   }
 
   save(pending: PendingApproval): void {
-    this.#save.run(pending.conversation, pending.originTurn, pending.channel, pending.senderId, JSON.stringify(pending.paused), Date.now());
+    const now = this.#clock.now();
+    this.#forget(pending.conversation);
+    this.#seen.set(`${pending.conversation}\n${now}`, this.#clock.monotonic());
+    this.#save.run(pending.conversation, pending.originTurn, pending.channel, pending.senderId, JSON.stringify(pending.paused), now);
   }
 
   clear(conversation: string): void {
+    this.#forget(conversation);
     this.#clear.run(conversation);
+  }
+
+  #forget(conversation: string): void {
+    for (const key of this.#seen.keys()) if (key.startsWith(`${conversation}\n`)) this.#seen.delete(key);
   }
 
   isAlways(channel: string, senderId: string, summary: string): boolean {
@@ -70,7 +105,7 @@ export class ApprovalStore {
   }
 
   addAlways(channel: string, senderId: string, summaries: readonly string[]): void {
-    for (const summary of summaries) this.#addAlways.run(channel, senderId, summary, Date.now());
+    for (const summary of summaries) this.#addAlways.run(channel, senderId, summary, this.#clock.now());
   }
 }
 

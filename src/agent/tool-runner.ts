@@ -122,9 +122,9 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
       // Between prepare and run (an approval may take hours) a remote client or MCP server may have gone.
       if (!tool) return { kind: 'error', message: `The tool ${prepared.call.name} is no longer available (its server or client disconnected).` };
       const log = ctx.log.child({ tool: tool.name, toolCallId: prepared.call.id });
-      const started = Date.now();
+      const started = performance.now();
       const result = await execute(tool, prepared.args, { ...ctx, log }, tool.timeoutMs ?? options.timeoutMs);
-      log.info({ outcome: result.kind, ms: Date.now() - started }, 'tool call');
+      log.info({ outcome: result.kind, ms: Math.round(performance.now() - started) }, 'tool call');
       return result.kind === 'ok' && result.text.length > maxChars ? offload(result.text, tool.name, ctx, maxChars) : result;
     },
   };

@@ -158,13 +158,13 @@ function refuseUpgrade(socket: Duplex, status: number, message: string, extra = 
 
 const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
 
-/** The `/api/status` body from the runtime's health. */
-export function statusReport(health: RuntimeHealth, startedAt: number, version?: string): StatusReport {
+/** The `/api/status` body from the runtime's health; `startedAt` is a wall time, `uptimeMs` measured on the monotonic clock. */
+export function statusReport(health: RuntimeHealth, startedAt: number, uptimeMs: number, version?: string): StatusReport {
   return {
     ...(version === undefined ? {} : { version }),
     pid: process.pid,
     startedAt: new Date(startedAt).toISOString(),
-    uptimeSeconds: Math.max(0, Math.round((Date.now() - startedAt) / 1000)),
+    uptimeSeconds: Math.max(0, Math.round(uptimeMs / 1000)),
     channels: health.channels.map((channel) => ({
       name: channel.name,
       state: channel.state,
@@ -196,6 +196,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const maxBody = options.maxBodyBytes ?? 1024 * 1024;
   if (!(Number.isInteger(maxBody) && maxBody > 0)) throw new TypeError(`createGateway: maxBodyBytes must be a positive whole number, got ${maxBody}`);
   const startedAt = options.startedAt ?? Math.round(Date.now() - process.uptime() * 1000);
+  // The uptime is counted on the monotonic clock from here on, so a wall clock step does not change it.
+  const startedMonotonic = performance.now() - (Date.now() - startedAt);
   const routes = new Map<string, Map<string, HttpRoute>>();
   const upgrades = new Map<string, UpgradeRoute>();
   let server: Server | undefined;
@@ -228,7 +230,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     method: 'GET',
     path: '/api/status',
     auth: 'token',
-    handle: (_req, res) => sendJson(res, 200, statusReport(options.health(), startedAt, options.version)),
+    handle: (_req, res) => sendJson(res, 200, statusReport(options.health(), startedAt, performance.now() - startedMonotonic, options.version)),
   });
   const metrics = options.metrics;
   if (metrics) {

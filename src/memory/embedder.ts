@@ -99,7 +99,7 @@ export class Embedder {
    * fails, is slow or returns another length — and for 30 s after such a failure.
    */
   async embedQuery(text: string, timeoutMs: number): Promise<Float32Array | undefined> {
-    if (Date.now() < this.querySkipUntil) return undefined;
+    if (performance.now() < this.querySkipUntil) return undefined;
     const abort = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -121,7 +121,7 @@ export class Embedder {
         this.log[level]({ model: this.provider.name, err: error }, 'cannot embed the recall query; recall is keyword-only until it works again');
       }
       this.queryProblem = message;
-      this.querySkipUntil = Date.now() + querySkipMs;
+      this.querySkipUntil = performance.now() + querySkipMs; // monotonic: a clock step must not stretch the pause
       return undefined;
     } finally {
       clearTimeout(timer);

@@ -154,7 +154,7 @@ export class KeywordSearch {
 
   /** `words` minus the commonest ones of a large corpus (see `pruneFrom`). */
   private discriminating(words: string[]): string[] {
-    const now = Date.now();
+    const now = performance.now(); // cache ages are durations: monotonic
     if (this.corpus === undefined || now - this.corpus.at > this.statsTtlMs) {
       this.countStatement ??= this.db.prepare('SELECT count(*) AS count, min(rowid) AS first, max(rowid) AS last FROM memories');
       const stats = this.countStatement.get() as { count: number; first: number | null; last: number | null };

@@ -134,7 +134,8 @@ class SqliteMemoryBackend implements SqliteMemory {
   private keywordHere: KeywordSearch | undefined;
   private workerProblemLogged: string | undefined;
   private dataVersion: number;
-  private reloadedAt = 0;
+  /** Monotonic; -Infinity = never, so the first change is noticed at once. */
+  private reloadedAt = Number.NEGATIVE_INFINITY;
   private closed = false;
 
   constructor(options: SqliteMemoryOptions) {
@@ -338,9 +339,9 @@ class SqliteMemoryBackend implements SqliteMemory {
    */
   private noticeOtherWriters(): void {
     const version = this.prepare('PRAGMA data_version').pluck().get() as number;
-    if (version === this.dataVersion || Date.now() - this.reloadedAt < 30_000) return;
+    if (version === this.dataVersion || performance.now() - this.reloadedAt < 30_000) return;
     this.dataVersion = version;
-    this.reloadedAt = Date.now();
+    this.reloadedAt = performance.now();
     this.log.debug('the database changed outside this process; reloading the recall index');
     this.vectors?.reload();
     this.embedder?.schedule();

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { InboundMessage } from '../channel.ts';
 import { openDatabase } from '../store/db.ts';
+import { DAY_MS, HOUR_MS, jumpingClock, type JumpingClock } from '../../test/support/clock.ts';
 import { PairingStore, decideAccess, isAllowed, pairingReply } from './access.ts';
 
 const message = (over: Partial<InboundMessage> = {}): InboundMessage => ({
@@ -80,5 +81,85 @@ describe('isAllowed', () => {
     assert.equal(isAllowed(['*@example.org'], ['ann@example.org.evil.com']), false);
     assert.equal(isAllowed(['a.b'], ['aXb']), false, 'dots are literal');
     assert.equal(isAllowed(['*'], ['anyone']), true);
+  });
+});
+
+describe('pairing code expiry, and wall clock jumps', () => {
+  const TTL = HOUR_MS;
+  const pairing = (clock: JumpingClock, db = openDatabase(':memory:')) => new PairingStore(db, { codeTtlMs: TTL, clock });
+  const codeOf = (decision: ReturnType<typeof decideAccess>): string => {
+    assert.equal(decision.kind, 'pair');
+    return (decision as { code: string }).code;
+  };
+
+  it('expires a code after an hour: it can no longer be approved and the sender gets a new one', () => {
+    const clock = jumpingClock({ realTime: false });
+    const store = pairing(clock);
+    const first = codeOf(decideAccess(message(), { mentionOnly: true }, store));
+    clock.advance(TTL - 1000);
+    assert.equal(store.pending().length, 1, 'still waiting just before the hour');
+    clock.advance(2000);
+    assert.deepEqual(store.pending(), []);
+    assert.equal(store.approve('telegram', first), undefined);
+    const second = codeOf(decideAccess(message(), { mentionOnly: true }, store));
+    assert.notEqual(second, first);
+    assert.equal(store.approve('telegram', second), 'u42');
+  });
+
+  for (const jump of [HOUR_MS + 1000, DAY_MS]) {
+    it(`a step forward of ${Math.round(jump / HOUR_MS)} h expires a waiting code early (the sender writes again for a new one)`, () => {
+      const clock = jumpingClock({ realTime: false });
+      const store = pairing(clock);
+      const code = codeOf(decideAccess(message(), { mentionOnly: true }, store));
+      clock.jump(jump);
+      assert.equal(store.approve('telegram', code), undefined);
+      codeOf(decideAccess(message(), { mentionOnly: true }, store));
+    });
+  }
+
+  it('a step back of an hour does not keep a code alive: the monotonic hour still ends it', () => {
+    const clock = jumpingClock({ realTime: false });
+    const store = pairing(clock);
+    const code = codeOf(decideAccess(message(), { mentionOnly: true }, store));
+    clock.advance(30 * 60_000);
+    clock.jump(-HOUR_MS); // the stamp now lies half an hour in the future
+    assert.equal(store.pending().length, 1, 'still valid: it is only 30 minutes old');
+    clock.advance(31 * 60_000); // wall age about +1 minute, but 61 minutes have passed
+    assert.deepEqual(store.pending(), []);
+    assert.equal(store.approve('telegram', code), undefined);
+  });
+
+  it('a step back of a day makes a code untrustworthy at once, also in another process (switchboard pairing)', () => {
+    const clock = jumpingClock({ realTime: false });
+    const db = openDatabase(':memory:');
+    const daemon = pairing(clock, db);
+    const code = codeOf(decideAccess(message(), { mentionOnly: true }, daemon));
+    clock.jump(-DAY_MS);
+    const cli = pairing(clock, db); // fresh process: no monotonic memory of the code
+    assert.equal(cli.approve('telegram', code), undefined);
+    assert.deepEqual(daemon.pending(), []);
+    codeOf(decideAccess(message(), { mentionOnly: true }, daemon));
+  });
+
+  it('another process that first sees a code after a small step back still bounds it by its own monotonic hour', () => {
+    const clock = jumpingClock({ realTime: false });
+    const db = openDatabase(':memory:');
+    codeOf(decideAccess(message(), { mentionOnly: true }, pairing(clock, db)));
+    clock.jump(-50 * 60_000);
+    const later = pairing(clock, db);
+    assert.equal(later.pending().length, 1);
+    clock.advance(TTL + 1000);
+    assert.equal(later.expire(), 1);
+  });
+
+  it('an approved sender stays approved whatever the clock does', () => {
+    const clock = jumpingClock({ realTime: false });
+    const store = pairing(clock);
+    assert.equal(store.approve('telegram', codeOf(decideAccess(message(), { mentionOnly: true }, store))), 'u42');
+    for (const step of [DAY_MS, -2 * DAY_MS]) {
+      clock.jump(step);
+      clock.advance(2 * TTL);
+      assert.deepEqual(decideAccess(message(), { mentionOnly: true }, store), { kind: 'allow' });
+    }
   });
 });

@@ -8,6 +8,7 @@
  */
 import { randomInt } from 'node:crypto';
 import type { InboundMessage } from '../channel.ts';
+import { outlived, systemClock, type Clock } from '../clock.ts';
 import type { Db } from '../store/db.ts';
 
 export interface AccessOptions {
@@ -30,14 +31,41 @@ export interface PendingPairing {
   readonly createdAt: number;
 }
 
-/** Pairing codes and approved senders, per channel. */
+export interface PairingOptions {
+  /** How long a code can be approved; after that the sender's next message gets a new one. @default 3_600_000 (1 h) */
+  readonly codeTtlMs?: number;
+  /** @default systemClock */
+  readonly clock?: Clock;
+}
+
+/**
+ * Pairing codes and approved senders, per channel. A code is stamped with the wall time it
+ * was made (it outlives restarts and `switchboard pairing` reads it from another process), and
+ * is gone — deleted, so it can no longer be approved — once any of these holds:
+ * - its wall age passed `codeTtlMs` (a clock stepped forward expires codes early; the sender
+ *   writes again and gets a new one);
+ * - its stamp lies more than `codeTtlMs` in the future (the clock was stepped back past it, so
+ *   its real age is unknown and it is not trusted);
+ * - `codeTtlMs` passed on this process's monotonic clock since it first saw the code, so a
+ *   clock stepped back by less than that cannot keep a code alive either. The daemon sweeps
+ *   hourly (see Runtime), so a code it knows lives at most twice `codeTtlMs` whatever the clock does.
+ */
 export class PairingStore {
   readonly #get;
   readonly #insert;
   readonly #approve;
   readonly #pending;
+  readonly #delete;
+  readonly #ttlMs: number;
+  readonly #clock: Clock;
+  /** Monotonic time this process first saw each pending code, by channel, sender and code. */
+  readonly #seen = new Map<string, number>();
 
-  constructor(db: Db) {
+  constructor(db: Db, options: PairingOptions = {}) {
+    this.#ttlMs = options.codeTtlMs ?? 3_600_000;
+    if (!(this.#ttlMs > 0)) throw new TypeError(`PairingStore: codeTtlMs must be positive, got ${String(options.codeTtlMs)}`);
+    this.#clock = options.clock ?? systemClock;
+    this.#delete = db.prepare<[string, string, string]>('DELETE FROM pairing WHERE channel = ? AND sender_id = ? AND code = ? AND approved_at IS NULL');
     this.#get = db.prepare<[string, string], { code: string; approved_at: number | null }>('SELECT code, approved_at FROM pairing WHERE channel = ? AND sender_id = ?');
     this.#insert = db.prepare<[string, string, string, number]>('INSERT OR IGNORE INTO pairing (channel, sender_id, code, created_at) VALUES (?, ?, ?, ?)');
     this.#approve = db.prepare<[number, string, string], { sender_id: string }>(
@@ -53,13 +81,18 @@ export class PairingStore {
   }
 
   /** The sender's code, and whether it was just created (only then is it sent). */
-  requestCode(channel: string, senderId: string, now = Date.now()): { code: string; created: boolean } {
+  requestCode(channel: string, senderId: string): { code: string; created: boolean } {
+    this.expire();
+    const now = this.#clock.now();
     const existing = this.#get.get(channel, senderId);
     if (existing) return { code: existing.code, created: false };
     for (let attempt = 0; attempt < 10; attempt++) {
       const code = newCode();
       try {
-        if (this.#insert.run(channel, senderId, code, now).changes === 1) return { code, created: true };
+        if (this.#insert.run(channel, senderId, code, now).changes === 1) {
+          this.#seen.set(seenKey(channel, senderId, code), this.#clock.monotonic());
+          return { code, created: true };
+        }
       } catch (error) {
         if (!String((error as Error).message).includes('UNIQUE')) throw error; // a code clash: draw again
       }
@@ -68,14 +101,38 @@ export class PairingStore {
   }
 
   /** Approves a code; returns the sender it belonged to, or undefined when there is no such pending code. */
-  approve(channel: string, code: string, now = Date.now()): string | undefined {
-    return this.#approve.get(now, channel, code.trim().toUpperCase())?.sender_id;
+  approve(channel: string, code: string): string | undefined {
+    this.expire();
+    return this.#approve.get(this.#clock.now(), channel, code.trim().toUpperCase())?.sender_id;
   }
 
+  /** Codes waiting for approval (expired ones are gone). */
   pending(): PendingPairing[] {
+    this.expire();
     return this.#pending.all().map((row) => ({ channel: row.channel, senderId: row.sender_id, code: row.code, createdAt: row.created_at }));
   }
+
+  /** Deletes the codes that expired (see the class comment); returns how many. */
+  expire(): number {
+    const mono = this.#clock.monotonic();
+    const live = new Set<string>();
+    let expired = 0;
+    for (const row of this.#pending.all()) {
+      const key = seenKey(row.channel, row.sender_id, row.code);
+      const seen = this.#seen.get(key) ?? mono;
+      if (outlived(row.created_at, this.#ttlMs, this.#clock, seen)) {
+        expired += this.#delete.run(row.channel, row.sender_id, row.code).changes;
+        continue;
+      }
+      this.#seen.set(key, seen);
+      live.add(key);
+    }
+    for (const key of this.#seen.keys()) if (!live.has(key)) this.#seen.delete(key);
+    return expired;
+  }
 }
+
+const seenKey = (channel: string, senderId: string, code: string): string => `${channel}\n${senderId}\n${code}`;
 
 /** Six characters without look-alikes (no 0/O, 1/I/L). */
 function newCode(): string {

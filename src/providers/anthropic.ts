@@ -3,8 +3,9 @@
  * system prompt is a top-level field, tool calls and results are content blocks, and roles
  * must alternate, so consecutive messages of one role are merged.
  */
+import { deadline } from '../abort.ts';
 import { ProviderError, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
-import { httpFailure, isEventStream, parseJson, postJson, readEvents, readText, rejectsTools, type EndpointCall } from './http.ts';
+import { cutShort, errorInBody, eventObject, httpFailure, isEventStream, isObject, parseJson, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from './http.ts';
 import { cleanSchema } from './schema-clean.ts';
 
 export interface AnthropicProviderOptions {
@@ -85,18 +86,26 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Prov
 
       const headers: Record<string, string> = { 'anthropic-version': '2023-06-01' };
       if (options.apiKey) headers['x-api-key'] = options.apiKey;
-      const call: EndpointCall = { url, timeoutMs: options.timeoutMs, signal };
-      const response = await postJson(call, headers, body);
-      const sentTools = request.tools.length > 0;
-      if (!response.ok) throw await httpFailure(call, response, (status, message) => classify(status, message, sentTools));
-      if (request.onTextDelta && isEventStream(response)) return readMessageStream(call, response, request.onTextDelta, sentTools);
+      // The timeout's timer goes as soon as the answer is read, not when it would have fired.
+      const limit = deadline(signal, options.timeoutMs);
+      const call: EndpointCall = { url, timeoutMs: options.timeoutMs, signal, deadline: limit.signal };
+      try {
+        const response = await postJson(call, headers, body);
+        const sentTools = request.tools.length > 0;
+        if (!response.ok) throw await httpFailure(call, response, (status, message) => classify(status, message, sentTools));
+        if (request.onTextDelta && isEventStream(response)) return await readMessageStream(call, response, request.onTextDelta, sentTools);
 
-      const text = await readText(call, response);
-      const parsed = parseJson(text) as WireMessage | undefined;
-      if (!parsed || !Array.isArray(parsed.content)) throw new ProviderError(`model endpoint answered without content: ${text.slice(0, 200)}`, { status: response.status });
-      const answer = fromWireMessage(parsed.content, parsed.usage);
-      if (request.onTextDelta && answer.text !== '') request.onTextDelta(answer.text);
-      return answer;
+        const { body: answered, text } = await readJsonObject(call, response);
+        const parsed = answered as WireMessage;
+        if (!Array.isArray(parsed.content) || !parsed.content.every(isObject)) {
+          throw errorInBody(call, response.status, answered) ?? wrongShape(call, response.status, 'a list of content blocks (an Anthropic message)', text);
+        }
+        const answer = fromWireMessage(parsed.content, isObject(parsed.usage) ? parsed.usage : undefined);
+        if (request.onTextDelta && answer.text !== '') request.onTextDelta(answer.text);
+        return answer;
+      } finally {
+        limit.dispose();
+      }
     },
   };
 }
@@ -145,7 +154,7 @@ function toInput(args: string): Record<string, unknown> {
 function fromWireMessage(content: readonly WireBlock[], usage: WireUsage | undefined): ChatResponse {
   const text = content
     .filter((block) => block.type === 'text')
-    .map((block) => block.text ?? '')
+    .map((block) => (typeof block.text === 'string' ? block.text : ''))
     .join('');
   const toolCalls: ToolCall[] = content
     .filter((block) => block.type === 'tool_use')
@@ -167,8 +176,7 @@ async function readMessageStream(call: EndpointCall, response: Response, onTextD
   let sawUsage = false;
   let complete = false;
   for await (const event of readEvents(call, response)) {
-    const data = parseJson(event.data) as WireEvent | undefined;
-    if (data === undefined) throw new ProviderError(`model endpoint streamed non-JSON: ${event.data.slice(0, 200)}`, { status: response.status });
+    const data = eventObject(call, response.status, event.data) as WireEvent;
     switch (data.type ?? event.event) {
       case 'message_start':
       case 'message_delta': {
@@ -209,7 +217,7 @@ async function readMessageStream(call: EndpointCall, response: Response, onTextD
       }
     }
   }
-  if (!complete) throw new ProviderError('model endpoint stream ended before the answer was complete');
+  if (!complete) throw cutShort(call);
   const toolCalls = [...tools.entries()]
     .sort(([a], [b]) => a - b)
     .map(([, tool], index) => ({ id: tool.id || `toolu_${index}`, name: tool.name, arguments: tool.json || JSON.stringify(tool.input ?? {}) }));

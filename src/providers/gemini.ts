@@ -4,8 +4,9 @@
  * order. Gemini 3 also signs its tool calls and rejects a history that drops the signature,
  * so signatures are remembered here by call id and sent back with the calls.
  */
+import { deadline } from '../abort.ts';
 import { ProviderError, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
-import { httpFailure, isEventStream, parseJson, postJson, readEvents, readText, rejectsTools, type EndpointCall } from './http.ts';
+import { cutShort, eventObject, httpFailure, isEventStream, isObject, parseJson, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from './http.ts';
 import { cleanSchema } from './schema-clean.ts';
 
 export interface GeminiProviderOptions {
@@ -68,41 +69,62 @@ export function createGeminiProvider(options: GeminiProviderOptions): Provider {
 
       const headers: Record<string, string> = {};
       if (options.apiKey) headers['x-goog-api-key'] = options.apiKey;
-      const call: EndpointCall = { url, timeoutMs: options.timeoutMs, signal };
-      const response = await postJson(call, headers, body);
-      const sentTools = request.tools.length > 0;
-      if (!response.ok) throw await httpFailure(call, response, (status, message, parsed) => classify(status, message, parsed, sentTools), retryDelay);
+      // The timeout's timer goes as soon as the answer is read, not when it would have fired.
+      const limit = deadline(signal, options.timeoutMs);
+      const call: EndpointCall = { url, timeoutMs: options.timeoutMs, signal, deadline: limit.signal };
+      try {
+        const response = await postJson(call, headers, body);
+        const sentTools = request.tools.length > 0;
+        if (!response.ok) throw await httpFailure(call, response, (status, message, parsed) => classify(status, message, parsed, sentTools), retryDelay);
 
-      const answer: Answer = { text: '', toolCalls: [] };
-      const take = (chunk: WireResponse, onText: (delta: string) => void): void =>
-        collect(chunk, answer, onText, (part) => {
-          const id = part.functionCall?.id || `call_${++calls}`;
-          if (part.thoughtSignature) remember(id, part.thoughtSignature);
-          return id;
-        }, sentTools);
+        const answer: Answer = { text: '', toolCalls: [] };
+        const take = (chunk: WireResponse, onText: (delta: string) => void): void =>
+          collect(chunk, answer, onText, (part) => {
+            const id = part.functionCall?.id || `call_${++calls}`;
+            if (part.thoughtSignature) remember(id, part.thoughtSignature);
+            return id;
+          }, sentTools);
 
-      if (request.onTextDelta && isEventStream(response)) {
-        for await (const event of readEvents(call, response)) {
-          const chunk = parseJson(event.data) as WireResponse | undefined;
-          if (chunk === undefined) throw new ProviderError(`model endpoint streamed non-JSON: ${event.data.slice(0, 200)}`, { status: response.status });
-          take(chunk, request.onTextDelta);
+        if (request.onTextDelta && isEventStream(response)) {
+          for await (const event of readEvents(call, response)) {
+            const chunk = eventObject(call, response.status, event.data) as WireResponse;
+            if (!answers(chunk)) throw wrongShape(call, response.status, 'candidates (a Gemini generateContent answer)', event.data);
+            take(chunk, request.onTextDelta);
+          }
+          if (answer.finishReason === undefined && answer.blockReason === undefined) throw cutShort(call);
+        } else {
+          const { body, text } = await readJsonObject(call, response);
+          const parsed = body as WireResponse;
+          if (!answers(parsed)) throw wrongShape(call, response.status, 'candidates (a Gemini generateContent answer)', text);
+          take(parsed, () => undefined);
+          if (request.onTextDelta && answer.text !== '') request.onTextDelta(answer.text);
         }
-        if (answer.finishReason === undefined && answer.blockReason === undefined) throw new ProviderError('model endpoint stream ended before the answer was complete');
-      } else {
-        const text = await readText(call, response);
-        const parsed = parseJson(text) as WireResponse | undefined;
-        if (parsed === undefined) throw new ProviderError(`model endpoint answered with non-JSON: ${text.slice(0, 200)}`, { status: response.status });
-        take(parsed, () => undefined);
-        if (request.onTextDelta && answer.text !== '') request.onTextDelta(answer.text);
+        // A refusal is final for this prompt: the HTTP status (200) makes it non-retryable.
+        if (answer.blockReason) throw new ProviderError(`model endpoint refused the prompt: ${answer.blockReason}`, { status: response.status });
+        if (answer.text === '' && answer.toolCalls.length === 0 && answer.finishReason !== undefined && !ANSWERED.has(answer.finishReason)) {
+          throw new ProviderError(`model endpoint stopped without an answer: ${answer.finishReason}`, { status: response.status });
+        }
+        return { text: answer.text, toolCalls: answer.toolCalls, ...(answer.usage ? { usage: answer.usage } : {}) };
+      } finally {
+        limit.dispose();
       }
-      // A refusal is final for this prompt: the HTTP status (200) makes it non-retryable.
-      if (answer.blockReason) throw new ProviderError(`model endpoint refused the prompt: ${answer.blockReason}`, { status: response.status });
-      if (answer.text === '' && answer.toolCalls.length === 0 && answer.finishReason !== undefined && !ANSWERED.has(answer.finishReason)) {
-        throw new ProviderError(`model endpoint stopped without an answer: ${answer.finishReason}`, { status: response.status });
-      }
-      return { text: answer.text, toolCalls: answer.toolCalls, ...(answer.usage ? { usage: answer.usage } : {}) };
     },
   };
+}
+
+/** Whether a response (or stream chunk) is shaped like Gemini's: candidates, prompt feedback, usage or an error. */
+function answers(chunk: WireResponse): boolean {
+  const { candidates, promptFeedback, usageMetadata, error } = chunk as Record<string, unknown>;
+  if (candidates !== undefined) return Array.isArray(candidates) && candidates.every(wellFormed);
+  return isObject(promptFeedback) || isObject(usageMetadata) || isObject(error);
+}
+
+function wellFormed(candidate: unknown): boolean {
+  if (!isObject(candidate)) return false;
+  const { content } = candidate;
+  if (content === undefined) return true;
+  if (!isObject(content)) return false;
+  return content.parts === undefined || (Array.isArray(content.parts) && content.parts.every(isObject));
 }
 
 /** What the chunks of one answer added up to so far. */

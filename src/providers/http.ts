@@ -10,7 +10,68 @@ import { readSse, type SseEvent } from './sse.ts';
 export interface EndpointCall {
   readonly url: string;
   readonly timeoutMs: number;
+  /** The caller's: its abort passes through as it is. */
   readonly signal: AbortSignal;
+  /** `signal` plus the timeout (see abort.ts `deadline`), disposed by the caller; absent = made per request. */
+  readonly deadline?: AbortSignal;
+}
+
+/**
+ * The body of a 2xx answer as a JSON object. Anything else — an HTML page (a proxy's login or
+ * error page, a web site instead of the API), broken JSON, JSON that is not an object — is a
+ * non-retryable ProviderError (the status is the 2xx) saying what came back and what to check.
+ */
+export async function readJsonObject(call: EndpointCall, response: Response): Promise<{ readonly body: Record<string, unknown>; readonly text: string }> {
+  const text = await readText(call, response);
+  if (isHtml(response, text)) {
+    throw new ProviderError(
+      `model endpoint ${call.url} answered HTTP ${response.status} with ${describeBody(response, text)} instead of JSON; check that base_url is the model API (e.g. https://api.openai.com/v1), not a web page, proxy or login portal`,
+      { status: response.status },
+    );
+  }
+  const parsed = parseJson(text);
+  if (parsed === undefined) {
+    throw new ProviderError(`model endpoint ${call.url} answered HTTP ${response.status} with broken JSON: ${excerpt(text)}; the server (or a proxy in front of it) is misbehaving`, { status: response.status });
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw wrongShape(call, response.status, 'a JSON object', text);
+  return { body: parsed as Record<string, unknown>, text };
+}
+
+/**
+ * An `{ "error": … }` body that came with a 2xx (some gateways do that): its own numeric code
+ * when it has one (a 502 inside is retryable), else the 2xx.
+ */
+export function errorInBody(call: EndpointCall, status: number, body: Record<string, unknown>): ProviderError | undefined {
+  if (body.error === undefined || body.error === null) return undefined;
+  const code = (body.error as { code?: unknown }).code;
+  const inner = typeof code === 'number' && code >= 400 && code < 600 ? code : status;
+  return new ProviderError(`model endpoint ${call.url} answered HTTP ${status} with an error: ${endpointMessage(body) ?? JSON.stringify(body.error).slice(0, 300)}`, { status: inner });
+}
+
+/** A stream that ended without its closing event: retryable, like a dropped connection. */
+export function cutShort(call: EndpointCall): ProviderError {
+  return new ProviderError(`model endpoint ${call.url}: the stream ended before the answer was complete; the server (or a proxy in front of it) cut it off`);
+}
+
+export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** One streamed event's data as a JSON object, or a ProviderError like readJsonObject's. */
+export function eventObject(call: EndpointCall, status: number, data: string): Record<string, unknown> {
+  const parsed = parseJson(data);
+  if (parsed === undefined) throw new ProviderError(`model endpoint ${call.url} streamed broken JSON: ${excerpt(data)}; the server (or a proxy in front of it) is misbehaving`, { status });
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw wrongShape(call, status, 'a JSON object in a streamed event', data);
+  return parsed as Record<string, unknown>;
+}
+
+/**
+ * A 2xx answer that is JSON but not this API's (`expected` says what was missing): usually
+ * base_url points at a server speaking another API than `kind` says. Not retryable.
+ */
+export function wrongShape(call: EndpointCall, status: number, expected: string, text: string): ProviderError {
+  return new ProviderError(
+    `model endpoint ${call.url} answered HTTP ${status} without ${expected}: ${excerpt(text)}; check that provider kind and base_url name the same API`,
+    { status },
+  );
 }
 
 /** POSTs `body` as JSON. Network failures and the timeout become retryable ProviderErrors; the caller's abort passes through. */
@@ -20,7 +81,7 @@ export async function postJson(call: EndpointCall, headers: Record<string, strin
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify(body),
-      signal: AbortSignal.any([call.signal, AbortSignal.timeout(call.timeoutMs)]),
+      signal: call.deadline ?? AbortSignal.any([call.signal, AbortSignal.timeout(call.timeoutMs)]),
     });
   } catch (error) {
     throw transportFailure(call, error, 'unreachable');
@@ -58,7 +119,7 @@ export async function httpFailure(
 ): Promise<ProviderError> {
   const text = await readText(call, response).catch(() => '');
   const parsed = parseJson(text);
-  const message = endpointMessage(parsed) ?? (text.slice(0, 300) || '(empty body)');
+  const message = endpointMessage(parsed) ?? (isHtml(response, text) ? describeBody(response, text) : text.slice(0, 300) || '(empty body)');
   const retryAfter = parseRetryAfter(response.headers) ?? retryAfterMs(parsed);
   const code = classify(response.status, message, parsed);
   return new ProviderError(`model endpoint answered HTTP ${response.status}: ${message}`, {
@@ -106,14 +167,55 @@ function parseRetryAfter(headers: Headers): number | undefined {
   const seconds = Number(value);
   if (value.trim() !== '' && Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
   const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+  if (Number.isNaN(date)) return undefined;
+  // Against the server's own `Date` when it sent one: a local clock that was stepped (or is just
+  // wrong) must not turn "in 5 s" into a day's wait or into none.
+  const served = Date.parse(headers.get('date') ?? '');
+  return Math.max(0, date - (Number.isNaN(served) ? Date.now() : served));
 }
 
 function transportFailure(call: EndpointCall, error: unknown, what: string): unknown {
   if (call.signal.aborted || error instanceof ProviderError) return error;
-  const reason = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${call.timeoutMs} ms` : describe(error);
+  const timedOut = error instanceof Error && error.name === 'TimeoutError';
+  const reason = !timedOut
+    ? `${describe(error)}${hint(error)}`
+    : what === 'unreachable'
+      ? `no answer within ${call.timeoutMs} ms (the provider's timeout_seconds); the server hangs or is overloaded`
+      : `the answer stalled and was not complete within ${call.timeoutMs} ms (the provider's timeout_seconds)`;
   return new ProviderError(`model endpoint ${call.url} ${what}: ${reason}`, { cause: error });
 }
+
+/** What a network error code usually means for a model endpoint. */
+function hint(error: unknown): string {
+  const code = errorCode(error);
+  if (code === 'ECONNREFUSED') return '; nothing listens there: is the model server running, and is base_url right?';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return '; the host name does not resolve: check base_url';
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return '; the connection was dropped (the server crashed or restarted, or a proxy cut it)';
+  return '';
+}
+
+function errorCode(error: unknown): string | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
+}
+
+function isHtml(response: Response, text: string): boolean {
+  return /html/i.test(response.headers.get('content-type') ?? '') || /^\s*<(!doctype|html|head|body)\b/i.test(text);
+}
+
+/** An HTML page by its title, anything else by its first characters. */
+function describeBody(response: Response, text: string): string {
+  if (!isHtml(response, text)) return excerpt(text);
+  const title = /<title[^>]*>([^<]*)<\/title>/i.exec(text)?.[1]?.replace(/\s+/g, ' ').trim();
+  if (title) return `an HTML page ("${title.slice(0, 120)}")`;
+  const words = text.replace(/<(script|style)\b[\s\S]*?<\/\1>/gi, ' ').replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim();
+  return words ? `an HTML page ("${words.slice(0, 120)}")` : 'an HTML page';
+}
+
+const excerpt = (text: string): string => (text.trim() === '' ? '(an empty body)' : JSON.stringify(text.length > 200 ? `${text.slice(0, 200)}…` : text));
 
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);

@@ -104,7 +104,7 @@ describe('openai provider: failure codes', () => {
     assert.equal((await codeFor(403, { error: { message: 'no access to model' } })).code, 'auth');
     const mistral = await codeFor(422, { object: 'error', message: { detail: [{ type: 'extra_forbidden', loc: ['body', 'x'] }] } });
     assert.match(mistral.message, /extra_forbidden/);
-    assert.match((await codeFor(502, '<html>Bad gateway</html>')).message, /HTTP 502: <html>Bad gateway/);
+    assert.match((await codeFor(502, '<html>Bad gateway</html>')).message, /HTTP 502: an HTML page \("Bad gateway"\)/);
   });
 });
 

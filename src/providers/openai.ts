@@ -3,9 +3,10 @@
  * DeepSeek, Ollama, vLLM, LM Studio, llama.cpp server) over plain `fetch`: no SDK to load,
  * and the wire format is small and stable.
  */
+import { deadline } from '../abort.ts';
 import { ProviderError, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
 import { cleanSchema } from './schema-clean.ts';
-import { httpFailure, isEventStream, messageText, parseJson, postJson, readEvents, readText, rejectsTools, type EndpointCall } from './http.ts';
+import { cutShort, errorInBody, eventObject, httpFailure, isEventStream, isObject, messageText, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from './http.ts';
 
 export interface OpenAIProviderOptions {
   /** e.g. "https://api.openai.com/v1" — the path before `/chat/completions`. */
@@ -73,26 +74,43 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
 
       const headers: Record<string, string> = {};
       if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
-      const call: EndpointCall = { url, timeoutMs: options.timeoutMs, signal };
-      const response = await postJson(call, headers, body);
-      if (!response.ok) throw await httpFailure(call, response, (status, message, parsed) => classify(status, message, parsed, request.tools.length > 0));
-      if (request.onTextDelta && isEventStream(response)) return readChatStream(call, response, request.onTextDelta);
+      // The timeout's timer goes as soon as the answer is read, not when it would have fired.
+      const limit = deadline(signal, options.timeoutMs);
+      const call: EndpointCall = { url, timeoutMs: options.timeoutMs, signal, deadline: limit.signal };
+      try {
+        const response = await postJson(call, headers, body);
+        if (!response.ok) throw await httpFailure(call, response, (status, message, parsed) => classify(status, message, parsed, request.tools.length > 0));
+        if (request.onTextDelta && isEventStream(response)) return await readChatStream(call, response, request.onTextDelta);
 
-      const text = await readText(call, response);
-      const parsed = parseJson(text) as WireResponse | undefined;
-      if (parsed === undefined) throw new ProviderError(`model endpoint answered with non-JSON: ${text.slice(0, 200)}`, { status: response.status });
-      const message = parsed.choices?.[0]?.message;
-      if (!message) throw new ProviderError(`model endpoint answered without choices: ${text.slice(0, 200)}`, { status: response.status });
-      const answer: ChatResponse = {
-        text: message.content ?? '',
-        toolCalls: (message.tool_calls ?? []).map(fromWireToolCall),
-        ...(parsed.usage ? { usage: fromWireUsage(parsed.usage) } : {}),
-      };
-      // The server ignored `stream: true`: the whole text is the one delta.
-      if (request.onTextDelta && answer.text !== '') request.onTextDelta(answer.text);
-      return answer;
+        const { body: answered, text } = await readJsonObject(call, response);
+        const parsed = answered as WireResponse;
+        const message = Array.isArray(parsed.choices) && isObject(parsed.choices[0]) ? parsed.choices[0].message : undefined;
+        if (!isObject(message)) throw errorInBody(call, response.status, answered) ?? wrongShape(call, response.status, 'choices[0].message (an OpenAI-compatible chat completion)', text);
+        const content = contentText(message.content);
+        if (content === undefined) throw wrongShape(call, response.status, 'text in choices[0].message.content', text);
+        const calls = message.tool_calls ?? [];
+        if (!Array.isArray(calls) || !calls.every(isObject)) throw wrongShape(call, response.status, 'a list of tool calls in choices[0].message.tool_calls', text);
+        const answer: ChatResponse = {
+          text: content,
+          toolCalls: calls.map(fromWireToolCall),
+          ...(isObject(parsed.usage) ? { usage: fromWireUsage(parsed.usage) } : {}),
+        };
+        // The server ignored `stream: true`: the whole text is the one delta.
+        if (request.onTextDelta && answer.text !== '') request.onTextDelta(answer.text);
+        return answer;
+      } finally {
+        limit.dispose();
+      }
     },
   };
+}
+
+/** `content` as text: a string, nothing, or (some servers) a list of `{ type: "text", text }` parts; undefined when it is none of these. */
+function contentText(content: unknown): string | undefined {
+  if (content === undefined || content === null) return '';
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content) && content.every(isObject)) return content.map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : '')).join('');
+  return undefined;
 }
 
 function toWire(message: ChatMessage): Record<string, unknown> {
@@ -135,22 +153,25 @@ async function readChatStream(call: EndpointCall, response: Response, onTextDelt
       complete = true;
       break;
     }
-    const chunk = parseJson(event.data) as WireChunk | undefined;
-    if (chunk === undefined) throw new ProviderError(`model endpoint streamed non-JSON: ${event.data.slice(0, 200)}`, { status: response.status });
+    const chunk = eventObject(call, response.status, event.data) as WireChunk;
     if (chunk.error) {
       const status = typeof chunk.error.code === 'number' ? chunk.error.code : undefined;
       throw new ProviderError(`model endpoint failed while streaming: ${messageText(chunk.error.message) ?? event.data.slice(0, 300)}`, status === undefined ? {} : { status });
     }
-    if (chunk.usage) usage = chunk.usage;
-    const choice = chunk.choices?.[0];
-    if (!choice) continue;
+    if (isObject(chunk.usage)) usage = chunk.usage;
+    const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
+    if (!isObject(choice)) continue;
     if (choice.finish_reason) complete = true;
-    const content = choice.delta?.content;
+    const delta = isObject(choice.delta) ? choice.delta : {};
+    const content = contentText(delta.content);
+    if (content === undefined) throw wrongShape(call, response.status, 'text in a streamed delta.content', event.data);
     if (content) {
       text += content;
       onTextDelta(content);
     }
-    for (const piece of choice.delta?.tool_calls ?? []) {
+    const pieces = delta.tool_calls ?? [];
+    if (!Array.isArray(pieces) || !pieces.every(isObject)) throw wrongShape(call, response.status, 'a list of tool calls in a streamed delta.tool_calls', event.data);
+    for (const piece of pieces as WireToolCall[]) {
       const slot = slotOf(piece, calls, last);
       last = slot;
       const entry = calls.get(slot) ?? { id: '', name: '', arguments: '' };
@@ -164,7 +185,7 @@ async function readChatStream(call: EndpointCall, response: Response, onTextDelt
       else if (args) entry.arguments = JSON.stringify(args);
     }
   }
-  if (!complete) throw new ProviderError('model endpoint stream ended before the answer was complete');
+  if (!complete) throw cutShort(call);
   const toolCalls = [...calls.entries()]
     .sort(([a], [b]) => a - b)
     .map(([, entry], index) => ({ id: entry.id || `call_${index}`, name: entry.name, arguments: entry.arguments || '{}' }));

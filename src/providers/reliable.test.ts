@@ -71,6 +71,23 @@ describe('reliable provider', () => {
     assert.deepEqual(sleeps, [500, 1000, 2000]);
   });
 
+  it('retries a call that timed out once, not maxRetries times, then moves on to the fallback', async () => {
+    const timeout = () => new ProviderError('model endpoint unreachable: no answer within 120000 ms', { cause: new DOMException('timed out', 'TimeoutError') });
+    const calls: Call[] = [];
+    const { provider, sleeps } = reliable(
+      [scripted('main', { calls, steps: [timeout(), timeout(), 'never'] }), scripted('backup', { calls, models: ['b'], steps: ['from backup'] })],
+      { maxRetries: 5 },
+    );
+    assert.equal((await provider.chat(request, signal())).text, 'from backup');
+    assert.deepEqual(calls.map((call) => call.label), ['main', 'main', 'backup']);
+    assert.deepEqual(sleeps, [500]);
+    // Fast failures still get every retry.
+    const calls2: Call[] = [];
+    const fast = reliable([scripted('main', { calls: calls2, steps: [timeout(), network(), network(), 'ok'] })], { maxRetries: 3 });
+    assert.equal((await fast.provider.chat(request, signal())).text, 'ok');
+    assert.equal(calls2.length, 4);
+  });
+
   it('caps the backoff and gives up after maxRetries', async () => {
     const calls: Call[] = [];
     const { provider, sleeps } = reliable([scripted('main', { calls, steps: [http(502), http(502), http(502), http(502), 'never'] })], {

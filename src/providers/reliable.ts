@@ -25,7 +25,7 @@ export interface ReliableCandidate {
 export interface ReliableProviderOptions {
   /** Tried in order; at least one. */
   readonly candidates: readonly ReliableCandidate[];
-  /** Retries per model after the first try, on retryable errors (429, 5xx, network). @default 2 */
+  /** Retries per model after the first try, on retryable errors (429, 5xx, network); a call that timed out is retried once at most. @default 2 */
   readonly maxRetries?: number;
   /** Backoff before the first retry, doubling after each. @default 500 */
   readonly initialBackoffMs?: number;
@@ -101,6 +101,7 @@ export function createReliableProvider(options: ReliableProviderOptions): Provid
     let limited = new Set<number>();
     let slot = state.cursor % slots;
     let retries = 0;
+    let timeouts = 0;
     for (let attempt = 1; ; attempt++) {
       signal.throwIfAborted();
       let emitted = false;
@@ -120,8 +121,9 @@ export function createReliableProvider(options: ReliableProviderOptions): Provid
       try {
         return await providerFor(state, slot).chat(attemptRequest, signal);
       } catch (error) {
-        // Aborted: stop. Text already shown: a silent retry would show it twice.
-        if (signal.aborted || emitted) throw error;
+        // Aborted: stop. Text already shown: a silent retry would show it twice — fail, saying which provider it was.
+        if (signal.aborted) throw error;
+        if (emitted) throw summarise([{ label, model: model ?? '(default)', error }], allKeys);
         const failure = error instanceof ProviderError ? error : undefined;
         if (failure?.code !== undefined && forCaller.has(failure.code)) throw error;
         failures.push({ label, model: model ?? '(default)', error });
@@ -155,6 +157,10 @@ export function createReliableProvider(options: ReliableProviderOptions): Provid
         }
         if (failure.retryAfterMs !== undefined && failure.retryAfterMs > maxRetryAfterMs) return moveOn(`Retry-After ${failure.retryAfterMs} ms is too long`);
         if (retries >= maxRetries) return moveOn(`${retries} retries used`);
+        // A hang costs a whole timeout per try: it is retried once, not maxRetries times, so at the
+        // defaults (2 × 120 s) a hanging endpoint fails the turn with its own error, inside the
+        // 300 s turn timeout, and the next model or provider still gets its turn.
+        if (timedOut(failure) && timeouts++ >= 1) return moveOn('timed out twice');
         const delayMs = Math.max(backoffDelay(retries, backoff, random), failure.retryAfterMs ?? 0);
         retries++;
         log.warn({ ...context, delayMs, error: reason }, `model call failed; retry ${retries} of ${maxRetries} in ${delayMs} ms`);
@@ -181,6 +187,11 @@ export function createReliableProvider(options: ReliableProviderOptions): Provid
       throw summarise(failures, allKeys);
     },
   };
+}
+
+/** Whether the call ran out of its own timeout (a hang or a stall), as opposed to failing fast. */
+function timedOut(error: ProviderError): boolean {
+  return error.cause instanceof Error && error.cause.name === 'TimeoutError';
 }
 
 /** The candidate's models, with `override` (the request's model) in place of the primary. */

@@ -41,7 +41,8 @@ export function startDraft(options: DraftOptions): Draft {
   let text = '';
   let id = options.existingId;
   let shown = '';
-  let lastAt = 0;
+  /** Monotonic (a wall clock stepped back would hold the next edit for as long as the step). */
+  let lastAt: number | undefined;
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> = Promise.resolve();
   let finished = false;
@@ -51,7 +52,7 @@ export function startDraft(options: DraftOptions): Draft {
     if (finished) return;
     const preview = previewText(text, channel);
     if (preview === '' || preview === shown) return;
-    lastAt = Date.now();
+    lastAt = performance.now();
     inFlight = inFlight.then(async () => {
       if (finished && id !== undefined) return;
       try {
@@ -73,8 +74,8 @@ export function startDraft(options: DraftOptions): Draft {
       if (finished) return;
       text += delta;
       if (timer) return;
-      const wait = Math.max(0, lastAt + channel.editIntervalMs - Date.now());
-      timer = setTimeout(flush, id === undefined && lastAt === 0 ? 0 : wait);
+      const wait = lastAt === undefined ? 0 : Math.max(0, lastAt + channel.editIntervalMs - performance.now());
+      timer = setTimeout(flush, id === undefined && lastAt === undefined ? 0 : wait);
     },
     async finish() {
       finished = true;

@@ -327,7 +327,7 @@ describe('Runtime', () => {
 
   it('rejects two channels with one name', () => {
     assert.throws(
-      () => new Runtime({ ...({} as RuntimeOptions), db: openDatabase(':memory:'), log: testLogger(), channels: [createMemoryChannel('x'), createMemoryChannel('x')], maxInFlight: 1, maxQueued: 1 }),
+      () => new Runtime({ ...({} as RuntimeOptions), db: openDatabase(':memory:'), log: testLogger(), channels: [createMemoryChannel('x'), createMemoryChannel('x')], maxInFlight: 1, maxQueued: 1, supervisor: defaultSupervisorOptions }),
       /two channels are named "x"/,
     );
   });

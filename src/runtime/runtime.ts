@@ -17,6 +17,7 @@ import { Drafts } from '../store/settings.ts';
 import { startDraft, type Draft } from './draft.ts';
 import type { TurnHandler, TurnOutput } from '../agent/agent.ts';
 import { ProviderError } from '../provider.ts';
+import { systemClock, type Clock } from '../clock.ts';
 import type { Db } from '../store/db.ts';
 import { History } from '../store/history.ts';
 import { Inbox } from '../store/inbox.ts';
@@ -75,6 +76,8 @@ export interface RuntimeOptions {
   readonly events?: RuntimeEvents;
   /** Where failed writes (a full disk) are reported; shared with the channels. @default one without a probe */
   readonly storage?: StorageHealth;
+  /** Turn and shutdown durations and the uptime run on its monotonic clock; retention on its wall clock. @default systemClock */
+  readonly clock?: Clock;
 }
 
 /** What the runtime reports as it works (see src/metrics.ts). */
@@ -136,7 +139,9 @@ export class Runtime {
   readonly #storage: StorageHealth;
   /** Shared with delivery: a replaced channel's pending replies go out through the new one. */
   readonly #channels: Map<string, Channel>;
-  readonly #startedAt = Date.now();
+  readonly #clock: Clock;
+  /** Monotonic: the uptime in /status must not jump with the wall clock. */
+  readonly #startedAt: number;
   /** Aborted on stop: listeners end. */
   readonly #listening = new AbortController();
   /** Aborted when the shutdown grace runs out: turns and sends end. */
@@ -151,6 +156,8 @@ export class Runtime {
 
   constructor(options: RuntimeOptions) {
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#startedAt = this.#clock.monotonic();
     this.#log = options.log;
     this.#inbox = new Inbox(options.db);
     this.#outbox = new Outbox(options.db);
@@ -338,7 +345,7 @@ export class Runtime {
   }
 
   async #stop(): Promise<void> {
-    const started = Date.now();
+    const started = this.#clock.monotonic();
     this.#log.info({ inFlight: this.#pool.inFlight, queued: this.#pool.queued }, 'shutting down');
     for (const timer of this.#timers) clearInterval(timer);
     this.#storage.close();
@@ -348,7 +355,7 @@ export class Runtime {
     const grace = new AbortController();
     const finished = await Promise.race([
       this.idle().then(() => true),
-      sleep(Math.max(0, this.#options.shutdownGraceMs - (Date.now() - started)), grace.signal).then(() => false, () => false),
+      sleep(Math.max(0, this.#options.shutdownGraceMs - (this.#clock.monotonic() - started)), grace.signal).then(() => false, () => false),
     ]);
     grace.abort();
     if (!finished) {
@@ -356,7 +363,7 @@ export class Runtime {
       this.#working.abort(new Error('shutdown deadline'));
       await Promise.race([this.idle(), sleep(2000)]);
     }
-    this.#log.info({ queuedForNextStart: left, ms: Date.now() - started }, 'stopped');
+    this.#log.info({ queuedForNextStart: left, ms: Math.round(this.#clock.monotonic() - started) }, 'stopped');
   }
 
   #channelReady(name: string): void {
@@ -447,7 +454,8 @@ export class Runtime {
       return;
     }
     const channel = this.#channels.get(message.channel);
-    const started = Date.now();
+    const started = this.#clock.monotonic();
+    const elapsed = (): number => Math.round(this.#clock.monotonic() - started);
     const limit = deadline(this.#working.signal, this.#options.turnTimeoutMs);
     const { signal } = limit;
     const stopTyping = channel ? this.#startTyping(channel, message, log) : () => undefined;
@@ -470,9 +478,9 @@ export class Runtime {
       const draftId = await draft?.finish();
       await this.#commit(`record the reply to message ${seq}`, () => this.#commitTurn(seq, conversation, output, message, draftId));
       this.#counters.answered++;
-      this.#options.events?.onTurn?.(message.channel, Date.now() - started, 'answered');
+      this.#options.events?.onTurn?.(message.channel, elapsed(), 'answered');
       if (output.reply === '') log.warn('the model returned an empty reply; nothing sent');
-      log.info({ ms: Date.now() - started }, 'turn done');
+      log.info({ ms: elapsed() }, 'turn done');
     } catch (error) {
       stopTyping();
       const draftId = await draft?.finish();
@@ -485,8 +493,8 @@ export class Runtime {
         return;
       }
       this.#counters.failed++;
-      this.#options.events?.onTurn?.(message.channel, Date.now() - started, 'failed');
-      log.error({ ...failureFields(error, signal, this.#options.turnTimeoutMs), ms: Date.now() - started }, 'turn failed; telling the user');
+      this.#options.events?.onTurn?.(message.channel, elapsed(), 'failed');
+      log.error({ ...failureFields(error, signal, this.#options.turnTimeoutMs), ms: elapsed() }, 'turn failed; telling the user');
       try {
         await this.#commit(`record the apology for message ${seq}`, () => this.#commitFailure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId));
       } catch (failure) {
@@ -541,7 +549,7 @@ export class Runtime {
 
   #statusLine(): string {
     const health = this.health();
-    const uptime = formatDuration(Date.now() - this.#startedAt);
+    const uptime = formatDuration(this.#clock.monotonic() - this.#startedAt);
     const channels = health.channels.map((c) => `${c.name} ${c.state}${c.notes?.length ? ` (${c.notes.join('; ')})` : ''}`).join(', ');
     return `Up ${uptime} and running · channels: ${channels || 'none'} · ${health.inFlight} in flight, ${health.queued} queued · ${health.counters.answered} answered since start`;
   }
@@ -568,11 +576,14 @@ export class Runtime {
   }
 
   #prune(): void {
-    const before = Date.now() - (this.#options.retentionMs ?? 7 * DAY_MS);
+    // Wall time: the rows carry wall stamps. A forward jump shortens the redelivery window by the jump.
+    const before = this.#clock.now() - (this.#options.retentionMs ?? 7 * DAY_MS);
     try {
       const inbox = this.#inbox.prune(before);
       const outbox = this.#outbox.prune(before);
       if (inbox + outbox > 0) this.#log.debug({ inbox, outbox }, 'pruned finished messages');
+      const codes = this.#options.pairing?.expire() ?? 0;
+      if (codes > 0) this.#log.info({ codes }, 'pairing codes expired');
     } catch (error) {
       // Deleting needs space too (WAL frames); the next hourly round tries again.
       if (diskFullCode(error) !== undefined) this.#storage.failed(error, 'prune finished messages');
@@ -604,9 +615,10 @@ function failureFields(error: unknown, signal: AbortSignal, turnTimeoutMs: numbe
 function apology(error: unknown, signal: AbortSignal): string {
   if (signal.aborted) return 'Sorry — that took too long and I had to stop. Please try again, perhaps with a simpler request.';
   if (error instanceof ProviderError) {
-    return error.status === 429
-      ? 'Sorry — the model is rate-limiting me right now. Please try again in a minute.'
-      : 'Sorry — I could not reach the model to answer that. Please try again in a moment.';
+    if (error.status === 429) return 'Sorry — the model is rate-limiting me right now. Please try again in a minute.';
+    // A 2xx that was not a usable answer (an HTML page, broken JSON): the model was reached, its answer was not readable.
+    if (error.status !== undefined && error.status >= 200 && error.status < 300) return 'Sorry — the model service sent back something I could not read, so I have no answer. Please try again in a moment.';
+    return 'Sorry — I could not reach the model to answer that. Please try again in a moment.';
   }
   return 'Sorry — something went wrong while answering that. Please try again.';
 }

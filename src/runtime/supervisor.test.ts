@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Channel, ListenLink, Push } from '../channel.ts';
 import { testLogger } from '../../test/support/log.ts';
+import { DAY_MS, HOUR_MS, jumpingClock } from '../../test/support/clock.ts';
 import { backoffDelay } from './backoff.ts';
 import { ChannelSupervisor, type SupervisorOptions } from './supervisor.ts';
 
@@ -26,9 +27,9 @@ const untilAbort = (signal: AbortSignal): Promise<void> =>
   new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 
 async function waitFor(condition: () => boolean, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
+    if (performance.now() > deadline) throw new Error('condition not met in time');
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
@@ -199,4 +200,77 @@ describe('ChannelSupervisor', () => {
     shutdown.abort();
     await run;
   });
+});
+
+describe('ChannelSupervisor when the wall clock jumps', () => {
+  for (const jump of [HOUR_MS, -HOUR_MS, DAY_MS, -DAY_MS]) {
+    const label = `${jump > 0 ? '+' : '-'}${Math.abs(jump) / HOUR_MS} h`;
+
+    it(`a step of ${label} does not fire the liveness watchdog on a live channel`, async (t) => {
+      const clock = jumpingClock({ mock: t.mock });
+      const ch = channel(
+        async (signal, link) => {
+          link.ready();
+          const beat = setInterval(() => link.alive(), 10);
+          await untilAbort(signal);
+          clearInterval(beat);
+        },
+        { livenessTimeoutMs: 80 },
+      );
+      const sup = new ChannelSupervisor(ch, push, { ...fast, clock }, testLogger(), { onReady: () => undefined });
+      const shutdown = new AbortController();
+      const run = sup.run(shutdown.signal);
+      await waitFor(() => sup.health().state === 'running');
+      clock.jump(jump);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      shutdown.abort();
+      await run;
+      assert.equal(ch.starts.length, 1);
+      assert.equal(sup.health().restarts, 0);
+    });
+
+    it(`a step of ${label} does not keep the watchdog from restarting a deaf channel`, async (t) => {
+      const clock = jumpingClock({ mock: t.mock });
+      const ch = channel(
+        async (signal, link, attempt) => {
+          link.ready();
+          if (attempt === 1) clock.jump(jump);
+          await untilAbort(signal);
+        },
+        { livenessTimeoutMs: 60 },
+      );
+      const sup = new ChannelSupervisor(ch, push, { ...fast, clock }, testLogger(), { onReady: () => undefined });
+      const shutdown = new AbortController();
+      const run = sup.run(shutdown.signal);
+      await waitFor(() => ch.starts.length >= 2, 2000);
+      shutdown.abort();
+      await run;
+      assert.match(sup.health().lastError ?? '', /no sign of life for 0 s/, 'silence measured on the monotonic clock, not the jump');
+    });
+
+    it(`a step of ${label} during a healthy run still resets the backoff, and health() shows wall times`, async (t) => {
+      const clock = jumpingClock({ mock: t.mock });
+      const options = { ...fast, initialBackoffMs: 50, maxBackoffMs: 5000, healthyAfterMs: 60, clock };
+      // as in 'resets the backoff after a healthy period', with the clock stepped during attempt 4
+      const ch = channel(async (_signal, link, attempt) => {
+        if (attempt === 4) {
+          link.ready();
+          clock.jump(jump);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        throw new Error(`fail ${attempt}`);
+      });
+      const sup = new ChannelSupervisor(ch, push, options, testLogger(), { onReady: () => undefined });
+      const shutdown = new AbortController();
+      const run = sup.run(shutdown.signal);
+      await waitFor(() => ch.starts.length >= 5);
+      shutdown.abort();
+      await run;
+      const gap = ch.starts[4]! - ch.starts[3]! - 100;
+      assert.ok(gap < 250, `delay after a healthy run should be back to ~50 ms whatever the wall clock did, was ${gap}`);
+      const health = sup.health();
+      assert.ok(Math.abs(health.since - clock.now()) < 5000 && Math.abs(health.since - clock.now() + jump) > 60_000, 'since is a wall time, on the stepped clock');
+      assert.ok(Math.abs(health.lastErrorAt! - clock.now()) < 5000, 'lastErrorAt too');
+    });
+  }
 });

@@ -4,6 +4,7 @@
  */
 import type { Logger } from 'pino';
 import { hasStatusNotes, isLivenessWatched, type Channel, type ListenLink, type Push } from '../channel.ts';
+import { systemClock, type Clock } from '../clock.ts';
 import { backoffDelay, sleep } from './backoff.ts';
 
 export type ChannelState = 'starting' | 'running' | 'backoff' | 'stopped';
@@ -31,6 +32,12 @@ export interface SupervisorOptions {
   readonly healthyAfterMs: number;
   /** How long a listen may take to return after its signal aborts. @default 5000 */
   readonly stopTimeoutMs: number;
+  /**
+   * Healthy periods and the liveness watchdog are measured on its monotonic clock, so a wall
+   * clock jump neither restarts a live channel nor keeps a crashing one from backing off; the
+   * times in `health()` are wall times. @default systemClock
+   */
+  readonly clock?: Clock;
 }
 
 export const defaultSupervisorOptions: SupervisorOptions = {
@@ -61,8 +68,9 @@ export class ChannelSupervisor {
   readonly #options: SupervisorOptions;
   readonly #log: Logger;
   readonly #events: SupervisorEvents;
+  readonly #clock: Clock;
   #state: ChannelState = 'stopped';
-  #since = Date.now();
+  #since: number;
   #restarts = 0;
   #lastError: string | undefined;
   #lastErrorAt: number | undefined;
@@ -73,8 +81,10 @@ export class ChannelSupervisor {
     this.#options = options;
     this.#log = log;
     this.#events = events;
+    this.#clock = options.clock ?? systemClock;
+    this.#since = this.#clock.now();
     this.#push = async (message) => {
-      this.#lastInboundAt = Date.now();
+      this.#lastInboundAt = this.#clock.now();
       return push(message);
     };
   }
@@ -109,17 +119,18 @@ export class ChannelSupervisor {
       const onShutdown = (): void => attempt.abort(shutdown.reason);
       shutdown.addEventListener('abort', onShutdown, { once: true });
       let readyAt: number | undefined;
-      let lastAlive = Date.now();
+      const clock = this.#clock;
+      let lastAlive = clock.monotonic();
       const link: ListenLink = {
         ready: () => {
           if (attempt.signal.aborted || readyAt !== undefined) return;
-          readyAt = lastAlive = Date.now();
+          readyAt = lastAlive = clock.monotonic();
           this.#setState('running');
           this.#log.info('channel running');
           this.#events.onReady(this.#channel.name);
         },
         alive: () => {
-          lastAlive = Date.now();
+          lastAlive = clock.monotonic();
         },
         deaf: (reason) => {
           if (!attempt.signal.aborted) attempt.abort(new DeafError(reason));
@@ -140,11 +151,11 @@ export class ChannelSupervisor {
       }
       if (shutdown.aborted) break;
 
-      if (readyAt !== undefined && Date.now() - readyAt >= this.#options.healthyAfterMs) failures = 0;
+      if (readyAt !== undefined && clock.monotonic() - readyAt >= this.#options.healthyAfterMs) failures = 0;
       const delay = backoffDelay(failures++, { initialMs: this.#options.initialBackoffMs, maxMs: this.#options.maxBackoffMs });
       this.#restarts++;
       this.#lastError = failure instanceof Error ? failure.message : String(failure);
-      this.#lastErrorAt = Date.now();
+      this.#lastErrorAt = this.#clock.now();
       this.#setState('backoff');
       this.#log.warn({ err: failure, restartInMs: delay, restarts: this.#restarts }, 'channel stopped; restarting');
       this.#events.onRestart?.(this.#channel.name, failure);
@@ -180,7 +191,7 @@ export class ChannelSupervisor {
     if (!isLivenessWatched(this.#channel)) return undefined;
     const timeout = this.#channel.livenessTimeoutMs;
     const timer = setInterval(() => {
-      const silent = Date.now() - lastAlive();
+      const silent = this.#clock.monotonic() - lastAlive();
       if (silent > timeout) link.deaf(`no sign of life for ${Math.round(silent / 1000)} s (liveness timeout ${Math.round(timeout / 1000)} s)`);
     }, Math.max(10, Math.min(timeout / 2, 5000)));
     timer.unref();
@@ -189,7 +200,7 @@ export class ChannelSupervisor {
 
   #setState(state: ChannelState): void {
     this.#state = state;
-    this.#since = Date.now();
+    this.#since = this.#clock.now();
   }
 }
 

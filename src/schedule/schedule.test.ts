@@ -120,3 +120,68 @@ describe('schedule tool and scheduler', () => {
     });
   }
 });
+
+describe('scheduler when the wall clock jumps', () => {
+  const HOUR = 3_600_000;
+  const DAY = 24 * HOUR;
+
+  it('a step back after a run does not fire the same due time again (cron every 5 minutes)', async () => {
+    const { tool, ctx, pushed, store, scheduler, setClock } = setup();
+    await tool.execute({ action: 'create', message: 'poll', cron: '*/5 * * * *' }, ctx);
+    setClock(T0 + 5 * 60_000 + 1000); // 10:05:01: the 10:05 run is due
+    await scheduler.tick();
+    assert.equal(pushed.length, 1);
+    assert.equal(store.list(ctx.conversation)[0]!.nextRun, T0 + 10 * 60_000);
+    for (const back of [HOUR, DAY]) {
+      setClock(T0 + 5 * 60_000 + 1000 - back);
+      await scheduler.tick();
+      await scheduler.tick();
+      assert.equal(pushed.length, 1, `nothing fires after a step back of ${back / HOUR} h: 10:10 is still ahead`);
+      assert.equal(store.list(ctx.conversation)[0]!.nextRun, T0 + 10 * 60_000, 'and the next run stays where it was');
+    }
+    // The wall clock catches up with 10:10 again: that run fires, once.
+    setClock(T0 + 10 * 60_000);
+    await scheduler.tick();
+    await scheduler.tick();
+    assert.deepEqual(pushed.map((m) => m.id), ['schedule:1:' + String(T0 + 5 * 60_000), 'schedule:1:' + String(T0 + 10 * 60_000)]);
+  });
+
+  for (const forward of [HOUR, DAY]) {
+    it(`a step forward of ${forward / HOUR} h fires a missed cron task once, not once per missed run, and the next run is after the new now`, async () => {
+      const { tool, ctx, pushed, store, scheduler, setClock } = setup();
+      await tool.execute({ action: 'create', message: 'poll', cron: '*/5 * * * *' }, ctx);
+      const now = T0 + forward;
+      setClock(now);
+      await scheduler.tick();
+      await scheduler.tick();
+      assert.equal(pushed.length, 1, `${forward / 300_000} runs were missed; one fires`);
+      assert.equal(pushed[0]!.timestamp, T0 + 5 * 60_000, 'it carries the due time it was due at');
+      assert.equal(store.list(ctx.conversation)[0]!.nextRun, now + 5 * 60_000, 'the next run is the next slot after the new now');
+    });
+  }
+
+  it('a step forward past a one-shot task fires it once; a step back afterwards does not bring it back', async () => {
+    const { tool, ctx, pushed, store, scheduler, setClock } = setup();
+    await tool.execute({ action: 'create', message: 'once', in_minutes: 30 }, ctx);
+    setClock(T0 + DAY);
+    await scheduler.tick();
+    await scheduler.tick();
+    setClock(T0);
+    await scheduler.tick();
+    setClock(T0 + 31 * 60_000);
+    await scheduler.tick();
+    assert.equal(pushed.length, 1);
+    assert.deepEqual(store.list(ctx.conversation), []);
+  });
+
+  it('a step back before a one-shot task is due only delays it (it fires at its wall time)', async () => {
+    const { tool, ctx, pushed, scheduler, setClock } = setup();
+    await tool.execute({ action: 'create', message: 'once', in_minutes: 30 }, ctx);
+    setClock(T0 - HOUR);
+    await scheduler.tick();
+    assert.equal(pushed.length, 0);
+    setClock(T0 + 30 * 60_000);
+    await scheduler.tick();
+    assert.equal(pushed.length, 1);
+  });
+});

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { DAY_MS, HOUR_MS, jumpingClock } from '../../test/support/clock.ts';
 import { createRateLimiter } from './rate-limit.ts';
 
 function clock(start = 1_000_000) {
@@ -92,4 +93,19 @@ describe('rate limiter', () => {
     assert.throws(() => createRateLimiter({ limit: 1, windowMs: -1 }), /windowMs/);
     assert.throws(() => createRateLimiter({ limit: 1, windowMs: 1000, maxKeys: 0 }), /maxKeys/);
   });
+});
+
+describe('rate limiter when the wall clock jumps', () => {
+  for (const jump of [HOUR_MS, -HOUR_MS, DAY_MS, -DAY_MS]) {
+    it(`by default it counts on the monotonic clock: a step of ${jump / HOUR_MS} h neither opens a full window nor holds it shut`, (t) => {
+      const wall = jumpingClock({ mock: t.mock }); // Date.now() follows this clock for the test
+      const limiter = createRateLimiter({ limit: 2, windowMs: 60_000 });
+      assert.equal(limiter.take('alice').ok, true);
+      assert.equal(limiter.take('alice').ok, true);
+      wall.jump(jump);
+      const refused = limiter.take('alice');
+      assert.equal(refused.ok, false, 'still two takes in the last minute');
+      assert.ok(!refused.ok && refused.retryAfterMs <= 60_000, `retry after at most the window, not the step: ${JSON.stringify(refused)}`);
+    });
+  }
 });

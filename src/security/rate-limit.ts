@@ -13,7 +13,7 @@ export interface RateLimiterOptions {
   readonly windowMs: number;
   /** Keys remembered at once; the least recently used is evicted beyond it. @default 10_000 */
   readonly maxKeys?: number;
-  /** Clock in milliseconds. @default Date.now */
+  /** Clock in milliseconds; monotonic, so a wall clock step neither holds a window shut nor opens it early. @default performance.now */
   readonly now?: () => number;
 }
 
@@ -28,7 +28,7 @@ export interface RateLimiter {
 
 /** @example const limiter = createRateLimiter({ limit: 20, windowMs: 60_000 }); limiter.take(senderId) */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
-  const { limit, windowMs, maxKeys = 10_000, now = Date.now } = options;
+  const { limit, windowMs, maxKeys = 10_000, now = () => performance.now() } = options;
   if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`rate limit: limit must be a positive integer, got ${String(limit)}`);
   if (!Number.isFinite(windowMs) || windowMs <= 0) throw new TypeError(`rate limit: windowMs must be a positive number, got ${String(windowMs)}`);
   if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new TypeError(`rate limit: maxKeys must be a positive integer, got ${String(maxKeys)}`);

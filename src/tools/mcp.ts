@@ -89,7 +89,7 @@ export function createMcpTools(options: McpToolsOptions): McpTools {
   async function keepConnected(server: ServerState, firstAttempt: () => void): Promise<void> {
     let attempt = 0;
     while (!stop.signal.aborted) {
-      let connectedAt = 0;
+      let connectedAt: number | undefined; // monotonic
       try {
         server.state = 'connecting';
         const { client, closed } = await connect(server.spec, server.log);
@@ -102,7 +102,7 @@ export function createMcpTools(options: McpToolsOptions): McpTools {
           throw error;
         }
         server.state = 'ready';
-        connectedAt = Date.now();
+        connectedAt = performance.now();
         server.log.info({ tools: server.tools.map((tool) => tool.name) }, 'MCP server connected');
         firstAttempt();
         if (!stop.signal.aborted) await closed;
@@ -117,7 +117,7 @@ export function createMcpTools(options: McpToolsOptions): McpTools {
       server.client = undefined;
       server.state = 'down';
       setTools(server, []);
-      if (connectedAt > 0 && Date.now() - connectedAt >= healthyAfterMs) attempt = 0;
+      if (connectedAt !== undefined && performance.now() - connectedAt >= healthyAfterMs) attempt = 0;
       server.restarts++;
       try {
         await sleep(backoffDelay(attempt++, restart), stop.signal);

@@ -200,6 +200,44 @@ export function runProviderContract(name: string, make: () => Promise<ProviderHa
       assert.ok(Date.now() - started < 1500);
     });
 
+    describe('a misbehaving endpoint', () => {
+      const json = { 'content-type': 'application/json' };
+      const html = { 'content-type': 'text/html; charset=utf-8' };
+      const page = '<!DOCTYPE html><html><head><title>Sign in - Corporate Proxy</title></head><body><form>login</form></body></html>';
+      /** Each fails with a ProviderError whose message matches, retryable or not, streamed and not. */
+      const cases: Array<{ what: string; step: Step; message: RegExp; retryable: boolean; streamOnly?: boolean; timeout?: boolean }> = [
+        { what: 'hangs (accepts, never answers)', step: { fault: 'hang' }, message: /no answer within 300 ms \(the provider's timeout_seconds\)/, retryable: true, timeout: true },
+        { what: 'resets the connection', step: { fault: 'reset' }, message: /unreachable: .*ECONNRESET.*connection was dropped/, retryable: true },
+        { what: 'sends headers then stalls mid-body', step: { fault: 'stall', text: 'half an answer', events: 0 }, message: /stalled and was not complete within 300 ms/, retryable: true, timeout: true },
+        { what: 'stalls mid-stream', step: { fault: 'stall', text: 'a streamed answer that stops half way' }, message: /stalled and was not complete within 300 ms/, retryable: true, timeout: true, streamOnly: true },
+        { what: 'resets mid-body', step: { fault: 'cut', text: 'half an answer' }, message: /failed while answering: .*(ECONNRESET|terminated|other side closed)/, retryable: true },
+        { what: 'answers 200 with broken JSON', step: { raw: '{"choices": [{"message": {"content": "hi"', headers: json }, message: /answered HTTP 200 with broken JSON/, retryable: false },
+        { what: 'answers 200 with an HTML page', step: { raw: page, headers: html }, message: /answered HTTP 200 with an HTML page \("Sign in - Corporate Proxy"\) instead of JSON; check that base_url/, retryable: false },
+        { what: 'answers 200 with JSON null', step: { raw: 'null', headers: json }, message: /answered HTTP 200 without a JSON object/, retryable: false },
+        { what: 'answers 200 with JSON of another API', step: { raw: '{"result": "ok", "items": [1, 2]}', headers: json }, message: /answered HTTP 200 without .*check that provider kind and base_url/, retryable: false },
+        { what: 'answers 502 with an HTML page', step: { status: 502, body: page.replace('Sign in - Corporate Proxy', '502 Bad Gateway'), headers: html }, message: /HTTP 502: an HTML page \("502 Bad Gateway"\)$/, retryable: true },
+        { what: 'streams garbage', step: { raw: 'data: {"oops": tru\n\n' }, message: /streamed broken JSON/, retryable: false, streamOnly: true },
+        { what: 'streams JSON null', step: { raw: 'data: null\n\n' }, message: /without a JSON object in a streamed event/, retryable: false, streamOnly: true },
+      ];
+      for (const { what, step, message, retryable, streamOnly, timeout } of cases) {
+        for (const streamed of streamOnly ? [true] : [false, true]) {
+          it(`fails clearly when it ${what}${streamed ? ' (streaming)' : ''}`, async () => {
+            const provider = harness.withTimeout(300);
+            harness.script(step);
+            const started = performance.now();
+            const error = await failure(provider.chat(ask(streamed ? () => undefined : undefined), signal()));
+            assert.ok(error instanceof ProviderError, `a ProviderError, not ${String(error)}`);
+            assert.match(error.message, message);
+            assert.equal(error.retryable, retryable, error.message);
+            if (timeout) assert.ok(performance.now() - started < 2000, 'within its timeout');
+            // The next request is answered normally.
+            harness.script({ text: 'fine again' });
+            assert.equal((await provider.chat(ask(streamed ? () => undefined : undefined), signal())).text, 'fine again');
+          });
+        }
+      }
+    });
+
     it('stops waiting when the signal aborts', async () => {
       harness.script({ text: 'late', delayMs: 2000 });
       const abort = new AbortController();
