@@ -17,12 +17,37 @@ export function splitMessage(text: string, limit: number, options: SplitOptions 
   const measure = options.measure ?? ((s: string) => s.length);
   if (!(limit >= 64)) throw new RangeError(`limit must be at least 64 (room for a reopened code fence), got ${limit}`);
   if (measure(text) <= limit) return text === '' ? [] : [text];
+  // Measuring every candidate part in full made a reply of 100 000 short lines take seconds
+  // (minutes with a rendering measure), blocking the daemon: parts are first built on sums of
+  // line sizes and checked once; only a measure that is far from additive needs the full way.
+  const parts = split(text, limit, measure, true);
+  return parts.every((part) => measure(part) <= limit) ? parts : split(text, limit, measure, false);
+}
 
+/**
+ * The splitting itself. With `estimate`, a line joins the part when the part's size so far
+ * plus the line's own size fits (exact when the measure is additive, as a length is); the
+ * part is measured in full only when that sum does not fit.
+ */
+function split(text: string, limit: number, measure: (s: string) => number, estimate: boolean): string[] {
   const parts: string[] = [];
   let lines: string[] = [];
   let fence: Fence | undefined; // the fence open at the end of `lines`
+  let estimated = 0; // measure(lines.join('\n')), summed line by line since the last full measure
 
   const size = (candidate: readonly string[], open: Fence | undefined): number => measure(candidate.join('\n')) + (open ? measure(`\n${open.marker}`) : 0);
+  const push = (line: string): void => {
+    estimated += (lines.length > 0 ? 1 : 0) + measure(line);
+    lines.push(line);
+  };
+  const fits = (line: string, open: Fence | undefined): boolean => {
+    const closing = open ? measure(`\n${open.marker}`) : 0;
+    if (estimate && estimated + (lines.length > 0 ? 1 : 0) + measure(line) + closing <= limit) return true;
+    const exact = size([...lines, line], open);
+    if (exact > limit) return false;
+    estimated = exact - closing - measure(line) - (lines.length > 0 ? 1 : 0);
+    return true;
+  };
 
   const flush = (): void => {
     if (lines.length === 0) return;
@@ -34,26 +59,27 @@ export function splitMessage(text: string, limit: number, options: SplitOptions 
     const open = fenceAfter(keep);
     parts.push([...keep, ...(open ? [open.marker] : [])].join('\n'));
     lines = open ? [open.opener, ...rest] : rest;
+    estimated = lines.length === 0 ? 0 : measure(lines.join('\n'));
     fence = fenceAfter(lines);
   };
 
   for (const line of text.split('\n')) {
     const nextFence = stepFence(line, fence);
-    if (size([...lines, line], nextFence) <= limit) {
-      lines.push(line);
+    if (fits(line, nextFence)) {
+      push(line);
       fence = nextFence;
       continue;
     }
     flush();
-    if (size([...lines, line], nextFence) <= limit) {
-      lines.push(line);
+    if (fits(line, nextFence)) {
+      push(line);
       fence = nextFence;
       continue;
     }
     // One line alone is too long: cut it by words (or by force), each piece on its own part.
     for (const piece of cutLine(line, limit - size(lines, fence) - 1 - (fence ? measure(`\n${fence.marker}`) : 0), limit - (fence ? measure(`${fence.opener}\n\n${fence.marker}`) : 0), measure)) {
       if (lines.length > 0 && size([...lines, piece], fence) > limit) flush();
-      lines.push(piece);
+      push(piece);
     }
     fence = nextFence;
   }
