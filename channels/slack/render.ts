@@ -75,8 +75,9 @@ function renderLine(line: string): string {
  */
 const inlinePattern = new RegExp(
   [
-    /(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/.source, // 1,2 code span
-    /(!?)\[((?:[^\]\\]|\\.)*)\]\(\s*<?([^()\s<>]+(?:\([^()\s]*\)[^()\s<>]*)*)>?(?:\s+(?:"[^"]*"|'[^']*'))?\s*\)/.source, // 3,4,5 link / image
+    // a whole run of backticks opens a span, and a label holds no unescaped "[": one attempt per run, linear on a long one
+    /(?<!`)(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/.source, // 1,2 code span
+    /(!?)\[((?:[^[\]\\]|\\.)*)\]\(\s*<?([^()\s<>]+(?:\([^()\s]*\)[^()\s<>]*)*)>?(?:\s+(?:"[^"]*"|'[^']*'))?\s*\)/.source, // 3,4,5 link / image
     /<((?:https?:\/\/|mailto:)[^<>\s]+)>/.source, // 6 autolink
     /\*\*\*(?=\S)([\s\S]*?\S)\*\*\*|\*\*(?=\S)([\s\S]*?\S)\*\*/.source, // 7 bold italic, 8 bold
     /(?<![\w])__(?=\S)([\s\S]*?\S)__(?!\w)/.source, // 9 bold (underscores)

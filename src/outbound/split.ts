@@ -126,27 +126,42 @@ function cutLine(line: string, firstRoom: number, room: number, measure: (s: str
   const pieces: string[] = [];
   let rest = line;
   let budget = Math.max(8, firstRoom);
-  while (measure(rest) > budget) {
+  for (;;) {
     let end = largestPrefix(rest, budget, measure);
+    if (end >= rest.length) break; // the rest fits
     const space = rest.lastIndexOf(' ', end);
     if (space > end / 2) end = space;
     pieces.push(rest.slice(0, end));
-    rest = rest.slice(end).replace(/^ /, '');
+    rest = rest.slice(end);
+    if (rest.startsWith(' ')) rest = rest.slice(1);
     budget = Math.max(8, room);
   }
   if (rest !== '') pieces.push(rest);
   return pieces;
 }
 
-/** The longest prefix that fits `budget`, never ending between the halves of a surrogate pair. */
+/**
+ * The longest prefix that fits `budget` (at least one character), never ending between the
+ * halves of a surrogate pair. Gallops from `budget` characters up before it bisects, so a
+ * piece costs measures of about its own size, not of the whole line (a line of a million
+ * characters was measured whole for each of its pieces).
+ */
 function largestPrefix(text: string, budget: number, measure: (s: string) => number): number {
-  let low = 1;
-  let high = text.length;
-  while (low < high) {
-    const mid = Math.ceil((low + high) / 2);
-    if (measure(text.slice(0, mid)) <= budget) low = mid;
-    else high = mid - 1;
+  const fits = (n: number): boolean => measure(text.slice(0, n)) <= budget;
+  let low = 0; // fits (or nothing)
+  let high = Math.min(text.length, Math.max(1, budget));
+  while (high < text.length && fits(high)) {
+    low = high;
+    high = Math.min(text.length, high * 2);
   }
-  const code = text.charCodeAt(low - 1);
-  return code >= 0xd800 && code <= 0xdbff && low > 1 ? low - 1 : low;
+  if (high === text.length && fits(high)) return high;
+  // the answer is in [low, high): fits(low), not fits(high)
+  while (high - low > 1) {
+    const mid = Math.floor((low + high) / 2);
+    if (fits(mid)) low = mid;
+    else high = mid;
+  }
+  const end = Math.max(1, low);
+  const code = text.charCodeAt(end - 1);
+  return code >= 0xd800 && code <= 0xdbff && end > 1 ? end - 1 : end;
 }
