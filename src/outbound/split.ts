@@ -16,7 +16,8 @@ const FENCE = /^\s{0,3}(`{3,}|~{3,})(.*)$/;
 export function splitMessage(text: string, limit: number, options: SplitOptions = {}): string[] {
   const measure = options.measure ?? ((s: string) => s.length);
   if (!(limit >= 64)) throw new RangeError(`limit must be at least 64 (room for a reopened code fence), got ${limit}`);
-  if (measure(text) <= limit) return text === '' ? [] : [text];
+  // a blank reply is no part at all, short or long (a platform refuses an empty message: Telegram with a 400)
+  if (measure(text) <= limit) return text.trim() === '' ? [] : [text];
   // Measuring every candidate part in full made a reply of 100 000 short lines take seconds
   // (minutes with a rendering measure), blocking the daemon: parts are first built on sums of
   // line sizes and checked once; only a measure that is far from additive needs the full way.
@@ -49,6 +50,10 @@ function split(text: string, limit: number, measure: (s: string) => number, esti
     return true;
   };
 
+  // The line that reopens a fence in the next part: its opening line, or only its marker when
+  // that line is long (an opener longer than the limit made every later part too long).
+  const reopener = (open: Fence): string => (measure(open.opener) <= limit / 4 ? open.opener : open.marker);
+
   const flush = (): void => {
     if (lines.length === 0) return;
     // Prefer to end the part at its last paragraph break, when that keeps at least half of it.
@@ -58,7 +63,7 @@ function split(text: string, limit: number, measure: (s: string) => number, esti
     // A part that ends inside a fence closes it; the next one reopens it (its first line opens it again).
     const open = fenceAfter(keep);
     parts.push([...keep, ...(open ? [open.marker] : [])].join('\n'));
-    lines = open ? [open.opener, ...rest] : rest;
+    lines = open ? [reopener(open), ...rest] : rest;
     estimated = lines.length === 0 ? 0 : measure(lines.join('\n'));
     fence = fenceAfter(lines);
   };
@@ -77,9 +82,13 @@ function split(text: string, limit: number, measure: (s: string) => number, esti
       continue;
     }
     // One line alone is too long: cut it by words (or by force), each piece on its own part.
-    for (const piece of cutLine(line, limit - size(lines, fence) - 1 - (fence ? measure(`\n${fence.marker}`) : 0), limit - (fence ? measure(`${fence.opener}\n\n${fence.marker}`) : 0), measure)) {
-      if (lines.length > 0 && size([...lines, piece], fence) > limit) flush();
+    // (a line that opens a fence needs room for its closing marker too)
+    const held = fence ?? nextFence;
+    for (const piece of cutLine(line, limit - size(lines, held) - 1 - (held ? measure(`\n${held.marker}`) : 0), limit - (fence ? measure(`${reopener(fence)}\n\n${fence.marker}`) : 0), measure)) {
+      // the piece may open a fence (an over-long opening line): its closing marker must fit too
+      if (lines.length > 0 && size([...lines, piece], stepFence(piece, fence)) > limit) flush();
       push(piece);
+      fence = stepFence(piece, fence);
     }
     fence = nextFence;
   }
