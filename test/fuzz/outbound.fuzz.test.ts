@@ -143,4 +143,10 @@ describe('renderers (fuzz)', () => {
       }
     }, { runs: 150 });
   });
+
+  it('regression: thousands of nested quotes render (Matrix recursed once per level and overflowed the stack)', () => {
+    const deep = '> '.repeat(5000) + 'deep';
+    assert.ok(visibleText(matrixHtml(deep)).includes('deep'));
+    assert.ok(renderMrkdwn('> '.repeat(50_000) + 'deep').endsWith('deep'));
+  });
 });
