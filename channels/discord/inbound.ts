@@ -4,6 +4,7 @@
  * caller, since REST messages do not say.
  */
 import type { Attachment, InboundMessage } from '../../src/channel.ts';
+import { expectShape, MalformedPayload } from '../../src/inbound/malformed.ts';
 
 export interface RawUser {
   readonly id: string;
@@ -70,8 +71,49 @@ export interface NormaliseOptions {
   readonly sentByBot?: (messageId: string) => boolean;
 }
 
-/** The normalised message (without attachments), or undefined when it is not for the runtime. */
+const userShape = { id: 'string', 'username?': 'string', 'global_name?': 'string|null', 'bot?': 'boolean' };
+
+/**
+ * Checks every field {@link normalise} and the intake read (a gateway dispatch or a REST page
+ * is not trusted); throws {@link MalformedPayload} naming the first that does not fit.
+ */
+export function checkMessage(raw: unknown): asserts raw is RawMessage {
+  const m = expectShape(raw, 'message', {
+    id: 'string',
+    channel_id: 'string',
+    'guild_id?': 'string',
+    'channel_type?': 'number',
+    author: 'object',
+    'member?': 'object|null',
+    content: 'string',
+    'timestamp?': 'string',
+    'type?': 'number',
+    'flags?': 'number',
+    'mentions?': 'array',
+    'message_reference?': 'object|null',
+    'referenced_message?': 'object|null',
+    'attachments?': 'array',
+  });
+  expectShape(m.author, 'message.author', userShape);
+  if (m.member) expectShape(m.member, 'message.member', { 'nick?': 'string|null' });
+  for (const [i, user] of ((m.mentions ?? []) as unknown[]).entries()) expectShape(user, `message.mentions.${i}`, userShape);
+  if (m.message_reference) expectShape(m.message_reference, 'message.message_reference', { 'message_id?': 'string' });
+  if (m.referenced_message) {
+    const referenced = expectShape(m.referenced_message, 'message.referenced_message', { 'author?': 'object' });
+    if (referenced.author !== undefined) expectShape(referenced.author, 'message.referenced_message.author', userShape);
+  }
+  for (const [i, attachment] of ((m.attachments ?? []) as unknown[]).entries()) {
+    expectShape(attachment, `message.attachments.${i}`, { id: 'string', filename: 'string', 'size?': 'number', url: 'string', 'content_type?': 'string' });
+  }
+  if (!/^\d{1,20}$/.test(m.id as string)) throw new MalformedPayload('message.id', 'must be a snowflake (digits)');
+}
+
+/**
+ * The normalised message (without attachments), or undefined when it is not for the runtime.
+ * Throws {@link MalformedPayload} for a message with a field missing or of the wrong type.
+ */
 export function normalise(raw: RawMessage, options: NormaliseOptions): Omit<InboundMessage, 'attachments'> | undefined {
+  checkMessage(raw);
   const { bot, info } = options;
   if (raw.author.bot === true || raw.webhook_id !== undefined || raw.author.id === bot.id) return undefined;
   if (raw.type !== undefined && !PERSON_TYPES.has(raw.type)) return undefined;

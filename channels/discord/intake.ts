@@ -14,7 +14,8 @@ import { makeURLSearchParams, Routes, type REST } from 'discord.js';
 import type { Logger } from 'pino';
 import type { Attachment, AttachmentStore, Push } from '../../src/channel.ts';
 import { isGone } from './errors.ts';
-import { attachmentKind, isAfter, normalise, snowflakeAt, THREAD_TYPES, type BotIdentity, type ChannelInfo, type RawMessage } from './inbound.ts';
+import { isRecord, kindOf, MalformedPayload } from '../../src/inbound/malformed.ts';
+import { attachmentKind, checkMessage, isAfter, normalise, snowflakeAt, THREAD_TYPES, type BotIdentity, type ChannelInfo, type RawMessage } from './inbound.ts';
 import { Positions } from './positions.ts';
 
 export interface IntakeDeps {
@@ -72,11 +73,30 @@ export class Intake {
     this.#positions.flush();
   }
 
+  /**
+   * Whether a dispatch or REST item can be placed at all (a message id and a channel id);
+   * one that cannot is logged and skipped here, since no position can move past it.
+   */
+  placeable(raw: unknown): raw is RawMessage {
+    const ok = isRecord(raw) && typeof raw.id === 'string' && /^\d{1,20}$/.test(raw.id) && typeof raw.channel_id === 'string';
+    if (!ok) this.#deps.log.warn({ id: isRecord(raw) && typeof raw.id === 'string' ? raw.id.slice(0, 40) : kindOf(isRecord(raw) ? raw.id : raw) }, 'a Discord message without a usable id or channel_id; skipped');
+    return ok;
+  }
+
   async process(raw: RawMessage, bot: BotIdentity, push: Push, fromGateway: boolean): Promise<void> {
+    if (!this.placeable(raw)) return;
     const position = this.#positions.track(raw.channel_id, raw.id);
     if (!this.#done.has(raw.id)) {
-      position.info ??= await this.#info(raw, fromGateway);
-      const message = normalise(raw, { channel: this.#deps.name, bot, info: position.info, sentByBot: (id) => this.#deps.sentByBot(id) });
+      let message;
+      try {
+        checkMessage(raw);
+        position.info ??= await this.#info(raw, fromGateway);
+        message = normalise(raw, { channel: this.#deps.name, bot, info: position.info, sentByBot: (id) => this.#deps.sentByBot(id) });
+      } catch (error) {
+        if (!(error instanceof MalformedPayload)) throw error;
+        // skipped for good (a re-read over REST would give the same): the position moves past it
+        this.#deps.log.warn({ id: raw.id, discordChannel: raw.channel_id, reason: error.message }, 'could not read a Discord message; skipped');
+      }
       if (message) {
         const attachments = await this.#saveAttachments(raw);
         const result = await push(attachments.length > 0 ? { ...message, attachments } : message);
@@ -103,6 +123,12 @@ export class Intake {
           this.#positions.forget(channelId);
           break;
         }
+        if (!Array.isArray(batch)) {
+          this.#deps.log.warn({ discordChannel: channelId }, 'Discord answered a message page that is not a list; not catching up on this channel now');
+          break;
+        }
+        const fetched = batch.length;
+        batch = batch.filter((raw: unknown) => this.placeable(raw));
         batch.sort((a, b) => (isAfter(a.id, b.id) ? 1 : -1));
         for (const raw of batch) {
           if (signal.aborted) return read;
@@ -110,7 +136,7 @@ export class Intake {
           await this.process(raw, bot, push, false);
           after = raw.id;
         }
-        if (batch.length < PAGE) break;
+        if (fetched < PAGE) break;
       }
     }
     return read;
@@ -176,7 +202,7 @@ export class IntakeRun {
   }
 
   received(raw: RawMessage): void {
-    if (this.#stopped) return;
+    if (this.#stopped || !this.#intake.placeable(raw)) return;
     // Tracked even when not queued: the channel's position stays before this message.
     this.#intake.track(raw.channel_id, raw.id);
     if (this.#waiting >= this.#maxWaiting) {

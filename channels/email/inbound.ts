@@ -124,6 +124,23 @@ export function knownThread(mail: ThreadHeaders, sender: string, known: KnownMai
   return undefined;
 }
 
+/** What the header block of a mail says before its body is fetched. */
+export interface Screened {
+  /** The Message-ID (with brackets), or a synthetic stable one. */
+  readonly id: string;
+  /** The sender's address, lower-cased. */
+  readonly from: string | undefined;
+  /** Why it must never be answered ({@link loopGuard}), or undefined. */
+  readonly guard: string | undefined;
+}
+
+/** Screens a mail by its parsed headers (`headerBlock`: the raw header bytes, for a synthetic id); `self` is the bot's address. */
+export function screen(headers: Pick<ParsedMail, 'from' | 'messageId' | 'headerLines'>, headerBlock: Uint8Array | string, self: string): Screened {
+  const from = firstAddress(headers.from)?.address;
+  const id = messageIds(headers.messageId)[0] ?? syntheticMessageId(headerBlock, self.split('@')[1] ?? '');
+  return { id, from, guard: loopGuard(headers.headerLines, from, self) };
+}
+
 /** A stable id for a mail without a Message-ID (its header block does not change between deliveries). */
 export function syntheticMessageId(headerBlock: Uint8Array | string, domain: string): string {
   return `<${createHash('sha256').update(headerBlock).digest('hex').slice(0, 32)}@${domain || 'switchboard.invalid'}>`;

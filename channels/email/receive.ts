@@ -19,7 +19,7 @@ import type { Logger } from 'pino';
 import type { Attachment, ChannelContext, InboundMessage, ListenLink, Push } from '../../src/channel.ts';
 import type { EmailConfig } from '../../src/config/schema.ts';
 import { closeClient, imapClient, Waker } from './imap.ts';
-import { firstAddress, knownThread, loopGuard, messageIds, namedIds, normalise, parentReferences, syntheticMessageId } from './inbound.ts';
+import { knownThread, namedIds, normalise, parentReferences, screen } from './inbound.ts';
 import type { ThreadBook } from './threads.ts';
 
 /** Longest wait without talking to the server (a NOOP or a poll), so a dead connection shows. */
@@ -108,10 +108,8 @@ async function readMail(options: ReceiveOptions, client: ImapFlow, uid: number, 
     options.log.warn({ uid, err: error }, 'mail not answered: its headers could not be read');
     return markSeen();
   }
-  const from = firstAddress(headers.from)?.address;
-  const id = messageIds(headers.messageId)[0] ?? syntheticMessageId(head.headers, self.split('@')[1] ?? '');
+  const { id, from, guard } = screen(headers, head.headers, self);
   const log = options.log.child({ uid, messageId: id, from });
-  const guard = loopGuard(headers.headerLines, from, self);
   if (guard) {
     log.info({ reason: guard }, `mail not answered: ${guard}`);
     return markSeen();

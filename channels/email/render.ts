@@ -51,7 +51,7 @@ export function renderPlain(markdown: string): string {
         out.push(plainInline(heading[1]!));
         continue;
       }
-      out.push(plainInline(line.replace(/^(\s*)[*+](\s+)/, '$1-$2')).replace(/\s+$/, ''));
+      out.push(plainInline(line.replace(/^(\s*)[*+](\s+)/, '$1-$2')).trimEnd());
     }
   }
   return out.join('\n').trim();

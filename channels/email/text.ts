@@ -57,11 +57,11 @@ export function stripQuotesAndSignature(text: string): string {
       continue;
     }
     if (/^\s*>/.test(line)) continue;
-    kept.push(line.replace(/\s+$/, ''));
+    kept.push(line.trimEnd());
   }
   while (kept.length > 0 && mobileFooter.test(kept.at(-1)!.trim())) kept.pop();
   const result = squeeze(kept);
-  return result === '' ? squeeze(lines.map((line) => line.replace(/\s+$/, ''))) : result;
+  return result === '' ? squeeze(lines.map((line) => line.trimEnd())) : result;
 }
 
 /** After line `from` (blank lines skipped) comes a quoted line, or nothing at all. */

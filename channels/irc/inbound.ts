@@ -29,6 +29,32 @@ export interface IrcPrivmsg {
   readonly tags: Readonly<Record<string, string | true>>;
 }
 
+/** What {@link privmsgOf} needs to know about the connection. */
+export interface PrivmsgContext {
+  /** ISUPPORT STATUSMSG prefixes, e.g. "@+". */
+  readonly statusPrefixes: string;
+  readonly chanTypes: string;
+  /** Our nick right now. */
+  readonly nick: string;
+}
+
+/**
+ * The PRIVMSG a parsed line carries (`params[0]` the target, the last param the text), or
+ * undefined when it is not for us (a message to a nick we no longer have). A STATUSMSG target
+ * (`@#chan`: to the channel's operators) is still the channel.
+ */
+export function privmsgOf(
+  msg: { readonly nick: string; readonly ident: string; readonly hostname: string; readonly tags: Readonly<Record<string, string | true>> },
+  rawTarget: string,
+  text: string,
+  context: PrivmsgContext,
+): IrcPrivmsg | undefined {
+  let target = rawTarget;
+  while (target.length > 1 && context.statusPrefixes.includes(target[0]!) && !isChannelName(target, context.chanTypes)) target = target.slice(1);
+  if (!isChannelName(target, context.chanTypes) && !sameNick(target, context.nick)) return undefined;
+  return { nick: msg.nick, ident: msg.ident, hostname: msg.hostname, target, text, tags: msg.tags };
+}
+
 export interface Identity {
   /** Channel instance name. */
   readonly channel: string;

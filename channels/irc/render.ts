@@ -67,7 +67,8 @@ function flattenProse(text: string): string {
   return (
     protectedText
       // images and links: ![alt](url) / [text](url "title") → "text (url)"
-      .replace(/!?\[([^\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g, (_, label: string, url: string) => {
+      // [^[\]]: a label holds no "[" (as in CommonMark), and a run of "[" stays linear
+      .replace(/!?\[([^[\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g, (_, label: string, url: string) => {
         const shown = label.trim();
         return shown === '' || shown === url ? url : `${shown} (${url})`;
       })

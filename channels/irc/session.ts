@@ -12,7 +12,7 @@ import { Client, ircLineParser, type IrcMessage } from 'irc-framework';
 import type { Logger } from 'pino';
 import type { IrcConfig } from '../../src/config/schema.ts';
 import { DeliveryBarrier, DeliveryFailure, notConnected } from './barrier.ts';
-import { isChannelName, sameNick, ircLower, type IrcPrivmsg } from './inbound.ts';
+import { ircLower, privmsgOf, sameNick, type IrcPrivmsg } from './inbound.ts';
 
 export interface SessionTimings {
   /** Wait before rejoining a channel we were kicked from. */
@@ -382,13 +382,10 @@ export class IrcSession {
   }
 
   #privmsg(msg: IrcMessage, rawTarget: string, text: string): void {
-    let target = rawTarget;
-    // a STATUSMSG target (`@#chan`: to the channel's operators) is still the channel
     const status = this.#client.network.supports('STATUSMSG');
     const prefixes = typeof status === 'string' ? status : Array.isArray(status) ? status.join('') : '';
-    while (target.length > 1 && prefixes.includes(target[0]!) && !isChannelName(target, this.chanTypes)) target = target.slice(1);
-    if (!isChannelName(target, this.chanTypes) && !sameNick(target, this.#nick)) return; // e.g. a message to a nick we no longer have
-    this.#events.message({ nick: msg.nick, ident: msg.ident, hostname: msg.hostname, target, text, tags: msg.tags });
+    const privmsg = privmsgOf(msg, rawTarget, text, { statusPrefixes: prefixes, chanTypes: this.chanTypes, nick: this.#nick });
+    if (privmsg) this.#events.message(privmsg);
   }
 
   #keepalive(): void {

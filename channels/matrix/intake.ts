@@ -11,6 +11,7 @@ import type { MatrixApi } from './client.ts';
 import { describeError } from './errors.ts';
 import { classify, normalise, relationsOf, type BotIdentity, type RoomEvent } from './inbound.ts';
 import type { Rooms } from './rooms.ts';
+import { checkSync, eventProblem } from './shape.ts';
 import { TIMELINE_TYPES, type SyncResponse } from './sync.ts';
 
 /** Events fetched at most to fill one room's gap after a long absence. */
@@ -89,8 +90,10 @@ export class Intake {
     return this.#invites.size;
   }
 
-  async handle(response: SyncResponse, context: { readonly initial: boolean; readonly since: string | undefined }, push: Push): Promise<void> {
+  async handle(raw: SyncResponse, context: { readonly initial: boolean; readonly since: string | undefined }, push: Push): Promise<void> {
     const { rooms, api } = this.#d;
+    const { response, dropped } = checkSync(raw);
+    if (dropped.length > 0) this.#d.log.warn({ dropped: dropped.slice(0, 5), count: dropped.length }, 'malformed events in a /sync response; skipped');
     const { initial, since } = context;
     for (const event of response.account_data?.events ?? []) if (event.type === 'm.direct') rooms.setDirectRooms(event.content);
     for (const roomId of Object.keys(response.rooms?.leave ?? {})) rooms.forget(roomId);
@@ -126,8 +129,8 @@ export class Intake {
     try {
       while (from !== undefined && events.length < GAP_LIMIT) {
         const page = await api.messages(roomId, from, since, TIMELINE_TYPES);
-        const chunk = page.chunk ?? [];
-        events.push(...chunk);
+        const chunk: unknown[] = Array.isArray(page.chunk) ? page.chunk : [];
+        events.push(...chunk.filter((event): event is RoomEvent => eventProblem(event, true) === undefined));
         if (chunk.length === 0 || page.end === undefined || page.end === from) break;
         from = page.end;
       }

@@ -25,7 +25,10 @@ export function renderHtml(markdown: string): string {
   return blocks.length === 1 && blocks[0]!.startsWith('<p>') && blocks[0]!.endsWith('</p>') ? blocks[0]!.slice(3, -4) : blocks.join('');
 }
 
-function renderBlocks(lines: readonly string[]): string[] {
+/** Quotes nested deeper than this stay as their text: each level is a call (5000 "> " overflowed the stack). */
+const MAX_QUOTE_DEPTH = 32;
+
+function renderBlocks(lines: readonly string[], depth = 0): string[] {
   const out: string[] = [];
   let paragraph: string[] = [];
   const flush = (): void => {
@@ -62,12 +65,12 @@ function renderBlocks(lines: readonly string[]): string[] {
       out.push('<hr />');
       continue;
     }
-    if (/^\s{0,3}>/.test(line)) {
+    if (/^\s{0,3}>/.test(line) && depth < MAX_QUOTE_DEPTH) {
       flush();
       const quoted: string[] = [];
       while (i < lines.length && /^\s{0,3}>/.test(lines[i]!)) quoted.push(lines[i++]!.replace(/^\s{0,3}>\s?/, ''));
       i--;
-      out.push(`<blockquote>${renderBlocks(quoted).join('')}</blockquote>`);
+      out.push(`<blockquote>${renderBlocks(quoted, depth + 1).join('')}</blockquote>`);
       continue;
     }
     if (LIST_ITEM.test(line)) {

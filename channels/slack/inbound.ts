@@ -14,6 +14,7 @@
  * the `app_mention` event of one message and in every redelivery, so the inbox dedupes them.
  */
 import type { InboundMessage } from '../../src/channel.ts';
+import { expectShape } from '../../src/inbound/malformed.ts';
 
 /** The file fields of a Slack message event we use. */
 export interface SlackFile {
@@ -79,6 +80,31 @@ export function isMessageEvent(event: unknown): event is SlackMessageEvent {
   return type === 'message' || type === 'app_mention';
 }
 
+/**
+ * Checks every field this channel reads of a message event (after {@link isMessageEvent});
+ * throws MalformedPayload naming the first that does not fit. The receiver logs and skips it.
+ */
+export function checkEvent(event: SlackMessageEvent): void {
+  const e = expectShape(event, 'event', {
+    type: 'string',
+    'subtype?': 'string',
+    'channel?': 'string',
+    'channel_type?': 'string',
+    'user?': 'string',
+    'bot_id?': 'string',
+    'text?': 'string',
+    'ts?': 'string',
+    'thread_ts?': 'string',
+    'parent_user_id?': 'string',
+    'files?': 'array',
+    'user_profile?': 'object',
+  });
+  for (const [i, file] of ((e.files ?? []) as unknown[]).entries()) {
+    expectShape(file, `event.files.${i}`, { 'name?': 'string', 'title?': 'string', 'mimetype?': 'string', 'size?': 'number', 'mode?': 'string', 'subtype?': 'string', 'url_private?': 'string', 'url_private_download?': 'string' });
+  }
+  if (e.user_profile !== undefined) expectShape(e.user_profile, 'event.user_profile', { 'display_name?': 'string', 'real_name?': 'string', 'name?': 'string' });
+}
+
 /** The id the inbox dedupes on. */
 export const messageId = (chat: string, ts: string): string => `${chat}:${ts}`;
 
@@ -96,6 +122,7 @@ export const fromABot = (event: SlackMessageEvent, identity: SlackIdentity): boo
 
 /** Turns a Slack event into the message to push, or undefined when it is not one (bots, edits, joins…). */
 export function normalise(event: SlackMessageEvent, options: NormaliseOptions): Normalised | undefined {
+  checkEvent(event);
   const { identity } = options;
   if (event.subtype !== undefined && !talkingSubtypes.has(event.subtype)) return undefined;
   if (fromABot(event, identity)) return undefined;

@@ -12,7 +12,8 @@
 import type { Logger } from 'pino';
 import type { AttachmentStore, InboundMessage, Push } from '../../src/channel.ts';
 import type { SlackWebClient } from './app.ts';
-import { fileKind, fromABot, isDirect, isMessageEvent, mentions, messageId, normalise, threadOf, type SlackFile, type SlackIdentity, type SlackMessageEvent } from './inbound.ts';
+import { MalformedPayload } from '../../src/inbound/malformed.ts';
+import { checkEvent, fileKind, fromABot, isDirect, isMessageEvent, mentions, messageId, normalise, threadOf, type SlackFile, type SlackIdentity, type SlackMessageEvent } from './inbound.ts';
 
 /** A bounded map that forgets its oldest entries. */
 export class Recent<V> {
@@ -108,7 +109,7 @@ export class Intake {
 
   /** Handles one Events API `event`; resolves when it may be acknowledged. */
   handle(event: unknown, push: Push): Promise<void> {
-    if (!isMessageEvent(event) || !event.channel) return Promise.resolve();
+    if (!isMessageEvent(event) || !event.channel || typeof event.channel !== 'string') return Promise.resolve();
     const max = this.#options.maxWaiting ?? MAX_WAITING_EVENTS;
     if (this.#waiting >= max) return Promise.reject(new Error(`${this.#waiting} Slack events are waiting for the runtime; this one is left for Slack to deliver again`));
     const chat = event.channel;
@@ -127,6 +128,14 @@ export class Intake {
 
   async #handle(event: SlackMessageEvent, push: Push): Promise<void> {
     const { identity, threads, web, botToken } = this.#options;
+    try {
+      checkEvent(event);
+    } catch (error) {
+      if (!(error instanceof MalformedPayload)) throw error;
+      // acknowledged: Slack would deliver the same event again, and it would fail the same way
+      this.#options.log.warn({ chat: event.channel, ts: typeof event.ts === 'string' ? event.ts : undefined, reason: error.message }, 'could not read a Slack event; skipped');
+      return;
+    }
     const chat = event.channel!;
     const thread = threadOf(event);
     if (fromABot(event, identity)) {

@@ -51,14 +51,23 @@ export function renderMrkdwn(markdown: string): string {
 }
 
 function renderLine(line: string): string {
+  // quote levels are peeled in a loop (one call per level overflowed the stack on thousands of "> ")
+  let depth = 0;
+  let rest = line;
+  for (let quote = /^ {0,3}>+ ?(.*)$/.exec(rest); quote; quote = /^ {0,3}>+ ?(.*)$/.exec(rest)) {
+    depth++;
+    rest = quote[1]!;
+  }
+  return depth === 0 ? renderUnquoted(line) : `${'> '.repeat(depth)}${renderUnquoted(rest)}`.trimEnd();
+}
+
+function renderUnquoted(line: string): string {
   const heading = /^ {0,3}#{1,6}(?:\s+(.*?))?(?:\s+#+)?\s*$/.exec(line);
   if (heading) {
     const text = renderInline((heading[1] ?? '').replace(/\*\*|__/g, '')).trim();
     return text === '' ? '' : `*${text}*`;
   }
   if (/^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/.test(line)) return '———';
-  const quote = /^ {0,3}>+ ?(.*)$/.exec(line);
-  if (quote) return `> ${renderLine(quote[1]!)}`.trimEnd();
   const bullet = /^(\s*)[-*+]\s+(?:\[( |x|X)\]\s+)?(.*)$/.exec(line);
   if (bullet) {
     const box = bullet[2] === undefined ? '' : bullet[2] === ' ' ? '☐ ' : '☑ ';
@@ -75,8 +84,9 @@ function renderLine(line: string): string {
  */
 const inlinePattern = new RegExp(
   [
-    /(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/.source, // 1,2 code span
-    /(!?)\[((?:[^\]\\]|\\.)*)\]\(\s*<?([^()\s<>]+(?:\([^()\s]*\)[^()\s<>]*)*)>?(?:\s+(?:"[^"]*"|'[^']*'))?\s*\)/.source, // 3,4,5 link / image
+    // a whole run of backticks opens a span, and a label holds no unescaped "[": one attempt per run, linear on a long one
+    /(?<!`)(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/.source, // 1,2 code span
+    /(!?)\[((?:[^[\]\\]|\\.)*)\]\(\s*<?([^()\s<>]+(?:\([^()\s]*\)[^()\s<>]*)*)>?(?:\s+(?:"[^"]*"|'[^']*'))?\s*\)/.source, // 3,4,5 link / image
     /<((?:https?:\/\/|mailto:)[^<>\s]+)>/.source, // 6 autolink
     /\*\*\*(?=\S)([\s\S]*?\S)\*\*\*|\*\*(?=\S)([\s\S]*?\S)\*\*/.source, // 7 bold italic, 8 bold
     /(?<![\w])__(?=\S)([\s\S]*?\S)__(?!\w)/.source, // 9 bold (underscores)

@@ -237,6 +237,14 @@ describe('telegram channel in webhook mode', () => {
     assert.deepEqual(peer.webhookAnswers, [200]);
   });
 
+  it('answers 400 to a body that is not a JSON object (a JSON null threw an unhandled TypeError in the log line)', async () => {
+    for (const body of ['null', '"update"', '42', '[]']) {
+      const url = `http://${peer.webhook!.listen}${new URL(peer.webhook!.url).pathname}`;
+      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': peer.webhook!.secret }, body });
+      assert.equal(response.status, 400, body);
+    }
+  });
+
   it('answers 401 to a wrong secret and 500 when the push fails (so Telegram retries)', async () => {
     const before = bot.pushed.length;
     assert.equal(await peer.webhookRequest({ message: peer.messageFrom('mallory', dm, 'forged') }, 'nope'), 401);

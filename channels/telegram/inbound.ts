@@ -5,6 +5,7 @@
  */
 import type { Message, MessageEntity } from 'grammy/types';
 import type { Attachment, InboundMessage } from '../../src/channel.ts';
+import { expectShape, isRecord, MalformedPayload } from '../../src/inbound/malformed.ts';
 
 /** Who the bot is (from getMe). */
 export interface BotIdentity {
@@ -49,8 +50,61 @@ export function telegramMessageId(id: string): number | undefined {
   return Number.isSafeInteger(n) && n > 0 ? n : undefined;
 }
 
-/** Normalises a message, or returns undefined for what the bot never answers (bots, service messages). */
+/**
+ * The message an update carries (an update body as Telegram sends it, not yet trusted), or
+ * undefined for an update that carries none (edits, anything not a JSON object). Throws
+ * {@link MalformedPayload} when `message` is there but is not an object.
+ */
+export function messageOf(update: unknown): Message | undefined {
+  if (!isRecord(update) || update.message === undefined) return undefined;
+  if (!isRecord(update.message)) throw new MalformedPayload('update.message', 'must be an object');
+  return update.message as unknown as Message;
+}
+
+const userShape = { id: 'number', 'is_bot?': 'boolean', 'first_name?': 'string', 'last_name?': 'string', 'username?': 'string' };
+const fileShape = { file_id: 'string', 'file_size?': 'number', 'file_name?': 'string', 'mime_type?': 'string' };
+
+/** Checks every field {@link normalise} reads; throws {@link MalformedPayload} naming the first that does not fit. */
+function checkMessage(msg: unknown): asserts msg is Message {
+  const m = expectShape(msg, 'message', {
+    message_id: 'number|string',
+    date: 'number',
+    chat: 'object',
+    'from?': 'object',
+    'text?': 'string',
+    'caption?': 'string',
+    'entities?': 'array',
+    'caption_entities?': 'array',
+    'is_topic_message?': 'boolean',
+    'message_thread_id?': 'number',
+    'reply_to_message?': 'object',
+    'photo?': 'array',
+  });
+  expectShape(m.chat, 'message.chat', { id: 'number|string', type: 'string' });
+  if (m.from !== undefined) expectShape(m.from, 'message.from', userShape);
+  for (const key of ['entities', 'caption_entities'] as const) {
+    for (const [i, entity] of ((m[key] ?? []) as unknown[]).entries()) {
+      const e = expectShape(entity, `message.${key}.${i}`, { type: 'string', offset: 'number', length: 'number', 'user?': 'object' });
+      if (e.type === 'text_mention') expectShape(e.user, `message.${key}.${i}.user`, userShape);
+    }
+  }
+  if (m.reply_to_message !== undefined) {
+    const reply = expectShape(m.reply_to_message, 'message.reply_to_message', { 'from?': 'object' });
+    if (reply.from !== undefined) expectShape(reply.from, 'message.reply_to_message.from', userShape);
+  }
+  for (const [i, photo] of ((m.photo ?? []) as unknown[]).entries()) expectShape(photo, `message.photo.${i}`, { ...fileShape, width: 'number', height: 'number' });
+  for (const key of ['document', 'voice', 'audio', 'video', 'video_note', 'sticker'] as const) {
+    if (m[key] !== undefined) expectShape(m[key], `message.${key}`, key === 'sticker' ? { ...fileShape, 'is_animated?': 'boolean', 'is_video?': 'boolean' } : fileShape);
+  }
+}
+
+/**
+ * Normalises a message, or returns undefined for what the bot never answers (bots, service
+ * messages). Throws {@link MalformedPayload} for a message that lacks a field it reads or has
+ * one of the wrong type (the channel logs and skips it).
+ */
 export function normalise(msg: Message, bot: BotIdentity, options: NormaliseOptions): Normalised | undefined {
+  checkMessage(msg);
   const from = msg.from;
   if (!from || from.is_bot) return undefined; // the bot itself, other bots, anonymous admins (GroupAnonymousBot)
   const files = filesOf(msg);

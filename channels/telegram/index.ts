@@ -26,7 +26,7 @@ import {
 import type { ConversationRef } from '../../src/conversation.ts';
 import type { TelegramConfig } from '../../src/config/schema.ts';
 import { describeError, grammySignal, isMarkupError, isNotModified, toSendError } from './errors.ts';
-import { normalise, telegramMessageId, type BotIdentity } from './inbound.ts';
+import { messageOf, normalise, telegramMessageId, type BotIdentity } from './inbound.ts';
 import { poll, type PollState } from './poll.ts';
 import { measure, plainText, renderHtml, TELEGRAM_LIMIT } from './render.ts';
 import { serveWebhook } from './webhook.ts';
@@ -64,10 +64,11 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
 
   /** Normalises, downloads files, pushes. Rejects only when `push` does (the update is then not confirmed). */
   async function handle(update: Update, push: Push, listening: AbortSignal): Promise<void> {
-    const message = update.message;
-    if (!message || !me) return;
+    if (!me) return;
     let normalised;
     try {
+      const message = messageOf(update);
+      if (!message) return;
       normalised = normalise(message, me, { channel: ctx.name, account, assistantName: ctx.assistantName });
     } catch (error) {
       log.error({ reason: describeError(error, token), update: update.update_id }, 'could not read an update; skipped');

@@ -116,7 +116,8 @@ export async function poll(options: PollOptions, signal: AbortSignal, link: List
     for (const update of updates) {
       if (signal.aborted) return; // unconfirmed: Telegram hands it out again
       await whileAlive(link, options.livenessMs, () => options.handle(update));
-      state.offset = update.update_id + 1;
+      // an update without a usable update_id cannot be confirmed by it (the next one's confirms it)
+      if (Number.isSafeInteger(update.update_id)) state.offset = update.update_id + 1;
     }
   }
 }

@@ -80,7 +80,7 @@ export function decodeEntities(text: string): string {
 
 /** The text Telegram shows for a piece of its HTML: tags dropped, entities decoded. */
 export function visibleText(html: string): string {
-  return decodeEntities(html.replace(/<[^>]*>/g, ''));
+  return decodeEntities(html.replace(/<[^<>]*>/g, '')); // [^<>]: a run of "<" stays linear
 }
 
 /** What the markdown shows as once rendered: the plain-text fallback when Telegram rejects the markup. */

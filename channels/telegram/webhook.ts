@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { ListenLink } from '../../src/channel.ts';
 import { describeError, grammySignal } from './errors.ts';
 import { whileAlive } from '../../src/listen.ts';
+import { isRecord } from '../../src/inbound/malformed.ts';
 import { parseListen, secretsEqual } from '../../src/net.ts';
 import { ALLOWED_UPDATES } from './poll.ts';
 
@@ -49,7 +50,10 @@ export async function serveWebhook(options: WebhookOptions, signal: AbortSignal,
       }
       let update: Update;
       try {
-        update = JSON.parse(await readBody(request)) as Update;
+        const body: unknown = JSON.parse(await readBody(request));
+        // `null` or `"x"` would reach handle() (and the log line below) as an update and throw there, unhandled
+        if (!isRecord(body)) return reply(400, 'an update must be a JSON object');
+        update = body as unknown as Update;
       } catch (error) {
         return reply(400, describeError(error, options.token));
       }

@@ -43,7 +43,8 @@ export function renderToolInstructions(tools: readonly ToolSpec[]): string {
 export function parseToolCalls(text: string): ParsedToolCalls {
   const calls: ToolCall[] = [];
   const errors: string[] = [];
-  const tag = /<tool_call\b[^>]*>([\s\S]*?)(?:<\/tool_call\s*>|$)/gi;
+  // [^<>]: an attempt that finds no ">" stops at the next "<" (with [^>] a reply of many "<tool_call " took quadratic time)
+  const tag = /<tool_call\b[^<>]*>([\s\S]*?)(?:<\/tool_call\s*>|$)/gi;
   let block = 0;
   const rest = text.replace(tag, (_match, body: string) => {
     block++;
@@ -58,7 +59,9 @@ export function parseToolCalls(text: string): ParsedToolCalls {
   });
   const cleaned = rest
     .replace(/```[\w-]*\s*```/g, '') // a fence that only held a call
-    .replace(/[ \t]+\n/g, '\n')
+    .split('\n')
+    .map(trimEndBlanks)
+    .join('\n')
     .replace(/\n{3,}/g, '\n\n')
     .trim();
   return { text: cleaned, calls, errors };
@@ -124,6 +127,17 @@ function jsonObjects(body: string): { found: string[]; error?: string } {
   if (depth > 0) return { found, error: 'the JSON object is not closed (write the whole object, then </tool_call>)' };
   if (found.length === 0) return { found, error: `no JSON object found; the format is ${callFormat}` };
   return { found };
+}
+
+/**
+ * A line without its trailing spaces and tabs. A loop, not /[ \t]+\n/: that regex retries at
+ * every blank of a long run not followed by a newline, and a reply ending in 160 000 spaces
+ * (models do degenerate into whitespace) took 24 s, blocking the daemon.
+ */
+function trimEndBlanks(line: string): string {
+  let end = line.length;
+  while (end > 0 && (line[end - 1] === ' ' || line[end - 1] === '\t')) end--;
+  return end === line.length ? line : line.slice(0, end);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

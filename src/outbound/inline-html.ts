@@ -24,15 +24,52 @@ export function renderInlineHtml(text: string, options: InlineHtmlOptions): stri
   const held: string[] = [];
   const hold = (html: string): string => `\uE000${held.push(html) - 1}\uE001`;
   const link = (url: string, label: string): string => `<a href="${attribute(url)}">${label}</a>`;
-  const rest = text
-    // code spans first: nothing inside them is markup
-    .replace(/(`+)([\s\S]*?[^`])\1(?!`)/g, (_, _ticks: string, code: string) => hold(`<code>${escape(code.replace(/^ (.*) $/, '$1'))}</code>`))
+  // code spans first: nothing inside them is markup
+  const rest = replaceCodeSpans(text, (code) => hold(`<code>${escape(code.replace(/^ (.*) $/, '$1'))}</code>`))
     .replace(/\\([!-/:-@[-`{-~])/g, (_, char: string) => hold(escape(char)))
     .replace(/<((?:https?:\/\/|mailto:)[^\s<>]+)>/g, (whole, url: string) => (options.safeUrl.test(url) ? hold(link(url, escape(url))) : whole))
-    .replace(/\[([^\]\n]+)\]\(\s*([^\s()]+(?:\([^\s()]*\))?[^\s()]*)(?:\s+"[^"]*")?\s*\)/g, (whole, label: string, url: string) =>
+    // [^[\]\n]: a label holds no bracket (CommonMark: "[a [b](u)" is "[a " and a link), and a run of "[" stays linear
+    .replace(/\[([^[\]\n]+)\]\(\s*([^\s()]+(?:\([^\s()]*\))?[^\s()]*)(?:\s+"[^"]*")?\s*\)/g, (whole, label: string, url: string) =>
       options.safeUrl.test(url) ? hold(link(url, styled(escape(label), options.tags))) : whole,
     );
   return styled(escape(rest), options.tags).replace(/\uE000(\d+)\uE001/g, (_, n: string) => held[Number(n)]!);
+}
+
+/**
+ * Replaces every code span: an opening run of backticks, then the next run of exactly as
+ * many. Where no later run is that long, a shorter opening is tried (its other backticks
+ * become code), as the regex `/(`+)([\s\S]*?[^`])\1(?!`)/g` this replaces did — which took
+ * cubic time on a long run of backticks (5000 of them: 17 s, blocking the daemon). Linear:
+ * runs are found once, and each run's best closing is found from the right.
+ */
+export function replaceCodeSpans(text: string, render: (code: string) => string): string {
+  const runs = [...text.matchAll(/`+/g)].map((match) => ({ start: match.index, length: match[0].length }));
+  // closing[i]: the run that closes run i (the longest opening that has one), found right to left
+  const closing: Array<{ readonly run: number; readonly ticks: number } | undefined> = [];
+  const nearest = new Map<number, number>(); // run length → the nearest later run of that length
+  for (let i = runs.length - 1; i >= 0; i--) {
+    const { length } = runs[i]!;
+    for (let ticks = length; ticks >= 1; ticks--) {
+      const run = nearest.get(ticks);
+      if (run !== undefined) {
+        closing[i] = { run, ticks };
+        break;
+      }
+    }
+    nearest.set(length, i);
+  }
+  let out = '';
+  let copied = 0;
+  for (let i = 0; i < runs.length; i++) {
+    const close = closing[i];
+    if (!close) continue;
+    const open = runs[i]!;
+    const end = runs[close.run]!;
+    out += text.slice(copied, open.start) + render(text.slice(open.start + close.ticks, end.start));
+    copied = end.start + end.length;
+    i = close.run;
+  }
+  return out + text.slice(copied);
 }
 
 /** Emphasis on escaped text, or the text as it is when the markup does not pair up. */

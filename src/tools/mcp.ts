@@ -261,25 +261,32 @@ export function exposedName(server: string, tool: string, taken: ReadonlySet<str
   return name;
 }
 
-/** Text content becomes the model's text; `isError` makes it an error result. */
+/**
+ * Text content becomes the model's text; `isError` makes it an error result. The SDK has
+ * checked the result against CallToolResultSchema; parts are still read defensively (a
+ * server's extra fields pass that check), so nothing here throws.
+ */
 export function mapResult(result: CallResult): ToolResult {
-  if (!('content' in result) || !Array.isArray(result.content)) {
-    return ok(JSON.stringify('toolResult' in result ? result.toolResult : result));
+  const record: Record<string, unknown> = typeof result === 'object' && result !== null ? (result as Record<string, unknown>) : { toolResult: result };
+  if (!Array.isArray(record.content)) {
+    return ok(JSON.stringify('toolResult' in record ? record.toolResult : record) ?? '');
   }
-  const parts = result.content.map((part) => {
+  const parts = (record.content as unknown[]).map((raw) => {
+    const part = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>) : {};
+    const resource = typeof part.resource === 'object' && part.resource !== null ? (part.resource as Record<string, unknown>) : {};
     switch (part.type) {
       case 'text':
-        return part.text;
+        return typeof part.text === 'string' ? part.text : '';
       case 'resource':
-        return 'text' in part.resource && typeof part.resource.text === 'string' ? part.resource.text : `[resource ${part.resource.uri}]`;
+        return typeof resource.text === 'string' ? resource.text : `[resource ${typeof resource.uri === 'string' ? resource.uri : '?'}]`;
       case 'resource_link':
-        return `[resource ${part.uri}]`;
+        return `[resource ${typeof part.uri === 'string' ? part.uri : '?'}]`;
       default:
-        return `[${part.type} content omitted]`;
+        return `[${typeof part.type === 'string' ? part.type : 'unknown'} content omitted]`;
     }
   });
   let text = parts.join('\n');
-  if (text === '' && result.structuredContent !== undefined) text = JSON.stringify(result.structuredContent);
-  if (result.isError === true) return toolError(text || 'the MCP tool reported an error without a message');
+  if (text === '' && record.structuredContent !== undefined) text = JSON.stringify(record.structuredContent) ?? '';
+  if (record.isError === true) return toolError(text || 'the MCP tool reported an error without a message');
   return ok(text);
 }
