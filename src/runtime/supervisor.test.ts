@@ -75,20 +75,7 @@ describe('ChannelSupervisor', () => {
     const options = { ...fast, initialBackoffMs: 50, maxBackoffMs: 5000, healthyAfterMs: 60 };
     // attempts 1-3 fail at once (delays 50, 100, 200); attempt 4 is healthy for 100 ms then fails;
     // the next delay is 50 again (400 without the reset)
-    const ch = channel(async (_signal, link, attempt) => {
-      if (attempt === 4) {
-        link.ready();
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      throw new Error(`fail ${attempt}`);
-    });
-    const sup = new ChannelSupervisor(ch, push, options, testLogger(), { onReady: () => undefined });
-    const shutdown = new AbortController();
-    const run = sup.run(shutdown.signal);
-    await waitFor(() => ch.starts.length >= 5);
-    shutdown.abort();
-    await run;
-    const gap = ch.starts[4]! - ch.starts[3]! - 100; // minus the healthy run itself
+    const { gap } = await gapAfterHealthyRun(options);
     assert.ok(gap < 250, `delay after a healthy run should be back to ~50 ms (400 without the reset), was ${gap}`);
   });
 
@@ -252,21 +239,7 @@ describe('ChannelSupervisor when the wall clock jumps', () => {
       const clock = jumpingClock({ mock: t.mock });
       const options = { ...fast, initialBackoffMs: 50, maxBackoffMs: 5000, healthyAfterMs: 60, clock };
       // as in 'resets the backoff after a healthy period', with the clock stepped during attempt 4
-      const ch = channel(async (_signal, link, attempt) => {
-        if (attempt === 4) {
-          link.ready();
-          clock.jump(jump);
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-        throw new Error(`fail ${attempt}`);
-      });
-      const sup = new ChannelSupervisor(ch, push, options, testLogger(), { onReady: () => undefined });
-      const shutdown = new AbortController();
-      const run = sup.run(shutdown.signal);
-      await waitFor(() => ch.starts.length >= 5);
-      shutdown.abort();
-      await run;
-      const gap = ch.starts[4]! - ch.starts[3]! - 100;
+      const { gap, sup } = await gapAfterHealthyRun(options, () => clock.jump(jump));
       assert.ok(gap < 250, `delay after a healthy run should be back to ~50 ms whatever the wall clock did, was ${gap}`);
       const health = sup.health();
       assert.ok(Math.abs(health.since - clock.now()) < 5000 && Math.abs(health.since - clock.now() + jump) > 60_000, 'since is a wall time, on the stepped clock');
@@ -274,3 +247,25 @@ describe('ChannelSupervisor when the wall clock jumps', () => {
     });
   }
 });
+
+/**
+ * Attempts 1–3 fail at once, attempt 4 is healthy for 100 ms (`during` runs at its start) and
+ * then fails; returns the delay before attempt 5, less the healthy run itself.
+ */
+async function gapAfterHealthyRun(options: ConstructorParameters<typeof ChannelSupervisor>[2], during?: () => void): Promise<{ gap: number; sup: ChannelSupervisor }> {
+  const ch = channel(async (_signal, link, attempt) => {
+    if (attempt === 4) {
+      link.ready();
+      during?.();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`fail ${attempt}`);
+  });
+  const sup = new ChannelSupervisor(ch, push, options, testLogger(), { onReady: () => undefined });
+  const shutdown = new AbortController();
+  const run = sup.run(shutdown.signal);
+  await waitFor(() => ch.starts.length >= 5);
+  shutdown.abort();
+  await run;
+  return { gap: ch.starts[4]! - ch.starts[3]! - 100, sup };
+}
