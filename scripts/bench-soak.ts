@@ -160,7 +160,10 @@ async function main(): Promise<void> {
   const base = `http://127.0.0.1:${port}`;
   const dir = tempDir('soak');
   const config = writeConfig(dir, fake.baseUrl, port, opts.extraConfig);
-  const child = spawn(process.execPath, [CLI, 'start', '--config', config], { cwd: dir, env: { ...process.env, SWITCHBOARD_LOG_LEVEL: undefined }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // As bin/switchboard, the systemd unit and the image run it (override: MALLOC_ARENA_MAX=… npm run bench:soak).
+  const arenas = process.env.MALLOC_ARENA_MAX ?? '2';
+  say(`daemon: node dist/app/cli.js start, MALLOC_ARENA_MAX=${arenas}`);
+  const child = spawn(process.execPath, [CLI, 'start', '--config', config], { cwd: dir, env: { ...process.env, MALLOC_ARENA_MAX: arenas, SWITCHBOARD_LOG_LEVEL: undefined }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   child.stderr!.pipe(process.stderr);
   const lines = createInterface({ input: child.stdout! });
