@@ -38,6 +38,7 @@ import {
   tempDir,
   within,
 } from './bench-support.ts';
+import { freePort } from '../test/support/net.ts';
 import { lineChartPng } from './plot-png.ts';
 
 const SECRET = 'soak-secret';
@@ -118,18 +119,6 @@ function writeConfig(dir: string, modelUrl: string, port: number, extra: string)
     ].join('\n'),
   );
   return file;
-}
-
-async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return await new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** The daemon's `switchboard_event_loop_lag_seconds` p99 / max and V8 heap, from /metrics. */

@@ -5,12 +5,11 @@
  * was there is told instead, see channels/terminal).
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { sign } from '../channels/webhook/signature.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startDaemon, tempConfig } from './support/cli.ts';
+import { startCallbackReceiver } from './support/callbacks.ts';
 import { freePort } from './support/net.ts';
 import { quiet, until } from './support/wait.ts';
 
@@ -28,17 +27,8 @@ describe('crash recovery (SIGKILL)', () => {
     const port = await freePort();
     const config = tempConfig(model.baseUrl, `[gateway]\nlisten = "127.0.0.1:${port}"\n[channels.webhook]\nsecret = "\${WEBHOOK_SECRET}"\nreply_timeout_seconds = 1\n`);
     const env = { TEST_MODEL_KEY: 'k', WEBHOOK_SECRET: secret };
-    const callbacks: string[] = [];
-    const receiver = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-      req.on('end', () => {
-        callbacks.push(body);
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    const callbackUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/replies`;
+    const receiver = await startCallbackReceiver();
+    const { bodies: callbacks, url: callbackUrl } = receiver;
     const before = model.requests.length;
     try {
       // The first answer hangs: the daemon will be killed while it waits for it.
@@ -85,7 +75,7 @@ describe('crash recovery (SIGKILL)', () => {
       assert.equal(callbacks.length, 1);
       assert.equal(model.requests.length, before + 2);
     } finally {
-      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+      await receiver.close();
       config.cleanup();
     }
   });

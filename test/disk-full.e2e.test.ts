@@ -7,8 +7,6 @@
  * daemon never crashed.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +15,7 @@ import Database from 'better-sqlite3';
 import { sign } from '../channels/webhook/signature.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startDaemon, type Daemon } from './support/cli.ts';
+import { startCallbackReceiver, type CallbackReceiver } from './support/callbacks.ts';
 import { freePort } from './support/net.ts';
 import { mountTmpfs, type Tmpfs } from './support/tmpfs.ts';
 import { quiet, until } from './support/wait.ts';
@@ -32,15 +31,8 @@ describe('disk full under a running daemon (tmpfs data_dir)', { skip }, () => {
   let daemon: Daemon;
   let base: string;
   let configDir: string;
-  const callbacks: string[] = [];
-  const receiver = createServer((req, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-    req.on('end', () => {
-      callbacks.push(body);
-      res.writeHead(204).end();
-    });
-  });
+  let receiver: CallbackReceiver;
+  let callbacks: string[];
   let callbackUrl: string;
 
   async function post(key: string, text: string, extra: Record<string, string> = {}): Promise<{ status: number; retryAfter: string | null; json: Record<string, unknown> }> {
@@ -61,8 +53,8 @@ describe('disk full under a running daemon (tmpfs data_dir)', { skip }, () => {
 
   before(async () => {
     model = await startFakeOpenAI();
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    callbackUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/replies`;
+    receiver = await startCallbackReceiver();
+    ({ bodies: callbacks, url: callbackUrl } = receiver);
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     configDir = mkdtempSync(join(tmpdir(), 'sb-diskfull-'));
@@ -80,7 +72,7 @@ describe('disk full under a running daemon (tmpfs data_dir)', { skip }, () => {
       daemon.child.kill('SIGTERM');
       await daemon.exited;
     }
-    await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    await receiver.close();
     await model?.close();
     disk.unmount();
     rmSync(configDir, { recursive: true, force: true });
