@@ -51,14 +51,20 @@ export function renderMrkdwn(markdown: string): string {
 }
 
 function renderLine(line: string): string {
-  // quote levels are peeled in a loop (one call per level overflowed the stack on thousands of "> ")
+  // quote levels are peeled by one scan along the line: a regex per level re-read the rest of
+  // the line each time (quadratic on thousands of "> "), a call per level overflowed the stack
   let depth = 0;
-  let rest = line;
-  for (let quote = /^ {0,3}>+ ?(.*)$/.exec(rest); quote; quote = /^ {0,3}>+ ?(.*)$/.exec(rest)) {
+  let at = 0;
+  for (;;) {
+    let i = at;
+    while (i < line.length && i - at < 3 && line[i] === ' ') i++;
+    if (line[i] !== '>') break;
+    while (line[i] === '>') i++;
+    if (line[i] === ' ') i++;
     depth++;
-    rest = quote[1]!;
+    at = i;
   }
-  return depth === 0 ? renderUnquoted(line) : `${'> '.repeat(depth)}${renderUnquoted(rest)}`.trimEnd();
+  return depth === 0 ? renderUnquoted(line) : `${'> '.repeat(depth)}${renderUnquoted(line.slice(at))}`.trimEnd();
 }
 
 function renderUnquoted(line: string): string {
