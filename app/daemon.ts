@@ -23,6 +23,7 @@ import { Scheduler } from '../src/schedule/scheduler.ts';
 import { ScheduleStore } from '../src/schedule/store.ts';
 import { PairingStore } from '../src/policy/access.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
+import { sqliteDatabase } from '../src/store/sqlite-sql.ts';
 import { lockDataDir } from '../src/store/lock.ts';
 import { explainIn, makeDirectory, withFileContext } from '../src/store/files.ts';
 import { StorageHealth } from '../src/store/storage.ts';
@@ -161,8 +162,9 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const storage = new StorageHealth({ dataDir, log: log.child({ component: 'storage' }) });
   // Read only when scraped, so the closure over the runtime built below is fine.
   const metrics = createSwitchboardMetrics({ channels: names, health: () => runtime.health(), eventLoopLag: gatewayConfig !== undefined });
-  const approvals = new ApprovalStore(db);
-  const schedules = new ScheduleStore(db);
+  const database = sqliteDatabase(db);
+  const approvals = new ApprovalStore(database);
+  const schedules = new ScheduleStore(database);
   const memory = await buildMemory({ config, db, dbPath, dataDir, freshDatabase, log });
   const buildEndpoint = async (from: Config): Promise<Provider> => createMeteredProvider(await buildProvider(from, log), { meter: metrics, label: from.provider.kind });
   // The tools (the delegate tool) reach the model through this, so a reload that only
@@ -249,10 +251,10 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       return channel;
     }),
   );
-  const settings = new ConversationSettings(db);
+  const settings = new ConversationSettings(database);
   const maxInFlight = config.runtime.max_in_flight > 0 ? config.runtime.max_in_flight : Math.min(64, Math.max(8, channels.length * 4));
   const runtime = new Runtime({
-    db,
+    database,
     log,
     channels,
     agent: (input) => parts.agent(input),
@@ -267,7 +269,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     },
     delivery: defaultDeliveryOptions,
     events: metrics.runtimeEvents,
-    pairing: new PairingStore(db),
+    pairing: new PairingStore(database),
     storage,
     ...turnSettings(config),
   });
@@ -277,7 +279,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       commands: {
         models: configuredModels(from),
         model: (conversation) => settings.model(conversation),
-        setModel: (conversation, model) => settings.setModel(conversation, model),
+        setModel: (tx, conversation, model) => settings.in(tx).setModel(conversation, model),
       },
       historyTurns: from.agent.history_turns,
       turnTimeoutMs: from.agent.turn_timeout_seconds * 1000,
@@ -423,7 +425,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     };
   });
 
-  runtime.start();
+  await runtime.start();
   scheduler.start();
   // Logged also while a channel keeps failing, naming it (app/ready.ts).
   announceReady({
@@ -514,7 +516,7 @@ export async function openOperatorMemory(configFlag: string | undefined): Promis
 export async function openOperatorPairing(configFlag: string | undefined): Promise<{ pairing: PairingStore; close(): Promise<void> }> {
   const { db } = openOperatorDatabase(configFlag);
   return {
-    pairing: new PairingStore(db),
+    pairing: new PairingStore(sqliteDatabase(db)),
     close: async () => {
       db.close();
     },
