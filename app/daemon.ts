@@ -111,7 +111,10 @@ const channelFactories: Record<keyof Config['channels'], (deps: ChannelDeps) => 
 export async function runDaemon(options: DaemonOptions): Promise<number> {
   const startedAt = performance.now();
   const file = locateConfig(options.configFlag === undefined ? {} : { flag: options.configFlag });
-  const { config } = loadConfig(file);
+  const { config: loaded } = loadConfig(file);
+  // Cluster mode: long-term memory is not shared across nodes yet, so it is off rather than split per node.
+  const clustered = options.mode === 'start' && loaded.store.kind === 'postgres';
+  const config: Config = clustered && loaded.memory.backend !== 'none' ? { ...loaded, memory: { ...loaded.memory, backend: 'none' } } : loaded;
   tuneHeap(config.runtime.heap);
   // Refuse an exposed gateway before anything opens (exit 78).
   const gatewayConfig = options.mode === 'start' ? config.gateway : undefined;
@@ -162,7 +165,19 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const storage = new StorageHealth({ dataDir, log: log.child({ component: 'storage' }) });
   // Read only when scraped, so the closure over the runtime built below is fine.
   const metrics = createSwitchboardMetrics({ channels: names, health: () => runtime.health(), eventLoopLag: gatewayConfig !== undefined });
-  const database = sqliteDatabase(db);
+  const maxInFlight = config.runtime.max_in_flight > 0 ? config.runtime.max_in_flight : Math.min(64, Math.max(8, names.length * 4));
+  let cluster: Awaited<ReturnType<typeof import('./compose/cluster.ts')['openCluster']>> | undefined;
+  if (clustered) {
+    if (loaded.memory.backend !== 'none') log.warn('[store] kind = "postgres": long-term memory is not shared across nodes yet, so it is off on this node ([memory] ignored)');
+    try {
+      cluster = await (await import('./compose/cluster.ts')).openCluster(config, log, maxInFlight);
+    } catch (error) {
+      db.close();
+      lock.release();
+      throw error;
+    }
+  }
+  const database = cluster?.database ?? sqliteDatabase(db);
   const approvals = new ApprovalStore(database);
   const schedules = new ScheduleStore(database);
   const memory = await buildMemory({ config, db, dbPath, dataDir, freshDatabase, log });
@@ -222,7 +237,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         listen: gatewayConfig.listen,
         ...(gatewayConfig.token === undefined ? {} : { token: gatewayConfig.token }),
         log: log.child({ component: 'gateway' }),
-        health: () => runtime.health(),
+        health: () => ({ ...runtime.health(), ...(cluster ? { cluster: { node: cluster.node, nodes: cluster.nodes() } } : {}) }),
         metrics: () => metrics.render(),
         maxBodyBytes: gatewayConfig.max_body_kb * 1024,
       })
@@ -252,11 +267,11 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     }),
   );
   const settings = new ConversationSettings(database);
-  const maxInFlight = config.runtime.max_in_flight > 0 ? config.runtime.max_in_flight : Math.min(64, Math.max(8, channels.length * 4));
   const runtime = new Runtime({
     database,
     log,
-    channels,
+    // cluster mode: each channel is added when this node takes its lease
+    channels: cluster ? [] : channels,
     agent: (input) => parts.agent(input),
     maxInFlight,
     maxQueued: config.runtime.max_queued,
@@ -271,6 +286,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     events: metrics.runtimeEvents,
     pairing: new PairingStore(database),
     storage,
+    ...(cluster ? { queue: cluster.queue, onReplyRecorded: cluster.onReplyRecorded } : {}),
     ...turnSettings(config),
   });
   function turnSettings(from: Config): { policies: Map<string, ChannelPolicy>; commands: NonNullable<RuntimeOptions['commands']>; historyTurns: number; turnTimeoutMs: number } {
@@ -345,6 +361,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     await parts.tools.close();
     metrics.close();
     await memory.close();
+    await cluster?.leave();
     db.close();
     lock.release();
   };
@@ -380,6 +397,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       void scheduler
         .stop()
         .then(() => runtime.stop())
+        .then(() => cluster?.leave())
         .then(() => parts.tools.close())
         .then(() => gateway?.stop(1000))
         .then(() => memory.close())
@@ -426,6 +444,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   });
 
   await runtime.start();
+  await cluster?.join(runtime, channels);
   scheduler.start();
   // Logged also while a channel keeps failing, naming it (app/ready.ts).
   announceReady({

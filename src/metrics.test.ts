@@ -17,6 +17,7 @@ import { ProviderError, type ChatRequest, type Provider } from './provider.ts';
 import { createMeteredProvider } from './providers/metered.ts';
 import { Runtime } from './runtime/runtime.ts';
 import { openDatabase } from './store/db.ts';
+import { sqliteDatabase } from './store/sqlite-sql.ts';
 import { ok, type Tool } from './tool.ts';
 
 interface Sample {
@@ -102,7 +103,7 @@ describe('MetricsRegistry', () => {
 });
 
 describe('switchboard metrics after real traffic', () => {
-  const db = openDatabase(':memory:');
+  const database = sqliteDatabase(openDatabase(':memory:'));
 
   it('counts messages, turns, provider calls and errors, tool calls and restarts', async () => {
     // The runtime needs the metrics' hooks and the metrics read the runtime's health: the
@@ -123,7 +124,7 @@ describe('switchboard metrics after real traffic', () => {
       },
     };
     const echo: Tool = { name: 'echo', description: 'echoes', parameters: { type: 'object', properties: { text: { type: 'string' } } }, execute: async (args) => ok(String(args.text)) };
-    const approvals = new ApprovalStore(db);
+    const approvals = new ApprovalStore(database);
     const runner = meterToolRunner(
       createToolRunner({ tools: [echo], validator: createArgsValidator(), decide: () => ({ kind: 'allow' }), alwaysApproved: () => false, timeoutMs: 5000 }),
       metrics,
@@ -163,7 +164,7 @@ describe('switchboard metrics after real traffic', () => {
       async send() {},
     };
     const runtime = new Runtime({
-      db,
+      database,
       log: testLogger(),
       channels: [chat, flaky],
       agent,
@@ -177,7 +178,7 @@ describe('switchboard metrics after real traffic', () => {
       events: metrics.runtimeEvents,
     });
     const gateway = createGateway({ listen: '127.0.0.1:0', log: testLogger(), health: () => runtime.health(), metrics: () => metrics.render() });
-    runtime.start();
+    await runtime.start();
     await runtime.ready;
     const { port } = await gateway.start();
 

@@ -62,6 +62,11 @@ export interface StatusReport {
   readonly totals: RuntimeHealth['counters'];
   /** Present while the data_dir's disk is full. */
   readonly storage?: { readonly writable: false; readonly code: string; readonly since: string; readonly refused: number };
+  /** Cluster mode: this node and every node (which channels each holds, its turns in flight). */
+  readonly cluster?: {
+    readonly node: string;
+    readonly nodes: ReadonlyArray<{ readonly node: string; readonly alive: boolean; readonly channels: readonly string[]; readonly inFlight: number; readonly turns: number; readonly seenAt: number; readonly version: string }>;
+  };
 }
 
 const loopbackNames = new Set(['localhost', 'ip6-localhost', 'ip6-loopback']);
@@ -179,6 +184,7 @@ export function statusReport(health: RuntimeHealth, startedAt: number, uptimeMs:
     pendingReplies: health.pendingReplies,
     totals: health.counters,
     ...(health.storage?.writable === false ? { storage: { writable: false, code: health.storage.code!, since: iso(health.storage.since)!, refused: health.storage.refused ?? 0 } } : {}),
+    ...(health.cluster ? { cluster: health.cluster } : {}),
   };
 }
 

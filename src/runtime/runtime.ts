@@ -28,6 +28,8 @@ import { damagedDatabaseError } from '../store/integrity.ts';
 import { sleep } from './backoff.ts';
 import { Delivery, type DeliveryOptions } from './delivery.ts';
 import { KeyedPool } from './pool.ts';
+import type { TurnQueue } from '../cluster/queue.ts';
+import type { ClusterNode } from '../cluster/nodes.ts';
 import { SupervisorSet, type ChannelHealth, type SupervisorOptions } from './supervisor.ts';
 
 /**
@@ -79,6 +81,13 @@ export interface RuntimeOptions {
   readonly storage?: StorageHealth;
   /** Turn and shutdown durations and the uptime run on its monotonic clock; retention on its wall clock. @default systemClock */
   readonly clock?: Clock;
+  /**
+   * Cluster mode: turns go through this shared queue (any node may run them) instead of the
+   * in-process pool, and `channels` start empty — each is added when this node takes its lease.
+   */
+  readonly queue?: TurnQueue;
+  /** Told, inside the transaction, that a reply to `conversation` was recorded (cluster mode: wakes the channel's node). */
+  readonly onReplyRecorded?: (tx: Sql, conversation: string) => Promise<void>;
 }
 
 /** What the runtime reports as it works (see src/metrics.ts). */
@@ -119,6 +128,8 @@ export interface RuntimeHealth {
   readonly counters: Readonly<RuntimeCounters>;
   /** Whether the data_dir takes writes (not: its disk is full). Omitted = writable. */
   readonly storage?: StorageState;
+  /** Cluster mode: this node's name and every node as last reported (queued counts the whole cluster). */
+  readonly cluster?: { readonly node: string; readonly nodes: readonly ClusterNode[] };
 }
 
 const DAY_MS = 86_400_000;
@@ -217,6 +228,7 @@ export class Runtime {
           },
           seq,
         );
+        await this.#options.onReplyRecorded?.(tx, conversation);
       }
       await this.#drafts.in(tx).delete(seq);
       return this.#inbox.in(tx).markDone(seq);
@@ -228,6 +240,7 @@ export class Runtime {
     return this.#database.transaction(async (tx) => {
       await commit?.(tx);
       await this.#outbox.in(tx).add({ ...refOf(message), text, replyTo: message.id }, seq);
+      await this.#options.onReplyRecorded?.(tx, conversationKey(message));
       return this.#inbox.in(tx).markDone(seq);
     });
   }
@@ -235,6 +248,7 @@ export class Runtime {
   #commitFailure(seq: number, message: InboundMessage, text: string, error: string, draftId: string | undefined): Promise<boolean> {
     return this.#database.transaction(async (tx) => {
       await this.#outbox.in(tx).add({ ...refOf(message), text, replyTo: message.id, ...(draftId === undefined ? {} : { draftId }) }, seq);
+      await this.#options.onReplyRecorded?.(tx, conversationKey(message));
       await this.#drafts.in(tx).delete(seq);
       return this.#inbox.in(tx).markFailed(seq, error);
     });
@@ -257,6 +271,7 @@ export class Runtime {
   /** Takes one inbound message (the {@link Push} given to every channel). */
   readonly push: Push = async (message): Promise<PushResult> => {
     if (this.#stopping) throw new Error('Switchboard is shutting down; the message was not accepted');
+    if (this.#options.queue) return this.#pushShared(message, this.#options.queue);
     await this.#pool.acquire();
     if (this.#stopping) {
       this.#pool.release();
@@ -285,13 +300,68 @@ export class Runtime {
     return 'accepted';
   };
 
+  /** Cluster mode: the message and its turn's job are stored in one transaction, for any node to run. */
+  async #pushShared(message: InboundMessage, queue: TurnQueue): Promise<PushResult> {
+    let entry;
+    try {
+      const refused = this.#storage.refuse(`accept message ${message.id} of ${message.channel}`);
+      if (refused) throw refused;
+      entry = await this.#database.transaction(async (tx) => {
+        const accepted = await this.#inbox.in(tx).accept(message);
+        if (accepted) await queue.enqueue(tx, accepted.conversation, accepted.seq);
+        return accepted;
+      });
+    } catch (error) {
+      throw this.#storage.failed(error, `accept message ${message.id} of ${message.channel}`) ?? error;
+    }
+    if (!entry) {
+      this.#counters.duplicates++;
+      this.#log.debug({ channel: message.channel, id: message.id }, 'redelivered message ignored');
+      return 'duplicate';
+    }
+    this.#counters.received++;
+    this.#options.events?.onReceived?.(message.channel);
+    return 'accepted';
+  }
+
+  /** A turn taken from the shared queue: 'retry' when this node stopped before it was answered. */
+  async #turnShared(seq: number, conversation: string): Promise<'done' | 'retry'> {
+    try {
+      await this.#turnDurably(seq, conversation);
+    } catch (error) {
+      this.#log.error({ err: error, seq, conversation }, 'turn crashed; it is tried again');
+      return 'retry';
+    }
+    if (this.#stopping && (await this.#inbox.queuedEntry(seq).catch(() => undefined))) return 'retry';
+    return 'done';
+  }
+
+  /** Sends a turn's reply now, unless (cluster mode) another node holds its channel: that one is woken by onReplyRecorded. */
+  #deliverHere(conversation: string, channel: string): Promise<void> {
+    if (this.#options.queue && !this.#channels.has(channel)) return Promise.resolve();
+    return this.#delivery.deliver(conversation, this.#working.signal);
+  }
+
+  /** Sends the recorded replies of `conversation` if this node holds its channel (cluster mode: another node's turn recorded them). */
+  deliverRecorded(conversation: string): void {
+    const channel = parseConversationKey(conversation)?.channel;
+    if (channel !== undefined && this.#channels.has(channel)) void this.#delivery.deliver(conversation, this.#working.signal);
+  }
+
+  /** Cluster mode: sends the unsent replies of every channel this node holds (a missed wake-up). */
+  deliverAllHeld(): void {
+    void this.#sweep();
+  }
+
   /** Re-queues unanswered messages, starts every channel, and begins retrying unsent replies. */
   async start(): Promise<void> {
     if (this.#started) throw new Error('runtime already started');
     this.#started = true;
     const skipped = new Map<string, InboundMessage[]>();
     const recovered = [];
-    for (const queued of await this.#inbox.queued()) if (!(await this.#skipInterrupted(queued.seq, queued.conversation, skipped))) recovered.push(queued);
+    // Cluster mode: queued turns wait in the shared queue already (stored with their message).
+    const queued = this.#options.queue ? [] : await this.#inbox.queued();
+    for (const entry of queued) if (!(await this.#skipInterrupted(entry.seq, entry.conversation, skipped))) recovered.push(entry);
     for (const { seq, conversation } of recovered) this.#pool.enqueue(conversation, seq);
     this.#reportSkipped(skipped);
     const unsent = await this.#outbox.pendingCount();
@@ -301,7 +371,8 @@ export class Runtime {
     }
     await this.#prune();
     this.#supervisors.start();
-    const sweep = setInterval(() => void this.#delivery.deliverAll(this.#working.signal), this.#options.sweepIntervalMs ?? 30_000);
+    await this.#options.queue?.start((seq, conversation) => this.#turnShared(seq, conversation));
+    const sweep = setInterval(() => void this.#sweep(), this.#options.sweepIntervalMs ?? 30_000);
     const prune = setInterval(() => void this.#prune(), 3_600_000);
     sweep.unref();
     prune.unref();
@@ -339,6 +410,12 @@ export class Runtime {
     }
   }
 
+  /** Retries unsent replies: all of them, or (cluster mode) those of the channels this node holds. */
+  async #sweep(): Promise<void> {
+    if (!this.#options.queue) return this.#delivery.deliverAll(this.#working.signal);
+    await Promise.all([...this.#channels.keys()].map((name) => this.#delivery.deliverAll(this.#working.signal, name)));
+  }
+
   /** Resolves when nothing is queued, running or being sent. */
   async idle(): Promise<void> {
     do {
@@ -350,8 +427,8 @@ export class Runtime {
   health(): RuntimeHealth {
     return {
       channels: this.#supervisors.health(),
-      queued: this.#pool.queued,
-      inFlight: this.#pool.inFlight,
+      queued: this.#options.queue?.queued ?? this.#pool.queued,
+      inFlight: this.#options.queue?.inFlight ?? this.#pool.inFlight,
       pendingReplies: this.#pendingReplies,
       counters: { ...this.#counters },
       storage: this.#storage.state,
@@ -374,6 +451,16 @@ export class Runtime {
     this.#storage.close();
     this.#listening.abort(new Error('shutdown'));
     await this.#supervisors.stopped();
+    // Cluster mode: running turns get the grace period; the rest stay in the shared queue for the other nodes.
+    if (this.#options.queue) {
+      const stopped = this.#options.queue.stop(Math.max(0, this.#options.shutdownGraceMs - (this.#clock.monotonic() - started)));
+      await Promise.race([stopped, sleep(this.#options.shutdownGraceMs)]);
+      this.#working.abort(new Error('shutdown deadline'));
+      await Promise.race([stopped, sleep(2000)]);
+      await Promise.race([this.#delivery.idle(), sleep(2000)]);
+      this.#log.info({ ms: Math.round(this.#clock.monotonic() - started) }, 'stopped');
+      return;
+    }
     const left = this.#pool.clearQueued();
     const grace = new AbortController();
     const finished = await Promise.race([
@@ -473,7 +560,7 @@ export class Runtime {
     const log = this.#log.child({ channel: message.channel, conversation, seq });
     const policy = this.#options.policies?.get(message.channel);
     if ((policy && (await this.#applyPolicy(seq, conversation, message, policy, log))) || (await this.#applyCommand(seq, conversation, message, log))) {
-      await this.#delivery.deliver(conversation, this.#working.signal);
+      await this.#deliverHere(conversation, message.channel);
       return;
     }
     const channel = this.#channels.get(message.channel);
@@ -528,7 +615,7 @@ export class Runtime {
     } finally {
       limit.dispose();
     }
-    await this.#delivery.deliver(conversation, this.#working.signal);
+    await this.#deliverHere(conversation, message.channel);
   }
 
   /**

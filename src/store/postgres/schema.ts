@@ -91,4 +91,16 @@ export const postgresMigrations: readonly string[] = [
   );
   CREATE UNIQUE INDEX pairing_code ON pairing (channel, code);
   `,
+  // The cluster's nodes, as each last reported itself (switchboard status, /api/status).
+  `
+  CREATE TABLE cluster_nodes (
+    node       text   PRIMARY KEY,
+    version    text   NOT NULL,
+    started_at bigint NOT NULL,
+    seen_at    bigint NOT NULL,
+    channels   text   NOT NULL DEFAULT '[]',
+    in_flight  integer NOT NULL DEFAULT 0,
+    turns      bigint NOT NULL DEFAULT 0
+  );
+  `,
 ];

@@ -76,6 +76,17 @@ class PostgresSql implements Sql {
   transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
     return work(this);
   }
+
+  /** A statement in PostgreSQL's own placeholders ($1…), for libraries that bring their SQL (pg-boss). */
+  async query(text: string, values: readonly unknown[] = []): Promise<{ rows: unknown[] }> {
+    const result = await this.target.query(text, values as unknown[]);
+    return { rows: result.rows };
+  }
+}
+
+/** The PostgreSQL connection behind `sql` (a database or an open transaction), or undefined on another engine. */
+export function rawPostgres(sql: Sql): { query(text: string, values?: readonly unknown[]): Promise<{ rows: unknown[] }> } | undefined {
+  return sql instanceof PostgresSql ? sql : undefined;
 }
 
 class PostgresDatabase extends PostgresSql implements Database {
