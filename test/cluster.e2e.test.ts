@@ -55,9 +55,9 @@ describe('cluster: three daemons on one PostgreSQL', () => {
     const tail = (): string => daemons.map((d, i) => `--- n${i + 1} stdout:\n${d.stdout().slice(-3000)}\nstderr:\n${d.stderr().slice(-1000)}`).join('\n');
     try {
       await Promise.all(daemons.map((daemon) => daemon.waitFor(/"msg":"joined the cluster/, 'stdout', 30_000)));
-      await until(() => daemons.some((daemon) => /this node now holds the channel/.test(daemon.stdout())), 20_000);
+      await until(() => daemons.some((daemon) => /this node now holds the channel/.test(daemon.stdout())), 'a node to take the Telegram lease', 20_000);
     } catch (error) {
-      throw new Error(`${(error as Error).message}\n${tail()}`);
+      throw new Error(`${(error as Error).message}\n${tail()}`, { cause: error });
     }
 
     const people = Array.from({ length: 30 }, (_, i) => ({ id: 5000 + i, is_bot: false, first_name: `P${i}`, username: `p${i}` }));
@@ -79,7 +79,7 @@ describe('cluster: three daemons on one PostgreSQL', () => {
     };
     const count = (): number => [...replies().values()].reduce((sum, list) => sum + list.length, 0);
     try {
-      await until(() => count() >= 300, 150_000);
+      await until(() => count() >= 300, '300 replies', 150_000);
     } catch {
       throw new Error(`only ${count()} of 300 replies arrived\n${tail()}`);
     }
