@@ -199,7 +199,7 @@ describe('cluster failover', () => {
         `chat ${chat}`,
       );
     }
-    for (const node of c.nodes) assert.equal(node.daemon.child.exitCode, null, `${node.name} kept running`);
+    for (const node of c.nodes) assert.equal(node.daemon.child.exitCode, null, `${node.name} kept running\n${c.tail()}`);
     await c.close();
     cluster = undefined;
   });

@@ -26,7 +26,8 @@ export interface TestCluster {
 }
 
 export interface ClusterOptions {
-  readonly url: string;
+  /** The PostgreSQL database; undefined = one node on SQLite (for comparisons). */
+  readonly url: string | undefined;
   readonly modelUrl: string;
   /** The channel tables (the same on every node). */
   readonly channels: string;
@@ -46,7 +47,7 @@ export function startCluster(options: ClusterOptions): TestCluster {
   const nodes: ClusterNodeHandle[] = (options.names ?? ['n1', 'n2', 'n3']).map((name) => {
     const config = tempConfig(
       options.modelUrl,
-      `[log]\nformat = "json"\n[store]\nkind = "postgres"\nurl = "${options.url}"\n[cluster]\nnode = "${name}"\nfailover_seconds = ${options.failoverSeconds ?? 3}\n${options.channels}`,
+      `[log]\nformat = "json"\n${options.url === undefined ? '' : `[store]\nkind = "postgres"\nurl = "${options.url}"\n[cluster]\nnode = "${name}"\nfailover_seconds = ${options.failoverSeconds ?? 3}\n`}${options.channels}`,
     );
     configs.push(config);
     const handle: ClusterNodeHandle = {
@@ -64,7 +65,7 @@ export function startCluster(options: ClusterOptions): TestCluster {
       earlier.set(node.name, node.stdout());
       node.daemon = launch(node.name, fileOf(node));
     },
-    joined: (node, timeoutMs = 30_000) => node.daemon.waitFor(/"msg":"joined the cluster/, 'stdout', timeoutMs),
+    joined: (node, timeoutMs = 30_000) => node.daemon.waitFor(options.url === undefined ? /"msg":"ready"/ : /"msg":"joined the cluster/, 'stdout', timeoutMs),
     holder() {
       return nodes.find((node) => alive(node.daemon) && (node.daemon.stdout().match(HOLDS)?.length ?? 0) > (node.daemon.stdout().match(LOST)?.length ?? 0));
     },
