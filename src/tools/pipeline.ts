@@ -90,7 +90,7 @@ async function runPipeline(commands: readonly PreparedCommand[], cwd: string, op
         else stream.on('data', options.output);
       }
       const consumer = children[i + 1]?.stdin;
-      if (consumer) feed(sources, consumer);
+      if (consumer) feed(sources, consumer, child);
     });
     const statuses = await Promise.all(children.map((child, i) => settle(child, commands[i]!.argv[0]!, options.output)));
     return statuses.at(-1)!;
@@ -109,8 +109,12 @@ function launch(argv: readonly string[], cwd: string, env: Readonly<Record<strin
   });
 }
 
-/** Pipes `sources` into `consumer`, ending it when all have ended; if the consumer goes away, the sources are closed (so writers get SIGPIPE, as in sh). */
-function feed(sources: readonly Readable[], consumer: Writable): void {
+/**
+ * Pipes `sources` (stdout/stderr of `writer`) into `consumer`, ending it when all have ended.
+ * If the consumer goes away first, the writer's group gets SIGPIPE, as a writer into a closed
+ * pipe would under sh (our pipes are sockets, which would report "connection reset" instead).
+ */
+function feed(sources: readonly Readable[], consumer: Writable, writer: ChildProcess): void {
   consumer.on('error', () => undefined); // EPIPE once the reader has exited; handled by 'close' below
   if (sources.length === 0) {
     consumer.end();
@@ -124,6 +128,8 @@ function feed(sources: readonly Readable[], consumer: Writable): void {
     });
   }
   consumer.once('close', () => {
+    if (open === 0) return;
+    killGroup(writer, 'SIGPIPE');
     for (const source of sources) {
       source.unpipe(consumer);
       source.destroy();
@@ -152,6 +158,7 @@ function settle(child: ChildProcess, program: string, output: (chunk: Buffer) =>
     child.once('exit', (code, signal) => {
       exit = code !== null ? { code } : { signal: signal ?? 'SIGKILL' };
       killGroup(child); // nothing the command started outlives it
+      child.stdin?.destroy(); // its writer learns at once that nobody reads any more
       grace = setTimeout(() => {
         child.stdout?.destroy();
         child.stderr?.destroy();
@@ -164,10 +171,10 @@ function settle(child: ChildProcess, program: string, output: (chunk: Buffer) =>
   });
 }
 
-function killGroup(child: ChildProcess): void {
+function killGroup(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): void {
   if (child.pid === undefined) return;
   try {
-    process.kill(-child.pid, 'SIGKILL');
+    process.kill(-child.pid, signal);
   } catch {
     // the group is already gone
   }
