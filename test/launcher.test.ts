@@ -28,7 +28,7 @@ describe('the Node version floor', () => {
     for (const old of ['22.18.9', '22.0.0', '21.9.9', '20.20.2', 'v18.0.0']) {
       const problem = nodeVersionProblem(old);
       assert.ok(problem?.startsWith(`switchboard needs Node.js 22.19 or newer; this is v${old.replace(/^v/, '')}.\n`), problem);
-      assert.match(problem, /bin\/switchboard/);
+      assert.match(problem ?? '', /bin\/switchboard/);
     }
   });
 });
