@@ -4,6 +4,7 @@
  * parsed back.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { after, describe, it } from 'node:test';
 import { testLogger } from '../test/support/log.ts';
 import { createAgent } from './agent/agent.ts';
@@ -162,6 +163,9 @@ describe('process and Node.js series (prom-client names)', () => {
       const sum = one('nodejs_gc_duration_seconds_sum', { kind: kind! });
       assert.ok(sum > 0 && sum / count < 1, `${kind}: ${count} pauses, ${sum} s`);
     }
+    // Prometheus' own linter, where it is installed (Debian: apt-get install prometheus).
+    const promtool = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    if (promtool.error === undefined) assert.deepEqual([promtool.status, promtool.stdout + promtool.stderr], [0, ''], 'promtool check metrics');
     // The next scrape covers only the time since this one: no busy loop, so far less delay.
     await new Promise((resolve) => setTimeout(resolve, 60));
     assert.ok(value(parsePrometheus(metrics.render()).samples, 'nodejs_eventloop_lag_max_seconds')! < lag.max!);
