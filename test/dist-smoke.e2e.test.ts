@@ -9,6 +9,7 @@
  * after `npm test`'s own build that check costs a few milliseconds.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { sign } from '../channels/webhook/signature.ts';
@@ -92,6 +93,8 @@ describe('the built daemon through bin/switchboard (dist smoke test)', () => {
     assert.match(text, /^switchboard_messages_received_total\{channel="webhook"\} 2$/m);
     assert.match(text, /^process_cpu_seconds_total \d/m);
     assert.match(text, /^nodejs_version_info\{version="v(\d+)\.\d+\.\d+",/m);
+    const promtool = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' }); // where Prometheus is installed
+    if (promtool.error === undefined) assert.deepEqual([promtool.status, promtool.stdout + promtool.stderr], [0, ''], 'promtool check metrics');
 
     daemon.child.kill('SIGTERM');
     assert.deepEqual(await daemon.exited, { code: 0, signal: null });
