@@ -5,8 +5,8 @@
  * labels; {@link createSwitchboardMetrics} declares the daemon's own set (what `/metrics`
  * serves) and the hooks that feed it.
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { ToolRunner } from './agent/tool-runner.ts';
+import { registerProcessMetrics } from './process-metrics.ts';
 import type { RuntimeEvents, RuntimeHealth } from './runtime/runtime.ts';
 
 type Labels = Readonly<Record<string, string>>;
@@ -68,14 +68,20 @@ const ordered = (labelNames: readonly string[], labels: Labels): Labels => Objec
 export class MetricsRegistry {
   readonly #families = new Map<string, Family>();
 
-  /** A monotonically increasing count. Name it `…_total`. */
-  counter(name: string, help: string, labelNames: readonly string[] = []): Counter {
+  /**
+   * A monotonically increasing count. Name it `…_total`. With `collect`, the series are read at
+   * scrape time from a total kept elsewhere (CPU seconds) and `inc` is not used.
+   */
+  counter(name: string, help: string, labelNames: readonly string[] = [], collect?: () => Iterable<readonly [Labels, number]>): Counter {
     const series = new Map<string, { labels: Labels; value: number }>();
     this.#add({
       name,
       help,
       type: 'counter',
-      lines: () => [...series.values()].map(({ labels, value }) => `${name}${labelText(labels)} ${formatValue(value)}`),
+      lines: () => {
+        const current = collect ? [...collect()].map(([labels, value]) => ({ labels: ordered(labelNames, labels), value })) : [...series.values()];
+        return current.map(({ labels, value }) => `${name}${labelText(labels)} ${formatValue(value)}`);
+      },
     }, labelNames);
     return {
       inc: (labels = {}, value = 1) => {
@@ -183,8 +189,9 @@ export interface SwitchboardMetricsOptions {
   /** Channel names whose message counters start at 0 (so the series exist before traffic). */
   readonly channels?: readonly string[];
   /**
-   * Sample event-loop delay (a 20 ms timer for as long as the daemon runs). Off when nothing can
-   * scrape the metrics (no gateway): an idle daemon should not wake up 50 times a second. @default true
+   * Sample event-loop delay (a 20 ms timer for as long as the daemon runs) and GC pauses. Off
+   * when nothing can scrape the metrics (no gateway): an idle daemon should not wake up 50 times
+   * a second. @default true
    */
   readonly eventLoopLag?: boolean;
 }
@@ -195,7 +202,7 @@ export interface SwitchboardMetrics extends AgentMeter {
   readonly runtimeEvents: RuntimeEvents;
   /** The `/metrics` body. */
   render(): string;
-  /** Stops the event-loop delay monitor. */
+  /** Stops the event-loop delay monitor and the GC observer. */
   close(): void;
 }
 
@@ -204,8 +211,8 @@ const providerBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120];
 
 /**
  * The daemon's metrics. Gauges read at scrape time: queue depth, turns in flight, channel up,
- * RSS, uptime, event-loop lag (p50 / p99 / max since the previous scrape, from
- * `monitorEventLoopDelay`).
+ * uptime, event-loop lag (p50 / p99 / max since the previous scrape, from
+ * `monitorEventLoopDelay`); and the standard process and Node.js series (src/process-metrics.ts).
  *
  * @example
  * const metrics = createSwitchboardMetrics({ health: () => runtime.health(), channels: names });
@@ -239,26 +246,16 @@ export function createSwitchboardMetrics(options: SwitchboardMetricsOptions = {}
   const toolSeries = new Set<string>();
   const restarts = registry.counter('switchboard_channel_restarts_total', 'Channel listener restarts, by channel.', ['channel']);
   for (const channel of options.channels ?? []) restarts.inc({ channel }, 0);
-  registry.gauge('process_resident_memory_bytes', 'Resident set size of the process.', [], () => [[{}, process.memoryUsage.rss()]]);
-  registry.gauge('nodejs_heap_size_used_bytes', 'V8 heap in use on the main thread.', [], () => [[{}, process.memoryUsage().heapUsed]]);
-  registry.gauge('nodejs_heap_size_total_bytes', 'V8 heap allocated on the main thread.', [], () => [[{}, process.memoryUsage().heapTotal]]);
-  registry.gauge('nodejs_external_memory_bytes', 'Memory outside the V8 heap held by JavaScript objects (Buffers, native handles).', [], () => [[{}, process.memoryUsage().external]]);
   registry.gauge('switchboard_uptime_seconds', 'Seconds since the metrics (and the daemon) started.', [], () => [[{}, (performance.now() - startedAt) / 1000]]);
-  // The histogram records the time between two ticks of a `resolution` ms timer, so an idle loop
-  // reads ~20 ms: the delay is what exceeds the interval.
-  const resolutionMs = 20;
-  const loop = monitorEventLoopDelay({ resolution: resolutionMs });
-  if (options.eventLoopLag ?? true) loop.enable();
-  const delay = (nanoseconds: number): number => Math.max(0, nanoseconds / 1e9 - resolutionMs / 1000);
-  registry.gauge('switchboard_event_loop_lag_seconds', 'Event-loop delay since the previous scrape: p50, p99 and max.', ['stat'], () => {
-    const values = [
-      [{ stat: 'p50' }, delay(loop.percentile(50))],
-      [{ stat: 'p99' }, delay(loop.percentile(99))],
-      [{ stat: 'max' }, delay(loop.max)],
-    ] as const;
-    loop.reset();
-    // Before the first sample the histogram reports NaN-ish extremes; report 0 instead.
-    return values.map(([labels, value]) => [labels, Number.isFinite(value) && value >= 0 ? value : 0] as const);
+  // CPU, memory, file descriptors, GC pauses, event-loop delay, under prom-client's names.
+  const processMetrics = registerProcessMetrics(registry, { sample: options.eventLoopLag ?? true });
+  registry.gauge('switchboard_event_loop_lag_seconds', 'Event-loop delay since the previous scrape: p50, p99 and max (also nodejs_eventloop_lag_*_seconds).', ['stat'], () => {
+    const { p50, p99, max } = processMetrics.lag;
+    return [
+      [{ stat: 'p50' }, p50],
+      [{ stat: 'p99' }, p99],
+      [{ stat: 'max' }, max],
+    ];
   });
 
   return {
@@ -280,8 +277,11 @@ export function createSwitchboardMetrics(options: SwitchboardMetricsOptions = {}
       else toolSeries.add(tool);
       tools.inc({ tool, outcome });
     },
-    render: () => registry.render(),
-    close: () => loop.disable(),
+    render: () => {
+      processMetrics.scrape();
+      return registry.render();
+    },
+    close: () => processMetrics.close(),
   };
 }
 
