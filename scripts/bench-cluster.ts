@@ -17,7 +17,7 @@
  */
 import { parseArgs } from 'node:util';
 import { startFakeOpenAI } from '../test/fixtures/fake-openai.ts';
-import { startTelegramPeer, type TelegramPeer, type TgUser } from '../test/peers/telegram.ts';
+import { startTelegramPeer, type TgUser } from '../test/peers/telegram.ts';
 import { startCluster, type TestCluster } from '../test/support/cluster.ts';
 import { startPostgres } from '../test/support/postgres.ts';
 import { fmt, percentile, say, sleep } from './bench-support.ts';
