@@ -24,6 +24,7 @@ import { ScheduleStore } from '../src/schedule/store.ts';
 import { PairingStore } from '../src/policy/access.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { sqliteDatabase } from '../src/store/sqlite-sql.ts';
+import type { Database } from '../src/store/sql.ts';
 import { lockDataDir } from '../src/store/lock.ts';
 import { explainIn, makeDirectory, withFileContext } from '../src/store/files.ts';
 import { StorageHealth } from '../src/store/storage.ts';
@@ -111,10 +112,8 @@ const channelFactories: Record<keyof Config['channels'], (deps: ChannelDeps) => 
 export async function runDaemon(options: DaemonOptions): Promise<number> {
   const startedAt = performance.now();
   const file = locateConfig(options.configFlag === undefined ? {} : { flag: options.configFlag });
-  const { config: loaded } = loadConfig(file);
-  // Cluster mode: long-term memory is not shared across nodes yet, so it is off rather than split per node.
-  const clustered = options.mode === 'start' && loaded.store.kind === 'postgres';
-  const config: Config = clustered && loaded.memory.backend !== 'none' ? { ...loaded, memory: { ...loaded.memory, backend: 'none' } } : loaded;
+  const { config } = loadConfig(file);
+  const clustered = options.mode === 'start' && config.store.kind === 'postgres';
   tuneHeap(config.runtime.heap);
   // Refuse an exposed gateway before anything opens (exit 78).
   const gatewayConfig = options.mode === 'start' ? config.gateway : undefined;
@@ -168,7 +167,6 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const maxInFlight = config.runtime.max_in_flight > 0 ? config.runtime.max_in_flight : Math.min(64, Math.max(8, names.length * 4));
   let cluster: Awaited<ReturnType<typeof import('./compose/cluster.ts')['openCluster']>> | undefined;
   if (clustered) {
-    if (loaded.memory.backend !== 'none') log.warn('[store] kind = "postgres": long-term memory is not shared across nodes yet, so it is off on this node ([memory] ignored)');
     try {
       cluster = await (await import('./compose/cluster.ts')).openCluster(config, log, maxInFlight);
     } catch (error) {
@@ -180,7 +178,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const database = cluster?.database ?? sqliteDatabase(db);
   const approvals = new ApprovalStore(database);
   const schedules = new ScheduleStore(database);
-  const memory = await buildMemory({ config, db, dbPath, dataDir, freshDatabase, log });
+  const memory = await buildMemory({ config, db, dbPath, dataDir, freshDatabase, log, ...(cluster ? { shared: cluster.database } : {}) });
   const buildEndpoint = async (from: Config): Promise<Provider> => createMeteredProvider(await buildProvider(from, log), { meter: metrics, label: from.provider.kind });
   // The tools (the delegate tool) reach the model through this, so a reload that only
   // changes the provider does not rebuild the tools (and drop remote-tool clients).
@@ -517,26 +515,37 @@ function openOperatorDatabase(configFlag: string | undefined): { config: Config;
   return { config, dataDir, dbPath, db };
 }
 
-/** The memory for `switchboard memory …` (no hygiene pass). */
+/** The shared database of a cluster config (`[store] kind = "postgres"`), for an operator command; undefined for SQLite. */
+async function operatorShared(config: Config, log: Logger): Promise<Database | undefined> {
+  if (config.store.kind !== 'postgres') return undefined;
+  const { openPostgres } = await import('../src/store/postgres/sql.ts');
+  return openPostgres({ url: config.store.url!, log, maxConnections: 2 });
+}
+
+/** The memory for `switchboard memory …` (no hygiene pass); in a cluster, PostgreSQL's. */
 export async function openOperatorMemory(configFlag: string | undefined): Promise<{ memory: Memory; close(): Promise<void> }> {
   const { config, dataDir, dbPath, db } = openOperatorDatabase(configFlag);
   const log = createLogger({ level: logLevel(config, 'warn'), format: config.log.format, stream: process.stderr });
-  const built = await buildMemory({ config, db, dbPath, dataDir, freshDatabase: false, log, hygiene: false });
+  const shared = await operatorShared(config, log);
+  const built = await buildMemory({ config, db, dbPath, dataDir, freshDatabase: false, log, hygiene: false, ...(shared ? { shared } : {}) });
   return {
     memory: built.memory,
     close: async () => {
       await built.close();
+      await shared?.close();
       db.close();
     },
   };
 }
 
-/** The pairing store for `switchboard pairing …`. */
+/** The pairing store for `switchboard pairing …`; in a cluster, PostgreSQL's. */
 export async function openOperatorPairing(configFlag: string | undefined): Promise<{ pairing: PairingStore; close(): Promise<void> }> {
-  const { db } = openOperatorDatabase(configFlag);
+  const { config, db } = openOperatorDatabase(configFlag);
+  const shared = await operatorShared(config, createLogger({ level: logLevel(config, 'warn'), format: config.log.format, stream: process.stderr }));
   return {
-    pairing: new PairingStore(sqliteDatabase(db)),
+    pairing: new PairingStore(shared ?? sqliteDatabase(db)),
     close: async () => {
+      await shared?.close();
       db.close();
     },
   };

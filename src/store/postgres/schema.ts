@@ -103,4 +103,26 @@ export const postgresMigrations: readonly string[] = [
     turns      bigint NOT NULL DEFAULT 0
   );
   `,
+  // Long-term memory (src/memory/postgres.ts): full-text search on key and content, vectors
+  // stored beside (no pgvector in Debian: scanned per person, as SQLite's index is per owner).
+  `
+  CREATE TABLE memories (
+    n               bigserial UNIQUE,
+    id              text   PRIMARY KEY,
+    key             text   NOT NULL,
+    content         text   NOT NULL,
+    category        text   NOT NULL DEFAULT 'core',
+    scope           text   NOT NULL CHECK (scope IN ('person', 'conversation', 'shared')),
+    owner           text   NOT NULL,
+    embedding       bytea,
+    embedding_model text,
+    created_at      bigint NOT NULL,
+    updated_at      bigint NOT NULL,
+    words           tsvector GENERATED ALWAYS AS (to_tsvector('english', key || ' ' || content)) STORED,
+    UNIQUE (scope, owner, key)
+  );
+  CREATE INDEX memories_owner ON memories (scope, owner, updated_at);
+  CREATE INDEX memories_category ON memories (category, updated_at);
+  CREATE INDEX memories_words ON memories USING gin (words);
+  `,
 ];
