@@ -89,6 +89,14 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
       });
     },
     async start(worker: TurnWorker) {
+      // A pg-boss worker waits out its polling interval after each job unless a NOTIFY came
+      // meanwhile, so a backlog queued faster than NOTIFYs arrive would drain at one turn per
+      // worker per interval (measured: 8 turns, then 5 s idle). So each turn that ends tells the busy
+      // workers (its own among them) to fetch again at once; an idle queue costs each of them one
+      // empty fetch, then they sleep until a NOTIFY.
+      const fetchAgain = (): void => {
+        for (const worker of boss.getWipData()) if (worker.name === QUEUE && worker.count > 0) boss.notifyWorker(worker.id);
+      };
       await boss.work<TurnJob>(QUEUE, { localConcurrency: options.concurrency, batchSize: 1, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 5 }, async ([job]) => {
         if (!job) return;
         inFlight++;
@@ -98,6 +106,7 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
           if (outcome === 'retry') throw new Error(`turn of message ${job.data.seq} handed back: this node is stopping`);
         } finally {
           inFlight--;
+          fetchAgain();
         }
       });
       counting = setInterval(() => void count(), 5000);
