@@ -37,6 +37,7 @@ export const testServers: readonly TestServer[] = [
   { name: 'systemd-analyze', usedBy: 'the service unit test (app/service.test.ts)', binaries: ['/usr/bin/systemd-analyze'], packages: ['systemd'] },
   { name: 'libfaketime', usedBy: 'the wall clock jump test (test/clock-jump.e2e.test.ts): the daemon with its clock stepped', binaries: [libfaketime], packages: ['libfaketime'] },
   { name: 'tmux', usedBy: 'the interactive chat tests (test/chat-tty.e2e.test.ts): a real terminal for the prompt and Ctrl-C', binaries: ['/usr/bin/tmux'], packages: ['tmux'] },
+  { name: 'chromium', usedBy: 'the web console tests (test/console.e2e.test.ts): a real browser driven by playwright-core', binaries: ['/usr/bin/chromium'], packages: ['chromium'] },
 ];
 
 /**
