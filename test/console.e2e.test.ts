@@ -53,8 +53,10 @@ describe('web console (real browser)', () => {
     mkdirSync(artifacts, { recursive: true });
     model = await startFakeOpenAI();
     model.fallback = (request) => {
+      if (request.body.messages.at(-1)?.role === 'tool') return { text: 'done with tools' };
       const last = [...request.body.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
       if (last.includes('stream please')) return { text: streamed, deltas: streamed.split(/(?<= )/), deltaDelayMs: 120 };
+      if (last.includes('list it')) return { toolCalls: [{ name: 'shell', arguments: { command: 'ls' } }] };
       if (last.includes('touch it')) return { toolCalls: [{ name: 'shell', arguments: { command: 'touch approved.txt' } }] };
       return { text: `echo: ${last.split('\n').at(-1)}` };
     };
@@ -169,7 +171,8 @@ describe('web console (real browser)', () => {
     await go('config');
     const editor = page.getByLabel('Config file');
     const original = await editor.inputValue();
-    assert.ok(!original.includes('sk-console') && !original.includes(token), 'no secret in the editor');
+    const telegramToken = /token = "([^"$]+)"/.exec(peer.configSection())![1]!;
+    assert.ok(!original.includes(telegramToken) && !original.includes(token), 'no secret in the editor');
     await editor.fill(original.replace('history_turns', 'history_turns').replace('name = "Testbot"', 'name = 5'));
     await page.getByRole('button', { name: 'Validate' }).click();
     await page.locator('.problems', { hasText: 'agent.name' }).waitFor();
@@ -177,14 +180,21 @@ describe('web console (real browser)', () => {
     await page.getByRole('button', { name: 'Save and reload' }).click();
     await page.getByTestId('config-message').filter({ hasText: 'Reloaded' }).waitFor();
     assert.match(readFileSync(config.file, 'utf8'), /name = "Renamedbot"/);
+    assert.ok(readFileSync(config.file, 'utf8').includes(`token = "${telegramToken}"`), 'the masked secret was put back on save');
     assert.match(readFileSync(`${config.file}.bak`, 'utf8'), /name = "Testbot"/);
     await shot('config');
   });
 
   it('shows conversations with their transcript, tools, and the live log', async () => {
+    await peer.post('bob', dm, 'please list it');
+    await until(() => peer.botMessages(dm).some((m) => m.text === 'done with tools'), 'the answer after the tool call');
     await go('conversations');
     await page.getByRole('button', { name: /telegram:/ }).first().click();
-    await page.locator('.transcript .bubble').first().waitFor();
+    const tool = page.locator('.transcript details.tool', { hasText: 'shell' });
+    await tool.waitFor();
+    assert.equal(await tool.getAttribute('open'), null, 'tool calls are collapsed');
+    await tool.locator('summary').click();
+    await tool.getByText('"command":"ls"').waitFor();
     await shot('conversation-transcript');
     await go('conversations');
     await shot('conversations');
@@ -197,6 +207,11 @@ describe('web console (real browser)', () => {
     await peer.post('bob', dm, 'a line for the log');
     await page.locator('.logs li', { hasText: 'turn done' }).first().waitFor();
     await shot('logs');
+    await go('overview');
+    await page.getByRole('button', { name: 'Restart telegram' }).click();
+    await page.locator('[data-channel="telegram"] dd', { hasText: /^1$/ }).waitFor();
+    await page.locator('[data-channel="telegram"] .badge', { hasText: 'running' }).waitFor();
+    await shot('overview-after-traffic');
     const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, colorScheme: 'dark' });
     await phone.context().addCookies(await page.context().cookies());
     await phone.goto(`${base}/#/overview`);

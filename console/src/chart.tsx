@@ -9,7 +9,8 @@ export interface Series {
 export function Chart({ title, series, unit = '' }: { title: string; series: readonly Series[]; unit?: string }) {
   const width = 300;
   const height = 90;
-  const max = Math.max(1, ...series.flatMap((s) => s.values.filter((v): v is number => v !== undefined)));
+  const peak = Math.max(0, ...series.flatMap((s) => s.values.filter((v): v is number => v !== undefined)));
+  const max = Math.max(peak, 1e-9) === 1e-9 ? 1 : peak;
   const n = Math.max(2, ...series.map((s) => s.values.length));
   const x = (i: number): number => (i / (n - 1)) * width;
   const y = (v: number): number => height - (v / max) * (height - 6) - 3;
@@ -28,10 +29,17 @@ export function Chart({ title, series, unit = '' }: { title: string; series: rea
         <line class="axis" x1="0" y1={height - 0.5} x2={width} y2={height - 0.5} />
         {series.map((s) => {
           const points = s.values.map((v, i) => (v === undefined ? undefined : `${x(i).toFixed(1)},${y(v).toFixed(1)}`)).filter(Boolean);
-          return <polyline class={`line ${s.className}`} points={points.join(' ')} fill="none" />;
+          // A lone minute (the first turns) is a dot: a line needs two points.
+          const dots = s.values.map((v, i) => (v === undefined || (s.values[i - 1] !== undefined || s.values[i + 1] !== undefined) ? null : <circle class={`dot ${s.className}`} cx={x(i)} cy={y(v)} r="2.5" />));
+          return (
+            <g>
+              <polyline class={`line ${s.className}`} points={points.join(' ')} fill="none" />
+              {dots}
+            </g>
+          );
         })}
       </svg>
-      <p class="chart-scale">peak {fmt(max)}{unit} · last 60 min</p>
+      <p class="chart-scale">peak {fmt(peak)}{unit} · last 60 min</p>
     </figure>
   );
 }

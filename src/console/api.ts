@@ -89,7 +89,9 @@ export const apiRoutes: readonly ApiRoute[] = [
     path: '/api/console/access',
     handle: async ({ response, deps }) => {
       const pending = deps.pairing ? await deps.pairing.pending() : [];
-      send(response, 200, { pending, approved: await deps.queries.approvedSenders(), allow: deps.allowLists() });
+      // null (not undefined, which JSON drops) marks a channel that pairs instead of having an allow list.
+      const allow = Object.fromEntries(Object.entries(deps.allowLists()).map(([channel, list]) => [channel, list ?? null]));
+      send(response, 200, { pending, approved: await deps.queries.approvedSenders(), allow });
     },
   },
   {

@@ -4,7 +4,7 @@ import { ago, api } from '../api.ts';
 interface Access {
   pending: Array<{ channel: string; senderId: string; code: string; createdAt: number }>;
   approved: Array<{ channel: string; senderId: string; approvedAt: number }>;
-  allow: Record<string, string[] | undefined>;
+  allow: Record<string, string[] | null>;
 }
 
 export function AccessPage() {
@@ -65,7 +65,7 @@ export function AccessPage() {
         {Object.entries(data.allow).map(([channel, allow]) => (
           <>
             <dt>{channel}</dt>
-            <dd>{allow === undefined ? 'pairing (no allow list)' : allow.join(', ') || '(nobody)'}</dd>
+            <dd>{allow === null ? 'pairing (no allow list): strangers get a code to approve here' : allow.join(', ') || '(nobody)'}</dd>
           </>
         ))}
       </dl>

@@ -40,7 +40,7 @@ export function ApprovalsPage() {
             <p class="small muted">{row.conversation}</p>
             {row.calls.map((call) => (
               <div class="call">
-                <p><strong>{call.tool}</strong>: <code>{call.summary}</code></p>
+                <p>Would run <code>{call.summary || call.tool}</code></p>
                 <details><summary>Arguments</summary><pre>{JSON.stringify(call.args, null, 2)}</pre></details>
               </div>
             ))}

@@ -31,12 +31,24 @@ export function ChatPage() {
   const [busy, setBusy] = useState(false);
   const end = useRef<HTMLDivElement>(null);
   const fileInput = useRef<HTMLInputElement>(null);
+  // A streamed reply is finished when it stops changing: the last edit carries the final text.
+  const settle = useRef(new Map<string, ReturnType<typeof setTimeout>>());
 
   useEffect(() => {
     api<{ messages: Array<{ role: 'user' | 'assistant'; text: string; at: number }> }>('/api/console/chat/history')
       .then(({ messages }) => setLines((current) => [...messages.map((m, i) => ({ id: `h${i}`, role: m.role, text: m.text })), ...current]))
       .catch((e: Error) => setError(e.message));
     return live.onChat((event: ChatEvent) => {
+      if (event.type === 'draft') {
+        clearTimeout(settle.current.get(event.id));
+        settle.current.set(
+          event.id,
+          setTimeout(() => {
+            settle.current.delete(event.id);
+            setLines((current) => current.map((line) => (line.id === event.id ? { ...line, streaming: false } : line)));
+          }, 1200),
+        );
+      }
       setLines((current) => {
         if (event.type === 'file') return [...current, { id: event.id, role: 'assistant', text: '', file: { name: event.name, url: event.url } }];
         const at = current.findIndex((line) => line.id === event.id);

@@ -26,7 +26,7 @@ function Transcript({ conversation, onBack }: { conversation: string; onBack: ()
         {turns.map((turn) => {
           const entries = data.entries.filter((e) => e.turn === turn);
           const end = Math.max(...entries.map((e) => e.at));
-          const recalls = data.recalls.filter((r) => r.at > previousEnd && r.at <= end);
+          const recalls = data.recalls.filter((r) => r.at > previousEnd && r.at <= end && r.entries.length > 0);
           previousEnd = end;
           return (
             <li class="turn">
