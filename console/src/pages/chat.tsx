@@ -93,7 +93,7 @@ export function ChatPage() {
         {lines.map((line) => (
           <li class={`bubble ${line.role}${line.streaming ? ' streaming' : ''}`} data-role={line.role}>
             {line.file ? (
-              <a href={line.file.url} download={line.file.name}>📎 {line.file.name}</a>
+              <a href={line.file.url} download={line.file.name}>File: {line.file.name}</a>
             ) : line.role === 'assistant' ? (
               <Markdown text={line.text} />
             ) : (

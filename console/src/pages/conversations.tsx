@@ -32,7 +32,7 @@ function Transcript({ conversation, onBack }: { conversation: string; onBack: ()
             <li class="turn">
               {recalls.length ? (
                 <details class="recall">
-                  <summary>Recalled {recalls.reduce((n, r) => n + r.entries.length, 0)} memories for this turn</summary>
+                  <summary>{((n) => `Recalled ${n} ${n === 1 ? 'memory' : 'memories'} for this turn`)(recalls.reduce((n, r) => n + r.entries.length, 0))}</summary>
                   <ul>{recalls.flatMap((r) => r.entries.map((m) => <li><code>{m.key}</code> ({m.scope}{m.score !== undefined ? `, ${m.score.toFixed(2)}` : ''}): {m.content}</li>))}</ul>
                 </details>
               ) : null}
@@ -45,7 +45,7 @@ function Transcript({ conversation, onBack }: { conversation: string; onBack: ()
                       {m.content ? <Markdown text={m.content} /> : null}
                       {m.toolCalls?.map((call) => (
                         <details class="tool">
-                          <summary>🔧 {call.name}</summary>
+                          <summary>Tool call: <code>{call.name}</code></summary>
                           <p class="small">Arguments</p>
                           <pre>{call.arguments}</pre>
                           <p class="small">Result</p>
