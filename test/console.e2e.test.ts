@@ -37,6 +37,8 @@ describe('web console (real browser)', () => {
   let page: Page;
   let base: string;
   /** Bob is a stranger to the bot: no allow list, so he gets a pairing code. */
+  /** Errors the page itself reports: script errors and Content-Security-Policy refusals. */
+  const pageProblems: string[] = [];
   const dm = { kind: 'dm' as const, user: 'bob' as const };
   const bobId = '1002';
 
@@ -72,6 +74,10 @@ describe('web console (real browser)', () => {
     browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], timeout: 20_000 });
     page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
     page.setDefaultTimeout(10_000);
+    page.on('pageerror', (error) => pageProblems.push(`page error: ${error.message}`));
+    page.on('console', (message) => {
+      if (message.type() === 'error' && !/Failed to load resource/.test(message.text())) pageProblems.push(`console error: ${message.text()}`);
+    });
   });
   after(async () => {
     await browser?.close();
@@ -170,6 +176,8 @@ describe('web console (real browser)', () => {
   it('validates an edited config, saves it with a .bak and reloads', async () => {
     await go('config');
     const editor = page.getByLabel('Config file');
+    // The file arrives after the page: wait for it before editing.
+    await page.waitForFunction("document.querySelector('#config-text')?.value.includes('[gateway]')");
     const original = await editor.inputValue();
     const telegramToken = /token = "([^"$]+)"/.exec(peer.configSection())![1]!;
     assert.ok(!original.includes(telegramToken) && !original.includes(token), 'no secret in the editor');
@@ -219,5 +227,7 @@ describe('web console (real browser)', () => {
     await shot('overview-phone-dark', phone);
     await phone.close();
     assert.ok(existsSync(`${artifacts}overview.png`));
+    // The wrong token's 401 is the one failed load; nothing broke the CSP or threw.
+    assert.deepEqual(pageProblems, []);
   });
 });

@@ -62,7 +62,12 @@ export const chatRoutes: readonly ApiRoute[] = [
       const id = query(url, 'id', 100);
       const file = id === undefined ? undefined : deps.chat?.file(session.operator, id);
       if (!file) throw new HttpError(404, 'no such file');
-      const size = statSync(file.path).size;
+      let size: number;
+      try {
+        size = statSync(file.path).size;
+      } catch {
+        throw new HttpError(404, `${file.name} is no longer in the workspace`);
+      }
       response.writeHead(200, {
         ...securityHeaders,
         'content-type': 'application/octet-stream',
