@@ -58,6 +58,8 @@ describe('web console (real browser)', () => {
       if (request.body.messages.at(-1)?.role === 'tool') return { text: 'done with tools' };
       const last = [...request.body.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
       if (last.includes('stream please')) return { text: streamed, deltas: streamed.split(/(?<= )/), deltaDelayMs: 120 };
+      const saved = /saved at (\S+)/.exec(last);
+      if (last.includes('send it back') && saved) return { toolCalls: [{ name: 'send_file', arguments: { path: saved[1]! } }] };
       if (last.includes('list it')) return { toolCalls: [{ name: 'shell', arguments: { command: 'ls' } }] };
       if (last.includes('touch it')) return { toolCalls: [{ name: 'shell', arguments: { command: 'touch approved.txt' } }] };
       return { text: `echo: ${last.split('\n').at(-1)}` };
@@ -132,6 +134,15 @@ describe('web console (real browser)', () => {
     const partial = (await streaming.innerText()).trim();
     assert.ok(partial.length < streamed.length, `saw a partial reply while it was written: ${JSON.stringify(partial)}`);
     await page.locator('.bubble.assistant', { hasText: streamed }).waitFor();
+    // Files both ways: one goes up with a message, the agent sends it back as a download.
+    await page.locator('input[type="file"]').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('file from the browser\n') });
+    await page.getByLabel('Message').fill('please send it back');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const link = page.locator('a[download="notes.txt"]');
+    await link.waitFor();
+    const download = await page.request.get(new URL((await link.getAttribute('href'))!, base).href);
+    assert.equal(await download.text(), 'file from the browser\n');
+    await page.locator('.bubble.assistant', { hasText: 'done with tools' }).waitFor();
     await shot('chat');
   });
 
