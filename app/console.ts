@@ -29,8 +29,12 @@ export function lazyConsole(deps: () => Promise<ConsoleDeps>): Fallback {
   let handler: Promise<Fallback> | undefined;
   return async (request, response) => {
     handler ??= (async () => {
+      const started = performance.now();
       const { createConsole } = await import('../src/console/server.ts');
-      return createConsole(await deps());
+      const built = await deps();
+      const handle = createConsole(built);
+      built.log.info({ ms: Math.round(performance.now() - started) }, 'web console loaded (first request)');
+      return handle;
     })();
     await (await handler)(request, response);
   };

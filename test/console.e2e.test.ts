@@ -91,6 +91,7 @@ describe('web console (real browser)', () => {
   });
 
   it('signs in (a wrong token is refused) and shows the channel running', async () => {
+    assert.doesNotMatch(daemon.stdout(), /web console loaded/, 'nothing of the console is loaded before its first request');
     await page.goto(base);
     await page.getByLabel('Gateway token').fill('not-the-token');
     await page.getByRole('button', { name: 'Sign in' }).click();

@@ -44,6 +44,9 @@ export function createConsole(deps: ConsoleDeps): ConsoleHandler {
   const auth: Auth = createAuth({ token: () => deps.token(), sessionMs: deps.sessionMs, log: deps.log });
   const files = new Map<string, { body: Buffer; type: string }>();
   const maxJson = deps.maxJsonBytes ?? 64 * 1024;
+  /** Open event streams (each an open page); past the cap a page gets 429 and its EventSource retries. */
+  let streams = 0;
+  const maxStreams = 32;
 
   async function asset(name: string): Promise<{ body: Buffer; type: string } | undefined> {
     const known = files.get(name);
@@ -133,6 +136,9 @@ export function createConsole(deps: ConsoleDeps): ConsoleHandler {
     if (!session) throw new HttpError(401, 'sign in first (POST /api/console/session with the gateway token)');
     if (mutation && !auth.csrfOk(request, session)) throw new HttpError(403, 'missing or wrong CSRF token (X-CSRF-Token)');
     if (route.path === '/api/console/stream') {
+      if (streams >= maxStreams) throw new HttpError(429, `too many open console pages (${maxStreams}); close some`, { 'retry-after': '5' });
+      streams++;
+      response.once('close', () => streams--);
       openStream(request, response, deps, session, url);
       return;
     }
