@@ -7,7 +7,7 @@
  * to test/artifacts/ (not committed) — look at them.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { requireServers } from './support/servers.ts';
 
@@ -75,13 +75,15 @@ describe('web console (real browser)', () => {
     await daemon.waitFor(/"msg":"ready"/, 'stdout', 20_000);
     browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], timeout: 20_000 });
     page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
-    page.setDefaultTimeout(10_000);
+    page.setDefaultTimeout(15_000);
     page.on('pageerror', (error) => pageProblems.push(`page error: ${error.message}`));
     page.on('console', (message) => {
       if (message.type() === 'error' && !/Failed to load resource/.test(message.text())) pageProblems.push(`console error: ${message.text()}`);
     });
   });
   after(async () => {
+    // The daemon's log beside the screenshots: what to read when a step failed in CI.
+    if (daemon) writeFileSync(`${artifacts}daemon.log`, `${daemon.stdout()}\n--- stderr ---\n${daemon.stderr()}`);
     await browser?.close();
     daemon?.child.kill('SIGTERM');
     await daemon?.exited;

@@ -64,12 +64,23 @@ function Transcript({ conversation, onBack }: { conversation: string; onBack: ()
   );
 }
 
+const openParam = (): string | undefined => new URLSearchParams(location.hash.split('?')[1] ?? '').get('c') ?? undefined;
+
 export function ConversationsPage() {
   const [rows, setRows] = useState<Row[] | undefined>(undefined);
   const [hits, setHits] = useState<Hit[] | undefined>(undefined);
   const [q, setQ] = useState('');
-  const [open, setOpen] = useState<string | undefined>(undefined);
-  useEffect(() => void api<{ conversations: Row[] }>('/api/console/conversations').then((r) => setRows(r.conversations)), []);
+  // The open transcript is in the address (#/conversations?c=KEY): linkable, and Back returns to the list.
+  const [open, setOpenState] = useState<string | undefined>(openParam());
+  useEffect(() => {
+    const onHash = (): void => setOpenState(openParam());
+    addEventListener('hashchange', onHash);
+    return () => removeEventListener('hashchange', onHash);
+  }, []);
+  const setOpen = (conversation: string | undefined): void => {
+    location.hash = conversation === undefined ? '#/conversations' : `#/conversations?c=${encodeURIComponent(conversation)}`;
+  };
+  useEffect(() => void api<{ conversations: Row[] }>('/api/console/conversations').then((r) => setRows(r.conversations)), [open]);
   const search = (event: Event): void => {
     event.preventDefault();
     if (!q.trim()) return setHits(undefined);

@@ -23,7 +23,7 @@ export function ToolsPage() {
       <h2>Offered to the model ({data.tools.length})</h2>
       <table>
         <thead><tr><th>Tool</th><th>Source</th><th>Description</th></tr></thead>
-        <tbody>{data.tools.map((t) => <tr><td><code>{t.name}</code></td><td>{t.source}</td><td class="small">{t.description}</td></tr>)}</tbody>
+        <tbody>{data.tools.map((t) => <tr><td><code>{t.name}</code></td><td class="nowrap">{t.source}</td><td class="small">{t.description}</td></tr>)}</tbody>
       </table>
       <h2>Connected remote clients</h2>
       {data.clients.length === 0 ? <p class="muted">None connected.</p> : <ul>{data.clients.map((c) => <li>{c}</li>)}</ul>}
