@@ -57,7 +57,7 @@ describe('web console (real browser)', () => {
     model.fallback = (request) => {
       if (request.body.messages.at(-1)?.role === 'tool') return { text: 'done with tools' };
       const last = [...request.body.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
-      if (last.includes('stream please')) return { text: streamed, deltas: streamed.split(/(?<= )/), deltaDelayMs: 120 };
+      if (last.includes('stream please')) return { text: streamed, deltas: streamed.split(/(?<= )/), deltaDelayMs: 250 };
       const saved = /saved at (\S+)/.exec(last);
       if (last.includes('send it back') && saved) return { toolCalls: [{ name: 'send_file', arguments: { path: saved[1]! } }] };
       if (last.includes('list it')) return { toolCalls: [{ name: 'shell', arguments: { command: 'ls' } }] };
@@ -191,7 +191,11 @@ describe('web console (real browser)', () => {
     await go('config');
     const editor = page.getByLabel('Config file');
     // The file arrives after the page: wait for it before editing.
-    await page.waitForFunction("document.querySelector('#config-text')?.value.includes('[gateway]')");
+    // (Polled from here: a string evaluated in the page would be refused by the console's CSP, rightly.)
+    for (const deadline = Date.now() + 10_000; !(await editor.inputValue()).includes('[gateway]'); ) {
+      assert.ok(Date.now() < deadline, 'the config file never arrived in the editor');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     const original = await editor.inputValue();
     const telegramToken = /token = "([^"$]+)"/.exec(peer.configSection())![1]!;
     assert.ok(!original.includes(telegramToken) && !original.includes(token), 'no secret in the editor');
@@ -219,6 +223,9 @@ describe('web console (real browser)', () => {
     await tool.getByText('"command":"ls"').waitFor();
     await shot('conversation-transcript');
     await go('conversations');
+    await page.getByLabel('Search history').fill('ZEBRA');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.locator('.hits li', { hasText: 'web:console:ada' }).first().waitFor();
     await shot('conversations');
     await go('tools');
     await page.getByText('shell', { exact: true }).first().waitFor();
