@@ -26,6 +26,7 @@ describe('console API', () => {
   let currentToken: string | undefined = token;
   const changes: string[] = [];
   let pending: PendingCode[] = [];
+  const posted: string[] = [];
 
   const queries: ConsoleQueries = {
     conversations: async () => [],
@@ -72,6 +73,15 @@ describe('console API', () => {
       tools: () => [],
       remoteClients: () => [],
       toolCalls: () => [],
+      chat: {
+        post: async (operator, text, files) => {
+          posted.push(`${operator}: ${text} (${files.map((f) => `${f.name} ${f.data.length}`).join(', ')})`);
+          return { id: 'm1' };
+        },
+        subscribe: () => () => undefined,
+        file: () => undefined,
+        conversation: (operator) => `web:console:${operator}`,
+      },
     };
     const handler = createConsole(deps);
     server = createServer((request, response) => void handler(request, response));
@@ -84,6 +94,7 @@ describe('console API', () => {
   });
   beforeEach(() => {
     changes.length = 0;
+    posted.length = 0;
     currentToken = token;
     pending = [];
   });
@@ -180,6 +191,31 @@ describe('console API', () => {
     assert.equal((await fetch(`${base}/api/console/pairing/approve`, { headers: { cookie } })).status, 405);
   });
 
+  it('takes a chat message with a file as the signed-in operator, and refuses bad or oversized uploads', async () => {
+    const { cookie, csrf } = await signIn('ada');
+    const headers = { cookie, 'x-csrf-token': csrf };
+    const ok = await post('/api/console/chat', { text: 'hi', files: [{ name: 'a.txt', mime: 'text/plain', data: Buffer.from('abc').toString('base64') }] }, headers);
+    assert.equal(ok.status, 202);
+    assert.deepEqual(posted, ['ada: hi (a.txt 3)']);
+    const bad: Array<[unknown, RegExp]> = [
+      [{ text: 'x', files: 'a.txt' }, /"files" must be an array/],
+      [{ text: 'x', files: [{ name: 'a', data: 'not base64!' }] }, /must be base64/],
+      [{ text: 'x', files: [{ name: '', data: '' }] }, /name must be a string/],
+      [{ text: '' }, /some text or a file/],
+      [{ text: 5 }, /"text" must be a string/],
+    ];
+    for (const [body, message] of bad) {
+      const response = await post('/api/console/chat', body, headers);
+      assert.equal(response.status, 400, JSON.stringify(body));
+      assert.match(((await response.json()) as { error: string }).error, message);
+    }
+    const huge = await post('/api/console/chat', { text: 'x', files: [{ name: 'big', data: 'A'.repeat(13 * 1024 * 1024) }] }, headers);
+    assert.equal(huge.status, 413);
+    assert.deepEqual(posted, ['ada: hi (a.txt 3)'], 'nothing else was posted');
+    const bearer = await post('/api/console/chat', { text: 'hi' }, { authorization: `Bearer ${token}` });
+    assert.equal(bearer.status, 400, 'the chat needs a person, not a script');
+  });
+
   it('approves a pairing code and denies an approval with a session', async () => {
     pending = [{ channel: 'telegram', senderId: 'alice', code: 'ABC234', createdAt: Date.now() }];
     const { cookie, csrf } = await signIn();
@@ -211,6 +247,25 @@ describe('console API', () => {
     assert.match(out.headers.get('set-cookie') ?? '', /Max-Age=0/);
     assert.equal((await fetch(`${base}/api/console/overview`, { headers: { cookie: second.cookie } })).status, 401);
     void csrf;
+  });
+
+  it('without a token (loopback only): a name signs in, and a foreign Host name is refused', async () => {
+    currentToken = undefined;
+    const session = await (await fetch(`${base}/api/console/session`)).json();
+    assert.deepEqual(session, { signedIn: false, tokenRequired: false });
+    const signIn = await post('/api/console/session', { name: 'ada' }, {});
+    assert.equal(signIn.status, 200);
+    const { request } = await import('node:http');
+    const status = await new Promise<number>((resolve, reject) => {
+      const { port } = new URL(base);
+      request({ host: '127.0.0.1', port, path: '/', headers: { host: `rebound.example:${port}` } }, (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      })
+        .on('error', reject)
+        .end();
+    });
+    assert.equal(status, 403);
   });
 
   it('limits failed sign-ins per address (429 with Retry-After), and a right token then waits too', async () => {
@@ -251,5 +306,19 @@ describe('console: secrets masked', () => {
     const shown = JSON.stringify(maskObject({ provider: { api_key: 'sk-1', api_keys: ['a', 'b'], max_tokens: 5 }, gateway: { token: 't' }, mcp: { servers: [{ env: { X: 'y' } }] } }));
     for (const secret of ['sk-1', '"a"', '"t"', '"y"']) assert.ok(!shown.includes(secret), secret);
     assert.match(shown, /"max_tokens":5/);
+  });
+});
+
+describe('console sessions', () => {
+  it('expire after their time', async () => {
+    const { createAuth } = await import('./auth.ts');
+    let now = 1_000_000;
+    const auth = createAuth({ token: () => token, sessionMs: 1000, log: pino({ level: 'silent' }), now: () => now });
+    const result = auth.signIn(token, 'ada', '127.0.0.1');
+    assert.ok(result.ok);
+    const request = { headers: { cookie: `sb_session=${result.session.id}` } } as unknown as import('node:http').IncomingMessage;
+    assert.equal(auth.session(request)?.operator, 'ada');
+    now += 1000;
+    assert.equal(auth.session(request), undefined);
   });
 });
