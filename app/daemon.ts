@@ -369,8 +369,9 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
           sessionMs: gatewayConfig!.session_hours * 3_600_000,
           staticDir: consoleStaticDir(),
           maxJsonBytes: Math.min(64 * 1024, gatewayConfig!.max_body_kb * 1024),
-          overview: () => ({
-            status: statusReport(runtime.health(), Math.round(Date.now() - process.uptime() * 1000), process.uptime() * 1000, version),
+          // Awaited: the runtime's reads may become asynchronous (the PostgreSQL backend).
+          overview: async () => ({
+            status: statusReport(await runtime.health(), Math.round(Date.now() - process.uptime() * 1000), process.uptime() * 1000, version),
             model: current().provider.model,
             node: nodeName(),
             activity: metrics.activity.minutes(),
