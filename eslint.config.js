@@ -25,4 +25,12 @@ export default tseslint.config(
     files: ['channels/**/*.ts'],
     rules: { 'no-console': 'error' },
   },
+  {
+    // The web console's front end runs in the browser.
+    files: ['console/**/*.{ts,tsx}'],
+    languageOptions: {
+      globals: { window: 'readonly', document: 'readonly', location: 'readonly', fetch: 'readonly', EventSource: 'readonly', FileReader: 'readonly', File: 'readonly', URLSearchParams: 'readonly', addEventListener: 'readonly', removeEventListener: 'readonly', HTMLDivElement: 'readonly', HTMLInputElement: 'readonly', MessageEvent: 'readonly', Event: 'readonly' },
+    },
+    rules: { 'no-console': 'error' },
+  },
 );

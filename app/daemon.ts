@@ -2,7 +2,7 @@
  * The composition root: config becomes objects here and nowhere else. Each channel's
  * module is imported only when that channel is configured.
  */
-import { existsSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Channel, ChannelContext } from '../src/channel.ts';
@@ -14,7 +14,7 @@ import { createTurnMemory } from '../src/agent/memory-context.ts';
 import { ConfigError, loadConfig, locateConfig } from '../src/config/load.ts';
 import { tuneHeap } from './heap.ts';
 import type { ChannelPolicyConfig, Config } from '../src/config/schema.ts';
-import { createLogger, type Logger } from '../src/log.ts';
+import { createLogger, createLogTail, type Logger } from '../src/log.ts';
 import { defaultDeliveryOptions } from '../src/runtime/delivery.ts';
 import { Runtime, type ChannelPolicy, type RuntimeOptions } from '../src/runtime/runtime.ts';
 import { ConversationSettings } from '../src/store/settings.ts';
@@ -38,6 +38,7 @@ import { buildMemory } from './compose/memory.ts';
 import { buildProvider } from './compose/provider.ts';
 import { buildTools, type BuiltTools } from './compose/tools.ts';
 import { announceReady } from './ready.ts';
+import { configPort, consoleStaticDir, lazyConsole, nodeName, recordRecalls } from './console.ts';
 import { createReloader, createRouteTable, type ConfigDiff, type Prepared, type RouteTable } from './reload.ts';
 
 /** `chat` exits with this (EX_TEMPFAIL: try again later) when a message could not be answered. */
@@ -133,8 +134,13 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       },
     ]);
   }
+  // The web console (served by the gateway, loaded on its first request) keeps the last log
+  // lines for its live tail, and adds the browser chat as the `web` channel.
+  const consoleOn = gatewayConfig !== undefined && gatewayConfig.console;
+  const logTail = consoleOn ? createLogTail() : undefined;
   // With the terminal in use, stdout is the conversation: logs go to stderr.
   const log = createLogger({
+    ...(logTail ? { tap: logTail } : {}),
     level: options.mode === 'chat' ? logLevel(config, 'error', options.verbose ? 'info' : undefined) : logLevel(config, 'info', options.verbose ? 'debug' : undefined),
     format: config.log.format,
     stream: names.includes('terminal') ? process.stderr : process.stdout,
@@ -179,6 +185,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const approvals = new ApprovalStore(database);
   const schedules = new ScheduleStore(database);
   const memory = await buildMemory({ config, db, dbPath, dataDir, freshDatabase, log, ...(cluster ? { shared: cluster.database } : {}) });
+  // Recall is remembered per turn for the console's transcripts (only when it is on).
+  const recalled = consoleOn ? recordRecalls(memory.memory) : undefined;
   const buildEndpoint = async (from: Config): Promise<Provider> => createMeteredProvider(await buildProvider(from, log), { meter: metrics, label: from.provider.kind });
   // The tools (the delegate tool) reach the model through this, so a reload that only
   // changes the provider does not rebuild the tools (and drop remote-tool clients).
@@ -213,7 +221,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         ? {}
         : {
             memory: createTurnMemory({
-              memory: memory.memory,
+              memory: recalled?.memory ?? memory.memory,
               autoRecall: from.memory.auto_recall,
               limit: from.memory.recall_limit,
               minScore: from.memory.min_relevance,
@@ -264,6 +272,15 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       return channel;
     }),
   );
+  const webChannel = consoleOn ? await buildWebChannel() : undefined;
+  if (webChannel) channels.push(webChannel);
+  async function buildWebChannel() {
+    const { createWebChannel } = await import('../channels/web/index.ts');
+    const stateDir = join(dataDir, 'channels', 'web');
+    makeDirectory(stateDir);
+    return createWebChannel({ name: 'web', log: log.child({ channel: 'web' }), assistantName: config.agent.name, attachments, stateDir, storage });
+  }
+  const pairing = new PairingStore(database);
   const settings = new ConversationSettings(database);
   const runtime = new Runtime({
     database,
@@ -282,14 +299,14 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     },
     delivery: defaultDeliveryOptions,
     events: metrics.runtimeEvents,
-    pairing: new PairingStore(database),
+    pairing,
     storage,
     ...(cluster ? { queue: cluster.queue, onReplyRecorded: cluster.onReplyRecorded } : {}),
     ...turnSettings(config),
   });
   function turnSettings(from: Config): { policies: Map<string, ChannelPolicy>; commands: NonNullable<RuntimeOptions['commands']>; historyTurns: number; turnTimeoutMs: number } {
     return {
-      policies: channelPolicies(from, channelNames(from, options.mode)),
+      policies: channelPolicies(from, channelNames(from, options.mode), webChannel !== undefined),
       commands: {
         models: configuredModels(from),
         model: (conversation) => settings.model(conversation),
@@ -353,6 +370,44 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       });
       staged.commit();
     }
+  }
+  if (gateway && consoleOn) {
+    gateway.setFallback(
+      lazyConsole(async () => {
+        const { createConsoleQueries } = await import('../src/console/queries.ts');
+        const { statusReport } = gatewayModule!;
+        const { listTools } = await import('../src/tools/sources.ts');
+        const current = (): Config => reloader?.current() ?? config;
+        const version = packageVersion();
+        return {
+          log: log.child({ component: 'console' }),
+          token: () => (gatewayConfig!.token === undefined || gatewayConfig!.token === '' ? undefined : gatewayConfig!.token),
+          sessionMs: gatewayConfig!.session_hours * 3_600_000,
+          staticDir: consoleStaticDir(),
+          maxJsonBytes: Math.min(64 * 1024, gatewayConfig!.max_body_kb * 1024),
+          // Awaited: the runtime's reads may become asynchronous (the PostgreSQL backend).
+          overview: async () => ({
+            status: statusReport(await runtime.health(), Math.round(Date.now() - process.uptime() * 1000), process.uptime() * 1000, version),
+            model: current().provider.model,
+            node: nodeName(),
+            activity: metrics.activity.minutes(),
+          }),
+          restartChannel: (name) => runtime.restartChannel(name),
+          queries: createConsoleQueries(database),
+          pairing,
+          approvals,
+          allowLists: () => Object.fromEntries(channelNames(current(), 'start').filter((name) => name !== 'terminal').map((name) => [name, (current().channels[name] as ChannelPolicyConfig | undefined)?.allow])),
+          memory: memory.memory,
+          tools: () => listTools(parts.tools.sources).tools.map(({ name, description, source }) => ({ name, description, source })),
+          remoteClients: () => parts.tools.remote?.clients().map((client) => client.id) ?? [],
+          toolCalls: () => metrics.activity.toolCalls(),
+          ...(logTail ? { logs: logTail } : {}),
+          ...(reloader ? { config: configPort({ file, current, reload: () => reloader.reload() }) } : {}),
+          ...(webChannel ? { chat: webChannel } : {}),
+          ...(recalled ? { recalls: recalled.recalls } : {}),
+        };
+      }),
+    );
   }
   /** Closes what start opened, when it cannot go on. */
   const abandon = async (): Promise<void> => {
@@ -455,8 +510,10 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
 }
 
 /** The conversation policy of each configured chat channel (the terminal has none: it is exempt from access rules; chat commands work there too). */
-function channelPolicies(config: Config, names: ReadonlyArray<keyof Config['channels']>): Map<string, ChannelPolicy> {
+function channelPolicies(config: Config, names: ReadonlyArray<keyof Config['channels']>, web = false): Map<string, ChannelPolicy> {
   const policies = new Map<string, ChannelPolicy>();
+  // The browser chat: only signed-in operators can post, so everyone who reaches it is allowed; replies stream.
+  if (web) policies.set('web', { allow: ['*'], mentionOnly: false, stream: true });
   for (const name of names) {
     if (name === 'terminal') continue;
     const section = config.channels[name] as ChannelPolicyConfig | undefined;
@@ -490,6 +547,18 @@ function logLevel(config: Config, fallback: Level, verbose?: Level): Level {
   const fromEnv = process.env.SWITCHBOARD_LOG_LEVEL;
   if (fromEnv !== undefined && levels.has(fromEnv)) return fromEnv as Level;
   return verbose ?? config.log.level ?? fallback;
+}
+
+/** The version in package.json (for the console's Overview). */
+function packageVersion(): string | undefined {
+  for (const path of ['../package.json', '../../package.json']) {
+    try {
+      return (JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { version: string }).version;
+    } catch {
+      // try the next
+    }
+  }
+  return undefined;
 }
 
 function safeUsername(): string {

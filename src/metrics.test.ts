@@ -303,3 +303,26 @@ describe('switchboard metrics after real traffic', () => {
     assert.ok(value(samples, 'switchboard_uptime_seconds')! >= 0);
   });
 });
+
+describe('createActivity (the console’s last hour)', () => {
+  it('counts per minute, keeps 60 minutes, and gives latency percentiles', async () => {
+    const { createActivity } = await import('./metrics.ts');
+    let now = Date.UTC(2026, 0, 1, 12, 0, 0);
+    const activity = createActivity(() => now);
+    activity.received();
+    activity.sent();
+    for (const ms of [100, 200, 300, 400, 1000]) activity.turn(ms);
+    activity.providerError();
+    const [first] = activity.minutes();
+    assert.deepEqual({ ...first }, { at: now, received: 1, sent: 1, providerErrors: 1, turns: 5, p50: 300, p95: 1000 });
+    for (let i = 0; i < 70; i++) {
+      now += 60_000;
+      activity.received();
+    }
+    const minutes = activity.minutes();
+    assert.equal(minutes.length, 60);
+    assert.ok(minutes.every((m) => m.received === 1 && m.p50 === undefined));
+    activity.toolCall({ tool: 'shell', outcome: 'ok', ms: 5, at: now });
+    assert.equal(activity.toolCalls()[0]?.tool, 'shell');
+  });
+});

@@ -180,7 +180,106 @@ export type ToolOutcome = 'ok' | 'error' | 'effect' | 'rejected';
 /** Where the metered provider and the tool-runner wrapper report. */
 export interface AgentMeter {
   providerCall(provider: string, seconds: number, error?: ProviderErrorReason): void;
-  toolCall(tool: string, outcome: ToolOutcome): void;
+  /** `ms`: how long the call ran (when measured). */
+  toolCall(tool: string, outcome: ToolOutcome, ms?: number): void;
+}
+
+/** One minute of activity (the console's charts). */
+export interface ActivityMinute {
+  /** Start of the minute, ms since the epoch. */
+  readonly at: number;
+  readonly received: number;
+  readonly sent: number;
+  readonly providerErrors: number;
+  readonly turns: number;
+  /** Turn latency percentiles in ms (undefined when no turn ended that minute). */
+  readonly p50?: number;
+  readonly p95?: number;
+}
+
+/** A finished tool call, newest first in {@link ActivityLog.toolCalls}. */
+export interface ToolCallRecord {
+  readonly tool: string;
+  readonly outcome: ToolOutcome;
+  readonly ms?: number;
+  readonly at: number;
+}
+
+/**
+ * The last hour of activity, per minute, in a fixed ring of 60 buckets, and the last 200 tool
+ * calls: what the web console charts. Kept in process; a few KB whatever the traffic
+ * (latencies are sampled: at most 256 per minute).
+ */
+export interface ActivityLog {
+  minutes(now?: number): ActivityMinute[];
+  toolCalls(): ToolCallRecord[];
+}
+
+const minuteMs = 60_000;
+const maxLatencySamples = 256;
+const maxToolCalls = 200;
+
+interface Bucket {
+  at: number;
+  received: number;
+  sent: number;
+  providerErrors: number;
+  turns: number;
+  latencies: number[];
+}
+
+/** The activity ring behind {@link ActivityLog}; `record*` are cheap and never throw. */
+export function createActivity(clock: () => number = Date.now): ActivityLog & {
+  received(): void;
+  sent(): void;
+  turn(ms: number): void;
+  providerError(): void;
+  toolCall(record: ToolCallRecord): void;
+} {
+  const ring: Bucket[] = [];
+  const calls: ToolCallRecord[] = [];
+  const bucket = (): Bucket => {
+    const at = Math.floor(clock() / minuteMs) * minuteMs;
+    const last = ring[ring.length - 1];
+    if (last && last.at === at) return last;
+    const fresh = { at, received: 0, sent: 0, providerErrors: 0, turns: 0, latencies: [] };
+    ring.push(fresh);
+    if (ring.length > 60) ring.shift();
+    return fresh;
+  };
+  const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+  return {
+    received: () => void bucket().received++,
+    sent: () => void bucket().sent++,
+    providerError: () => void bucket().providerErrors++,
+    turn(ms) {
+      const current = bucket();
+      current.turns++;
+      if (current.latencies.length < maxLatencySamples) current.latencies.push(ms);
+      else current.latencies[Math.floor(Math.random() * maxLatencySamples)] = ms;
+    },
+    toolCall(record) {
+      calls.unshift(record);
+      if (calls.length > maxToolCalls) calls.pop();
+    },
+    minutes(now = clock()) {
+      const since = Math.floor(now / minuteMs) * minuteMs - 59 * minuteMs;
+      return ring
+        .filter((b) => b.at >= since)
+        .map((b) => {
+          const sorted = [...b.latencies].sort((x, y) => x - y);
+          return {
+            at: b.at,
+            received: b.received,
+            sent: b.sent,
+            providerErrors: b.providerErrors,
+            turns: b.turns,
+            ...(sorted.length > 0 ? { p50: percentile(sorted, 50), p95: percentile(sorted, 95) } : {}),
+          };
+        });
+    },
+    toolCalls: () => [...calls],
+  };
 }
 
 export interface SwitchboardMetricsOptions {
@@ -198,6 +297,8 @@ export interface SwitchboardMetricsOptions {
 
 export interface SwitchboardMetrics extends AgentMeter {
   readonly registry: MetricsRegistry;
+  /** The last hour per minute and the recent tool calls (the web console's charts). */
+  readonly activity: ActivityLog;
   /** Pass as `new Runtime({ events })`. */
   readonly runtimeEvents: RuntimeEvents;
   /** The `/metrics` body. */
@@ -258,19 +359,34 @@ export function createSwitchboardMetrics(options: SwitchboardMetricsOptions = {}
     ];
   });
 
+  const activity = createActivity();
   return {
     registry,
+    activity,
     runtimeEvents: {
-      onReceived: (channel) => received.inc({ channel }),
-      onSent: (channel) => sent.inc({ channel }),
-      onTurn: (_channel, ms, outcome) => turns.observe({ outcome }, ms / 1000),
+      onReceived: (channel) => {
+        received.inc({ channel });
+        activity.received();
+      },
+      onSent: (channel) => {
+        sent.inc({ channel });
+        activity.sent();
+      },
+      onTurn: (_channel, ms, outcome) => {
+        turns.observe({ outcome }, ms / 1000);
+        activity.turn(ms);
+      },
       onRestart: (channel) => restarts.inc({ channel }),
     },
     providerCall(provider, seconds, error) {
       providerLatency.observe({ provider }, seconds);
-      if (error !== undefined) providerErrors.inc({ provider, reason: error });
+      if (error !== undefined) {
+        providerErrors.inc({ provider, reason: error });
+        activity.providerError();
+      }
     },
-    toolCall(tool, outcome) {
+    toolCall(tool, outcome, ms) {
+      activity.toolCall({ tool, outcome, at: Date.now(), ...(ms === undefined ? {} : { ms }) });
       // Remote clients name their own tools: past maxToolSeries names, new ones count as "other"
       // so months of changing names cannot grow the series without end.
       if (!toolSeries.has(tool) && toolSeries.size >= maxToolSeries) tool = 'other';
@@ -298,12 +414,14 @@ export function meterToolRunner(runner: ToolRunner, meter: Pick<AgentMeter, 'too
     prepare: (call, ctx) => runner.prepare(call, ctx),
     async run(prepared, ctx) {
       const tool = runner.tools.some((t) => t.name === prepared.call.name) ? prepared.call.name : '(unknown)';
+      const started = performance.now();
+      const ms = (): number => Math.round(performance.now() - started);
       try {
         const result = await runner.run(prepared, ctx);
-        meter.toolCall(tool, prepared.outcome === 'done' ? 'rejected' : result.kind);
+        meter.toolCall(tool, prepared.outcome === 'done' ? 'rejected' : result.kind, ms());
         return result;
       } catch (error) {
-        meter.toolCall(tool, 'error');
+        meter.toolCall(tool, 'error', ms());
         throw error;
       }
     },

@@ -206,6 +206,10 @@ const Gateway = v.strictObject({
   max_body_kb: int(1, 65_536, 1024),
   /** Absent = no remote tools. */
   remote_tools: v.optional(RemoteTools),
+  /** Serve the web console and browser chat at / (loaded on the first request). */
+  console: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
+  /** How long a console sign-in lasts (hours). */
+  session_hours: int(1, 720, 12),
 });
 
 const McpServer = v.pipe(

@@ -32,8 +32,16 @@ export interface GatewayOptions {
   readonly startedAt?: number;
 }
 
+/**
+ * Takes every request no exact route matched (the web console: `/`, its assets and `/api/console/…`).
+ * It reads the body itself (with its own limits) and does its own authentication.
+ */
+export type FallbackHandler = (request: IncomingMessage, response: ServerResponse) => Promise<void>;
+
 /** The gateway: register routes, then `start`. */
 export interface Gateway extends GatewayRoutes {
+  /** Sets the handler for requests no exact route matched (instead of 404). */
+  setFallback(handler: FallbackHandler): void;
   /** Starts listening; resolves with the bound address. */
   start(): Promise<{ host: string; port: number }>;
   /** Stops accepting, ends idle keep-alive connections, and waits up to `graceMs` for requests in progress. */
@@ -207,6 +215,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const routes = new Map<string, Map<string, HttpRoute>>();
   const upgrades = new Map<string, UpgradeRoute>();
   let server: Server | undefined;
+  let fallback: FallbackHandler | undefined;
 
   const addRoute = (route: HttpRoute): void => {
     if (!route.path.startsWith('/')) throw new TypeError(`gateway route path must start with "/", got ${JSON.stringify(route.path)}`);
@@ -255,6 +264,16 @@ export function createGateway(options: GatewayOptions): Gateway {
   async function onRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = (request.url ?? '/').split('?')[0]!;
     const byMethod = routes.get(path);
+    if (!byMethod && fallback) {
+      try {
+        await fallback(request, response);
+      } catch (error) {
+        log.error({ err: error, path }, 'gateway fallback failed');
+        if (!response.headersSent) sendJson(response, 500, { error: 'internal error; see the daemon log' });
+        else response.destroy();
+      }
+      return;
+    }
     if (!byMethod) {
       request.resume();
       sendJson(response, 404, { error: `no such endpoint: ${path}` });
@@ -308,6 +327,9 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   return {
     addRoute,
+    setFallback(handler) {
+      fallback = handler;
+    },
     addUpgrade(route) {
       if (upgrades.has(route.path)) throw new TypeError(`gateway upgrade ${route.path} is registered twice`);
       upgrades.set(route.path, route);

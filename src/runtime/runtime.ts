@@ -505,6 +505,11 @@ export class Runtime {
     return this.#supervisors.replace(channel);
   }
 
+  /** Restarts a channel's listen at once (the console's restart button); false when there is no such channel. */
+  restartChannel(name: string): boolean {
+    return this.#supervisors.restart(name);
+  }
+
   /** Stops a channel (config reload); its unsent replies wait in the outbox until it is back. */
   async removeChannel(name: string): Promise<void> {
     await this.#supervisors.remove(name);

@@ -46,6 +46,7 @@ export const testServers: readonly TestServer[] = [
     packages: ['postgresql-15'],
   },
   { name: 'tmux', usedBy: 'the interactive chat tests (test/chat-tty.e2e.test.ts): a real terminal for the prompt and Ctrl-C', binaries: ['/usr/bin/tmux'], packages: ['tmux'] },
+  { name: 'chromium', usedBy: 'the web console tests (test/console.e2e.test.ts): a real browser driven by playwright-core', binaries: ['/usr/bin/chromium'], packages: ['chromium'] },
 ];
 
 /**

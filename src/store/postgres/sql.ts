@@ -134,8 +134,8 @@ export async function openPostgres(options: PostgresOptions): Promise<Database &
     max: options.maxConnections ?? 10,
     connectionTimeoutMillis: 10_000,
     idleTimeoutMillis: 30_000,
-    // ids and epoch milliseconds (bigint) and count(*) as numbers, per pool (not pg's global parsers)
-    types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) } as never,
+    // ids and epoch milliseconds (bigint), count(*) and sum() (numeric) as numbers, per pool (not pg's global parsers)
+    types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 || oid === 1700 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) } as never,
   });
   // An idle connection that breaks (server restart) is dropped by the pool; without a listener it would crash the process.
   pool.on('error', (error) => options.log.warn({ err: error, database: name }, 'PostgreSQL connection lost; the pool opens a new one on next use'));
