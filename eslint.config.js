@@ -1,5 +1,8 @@
 // Lint: typescript-eslint's recommended rules, plus the architecture rule that the core
-// (src/) never reaches into platform adapters (channels/) or the composition root (app/).
+// (src/) never reaches into platform adapters (channels/) or the composition root (app/), and
+// two type-aware rules: a promise nobody awaits or handles (a dropped rejection in a daemon that
+// runs for months is a lost message), and a promise where a plain value is expected (an async
+// callback to an API that ignores what it returns).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -12,6 +15,15 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-non-null-assertion': 'off',
+    },
+  },
+  {
+    files: ['src/**/*.ts', 'app/**/*.ts', 'channels/**/*.ts', 'scripts/**/*.ts', 'test/**/*.ts', 'console/**/*.{ts,tsx}'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      // node:test's describe/it return promises the runner itself awaits
+      '@typescript-eslint/no-floating-promises': ['error', { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }] }],
+      '@typescript-eslint/no-misused-promises': 'error',
     },
   },
   {
