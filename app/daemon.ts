@@ -387,9 +387,14 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
           maxJsonBytes: Math.min(64 * 1024, gatewayConfig!.max_body_kb * 1024),
           // Awaited: the runtime's reads may become asynchronous (the PostgreSQL backend).
           overview: async () => ({
-            status: statusReport(await runtime.health(), Math.round(Date.now() - process.uptime() * 1000), process.uptime() * 1000, version),
+            status: statusReport(
+              { ...runtime.health(), ...(cluster ? { cluster: { node: cluster.node, nodes: cluster.nodes() } } : {}) },
+              Math.round(Date.now() - process.uptime() * 1000),
+              process.uptime() * 1000,
+              version,
+            ),
             model: current().provider.model,
-            node: nodeName(),
+            node: cluster?.node ?? nodeName(),
             activity: metrics.activity.minutes(),
           }),
           restartChannel: (name) => runtime.restartChannel(name),

@@ -34,6 +34,8 @@ export interface Overview {
     pendingReplies: number;
     totals: Record<string, number>;
     storage?: { code: string; since: string };
+    /** Cluster mode: every node as last reported. */
+    cluster?: { node: string; nodes: Array<{ node: string; alive: boolean; channels: string[]; inFlight: number; turns: number; seenAt: number; version: string }> };
   };
   model: string;
   node: string;

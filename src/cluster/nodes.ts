@@ -44,7 +44,8 @@ export class NodeRegistry {
 
   /** Says a node stopped (graceful shutdown): it holds nothing any more. */
   async leave(node: string): Promise<void> {
-    await this.#sql.run("UPDATE cluster_nodes SET seen_at = 0, channels = '[]', in_flight = 0 WHERE node = ?", [node]);
+    // seen long enough ago to count as gone at once, and about when it left
+    await this.#sql.run("UPDATE cluster_nodes SET seen_at = ?, channels = '[]', in_flight = 0 WHERE node = ?", [Date.now() - 3 * this.#intervalMs - 1, node]);
   }
 
   async list(now = Date.now()): Promise<ClusterNode[]> {

@@ -75,6 +75,25 @@ export function OverviewPage() {
       <p class="totals">{Object.entries(status.totals).map(([k, v]) => `${v} ${k}`).join(' · ')}</p>
       <h2>Nodes</h2>
       <p>{overview.node} · pid {status.pid} · started {new Date(status.startedAt).toLocaleString()}</p>
+      {status.cluster ? (
+        <table aria-label="Cluster nodes">
+          <thead>
+            <tr><th scope="col">Node</th><th scope="col">State</th><th scope="col">Holds</th><th scope="col">In flight</th><th scope="col">Turns</th><th scope="col">Version</th></tr>
+          </thead>
+          <tbody>
+            {status.cluster.nodes.map((node) => (
+              <tr data-node={node.node}>
+                <td>{node.node}{node.node === status.cluster!.node ? ' (this one)' : ''}</td>
+                <td><span class={`badge ${node.alive ? 'running' : 'stopped'}`}>{node.alive ? 'alive' : `gone, last seen ${ago(node.seenAt)}`}</span></td>
+                <td>{node.channels.join(', ') || '—'}</td>
+                <td>{node.inFlight}</td>
+                <td>{node.turns}</td>
+                <td>{node.version}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
     </>
   );
 }
