@@ -104,7 +104,11 @@ const inlinePattern = new RegExp(
   'g',
 );
 
-export function renderInline(text: string): string {
+/** Emphasis nested deeper than this is left as text: a run of thousands of "_" nested a level per pair (stack overflow, quadratic time). */
+const MAX_NESTING = 8;
+
+export function renderInline(text: string, depth = 0): string {
+  if (depth > MAX_NESTING) return escapeSlack(text);
   let out = '';
   let last = 0;
   for (const match of text.matchAll(inlinePattern)) {
@@ -112,12 +116,12 @@ export function renderInline(text: string): string {
     last = match.index + match[0].length;
     const [whole, , code, image, label, url, autolink, boldItalic, bold, boldU, strike, italic, italicU, escaped] = match;
     if (code !== undefined) out += `\`${escapeSlack(code)}\``;
-    else if (boldItalic !== undefined) out += `*_${renderInline(boldItalic)}_*`;
+    else if (boldItalic !== undefined) out += `*_${renderInline(boldItalic, depth + 1)}_*`;
     else if (url !== undefined) out += link(url, (label ?? '').replace(/\\(.)/g, '$1'), image === '!');
     else if (autolink !== undefined) out += link(autolink, autolink, false);
-    else if (bold !== undefined || boldU !== undefined) out += `*${renderInline((bold ?? boldU)!)}*`;
-    else if (strike !== undefined) out += `~${renderInline(strike)}~`;
-    else if (italic !== undefined || italicU !== undefined) out += `_${renderInline((italic ?? italicU)!)}_`;
+    else if (bold !== undefined || boldU !== undefined) out += `*${renderInline((bold ?? boldU)!, depth + 1)}*`;
+    else if (strike !== undefined) out += `~${renderInline(strike, depth + 1)}~`;
+    else if (italic !== undefined || italicU !== undefined) out += `_${renderInline((italic ?? italicU)!, depth + 1)}_`;
     else if (escaped !== undefined) out += escapeSlack(escaped);
     else out += escapeSlack(whole);
   }
