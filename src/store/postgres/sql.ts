@@ -102,6 +102,12 @@ class PostgresDatabase extends PostgresSql implements Database {
   override async transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken: unknown;
+    // A connection that breaks between two statements emits 'error' on the client (no query to
+    // reject); unheard, that would crash the process. The next statement fails and rolls back.
+    const onError = (error: Error): void => {
+      broken = error;
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       try {
@@ -113,6 +119,7 @@ class PostgresDatabase extends PostgresSql implements Database {
         throw error;
       }
     } finally {
+      client.off('error', onError);
       client.release(broken instanceof Error ? broken : undefined);
     }
   }
