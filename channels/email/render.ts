@@ -28,8 +28,8 @@ function blocks(markdown: string): Array<{ code: boolean; lines: string[] }> {
 function plainInline(line: string): string {
   return line
     .replace(/<(https?:\/\/[^>\s]+)>/g, '$1')
-    .replace(/!\[([^\]]*)\]\(([^)\s]+)\)/g, (_, alt: string, url: string) => (alt ? `${alt} <${url}>` : url))
-    .replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (_, text: string, url: string) => (text === url ? url : `${text} <${url}>`))
+    .replace(/!\[([^\][]*)\]\(([^)\s]+)\)/g, (_, alt: string, url: string) => (alt ? `${alt} <${url}>` : url))
+    .replace(/\[([^\][]+)\]\(([^)\s]+)\)/g, (_, text: string, url: string) => (text === url ? url : `${text} <${url}>`))
     .replace(/\*\*(?=\S)(.+?)(?<=\S)\*\*/g, '$1')
     .replace(/(^|\W)__(?=\S)(.+?)(?<=\S)__(?!\w)/g, '$1$2')
     .replace(/(^|[^\w*])\*(?=[^\s*])([^*]+?)(?<=[^\s*])\*(?![\w*])/g, '$1$2')
@@ -37,7 +37,7 @@ function plainInline(line: string): string {
     .replace(/\\([\\`*_{}[\]()#+\-.!>~|])/g, '$1');
 }
 
-/** Markdown → the plain-text body of a mail. */
+/** Markdown → the plain-text body of a mail. (A link label holds no "[": one attempt per "[", linear on a long run of them.) */
 export function renderPlain(markdown: string): string {
   const out: string[] = [];
   for (const block of blocks(markdown)) {
