@@ -10,6 +10,7 @@ import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { startPostgres, type TestPostgres } from './support/postgres.ts';
+import { freePort } from './support/net.ts';
 import { until } from './support/wait.ts';
 
 const NOTE = /note-(\d+)/;
@@ -43,10 +44,14 @@ describe('cluster: three daemons on one PostgreSQL', () => {
   it('answers 300 messages from 30 people exactly once, in order per conversation, with turns on every node', async (t) => {
     const url = await pg.createDatabase();
     model.fallback = (request) => ({ text: `got note-${NOTE.exec(lastUser(request))?.[1] ?? '?'}`, delayMs: 20 + Math.floor(Math.random() * 150) });
+    // n1 also serves the gateway (status and the web console), as an operator's node would
+    const gateway = `127.0.0.1:${await freePort()}`;
+    const token = 'cluster-test-token-0123456789';
     for (const node of ['n1', 'n2', 'n3']) {
       const config = tempConfig(
         model.baseUrl,
         `[log]\nformat = "json"\n[store]\nkind = "postgres"\nurl = "${url}"\n[cluster]\nnode = "${node}"\nfailover_seconds = 3\n` +
+          `${node === 'n1' ? `[gateway]\nlisten = "${gateway}"\ntoken = "${token}"\n` : ''}` +
           `${peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`,
       );
       configs.push(config);
@@ -95,8 +100,34 @@ describe('cluster: three daemons on one PostgreSQL', () => {
       'each turn ran once',
     );
     for (const [index, n] of turns.entries()) assert.ok(n > 0, `node n${index + 1} ran turns`);
-    const holders = daemons.filter((daemon) => /this node now holds the channel/.test(daemon.stdout()));
+    const holders = daemons.filter((daemon) => /"channel":"telegram"[^\n]*this node now holds the channel/.test(daemon.stdout()));
     assert.equal(holders.length, 1, 'exactly one node held Telegram');
+
+    // The status API and the web console's overview show the whole cluster.
+    const get = async (path: string): Promise<{ cluster?: { node: string; nodes: Array<{ node: string; alive: boolean; channels: string[]; turns: number }> } }> => {
+      const response = await fetch(`http://${gateway}${path}`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(response.status, 200, `${path}: ${response.status}`);
+      return (await response.json()) as never;
+    };
+    // nodes report every 3 s, and n1 reads the others' reports at its own: wait until all turns are in
+    let status = await get('/api/status');
+    for (let tries = 0; status.cluster?.nodes.reduce((sum, n) => sum + n.turns, 0) !== 300 && tries < 40; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      status = await get('/api/status');
+    }
+    assert.equal(status.cluster?.node, 'n1');
+    assert.deepEqual(
+      status.cluster?.nodes.map((n) => [n.node, n.alive]),
+      [['n1', true], ['n2', true], ['n3', true]],
+    );
+    assert.deepEqual(
+      status.cluster?.nodes.flatMap((n) => n.channels).filter((c) => c === 'telegram'),
+      ['telegram'],
+      'one node holds Telegram',
+    );
+    assert.equal(status.cluster?.nodes.reduce((sum, n) => sum + n.turns, 0), 300);
+    const overview = (await get('/api/console/overview')) as { status?: { cluster?: { nodes: unknown[] } } };
+    assert.equal(overview.status?.cluster?.nodes.length, 3, 'the console lists every node');
 
     await Promise.all(
       daemons.map(async (daemon) => {
