@@ -54,10 +54,12 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
     heartbeatSeconds: options.heartbeatSeconds,
     expireInSeconds: Math.ceil(options.turnTimeoutSeconds + 60),
     retryLimit: 1_000_000,
-    // a turn that crashed is tried again, backing off to a minute (a node that died: after 1 s)
+    // A turn that crashed (the database went away mid-turn, say) is tried again, backing off to
+    // 10 s at most: its conversation waits meanwhile (FIFO), so a long backoff would hold it up
+    // long after the database is back. A node that died: its turn is retried after 1 s.
     retryDelay: 1,
     retryBackoff: true,
-    retryDelayMax: 60,
+    retryDelayMax: 10,
     retentionSeconds: 7 * 86_400,
     deleteAfterSeconds: 86_400,
   });
