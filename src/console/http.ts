@@ -3,6 +3,7 @@
  * small validator that turns a wrong body into a clear 400 before anything is changed.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BodyTooLarge, readBody as readRequestBody } from '../gateway/server.ts';
 
 /** No inline script, nothing framed, nothing loaded from elsewhere. */
 export const contentSecurityPolicy =
@@ -36,29 +37,13 @@ export function send(response: ServerResponse, status: number, body: unknown, he
 }
 
 /** Reads at most `max` bytes; a larger body is a 413 (and the rest is not read). */
-export function readBody(request: IncomingMessage, max: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(request.headers['content-length']);
-    if (Number.isFinite(declared) && declared > max) {
-      request.resume();
-      reject(new HttpError(413, `request body larger than ${max} bytes`, { connection: 'close' }));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    request.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > max) {
-        request.removeAllListeners('data');
-        request.resume();
-        reject(new HttpError(413, `request body larger than ${max} bytes`, { connection: 'close' }));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    request.on('end', () => resolve(Buffer.concat(chunks)));
-    request.on('error', reject);
-  });
+export async function readBody(request: IncomingMessage, max: number): Promise<Buffer> {
+  try {
+    return await readRequestBody(request, max);
+  } catch (error) {
+    if (error instanceof BodyTooLarge) throw new HttpError(413, `request body larger than ${max} bytes`, { connection: 'close' });
+    throw error;
+  }
 }
 
 /** A JSON object body (Content-Type application/json, at most `max` bytes). */

@@ -131,14 +131,15 @@ function tokenMatches(header: string | undefined, token: string): boolean {
   return secretsEqual(match[1]!, token);
 }
 
-/** Answers with a JSON body (errors are `{"error": "…"}`). */
+/** A request body over the limit (answer 413 and close: the rest is not read). */
+export class BodyTooLarge extends Error {}
 
-class BodyTooLarge extends Error {}
-
-function readBody(request: IncomingMessage, max: number): Promise<Buffer> {
+/** Reads at most `max` bytes of a request body; rejects with BodyTooLarge past that. */
+export function readBody(request: IncomingMessage, max: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(request.headers['content-length']);
     if (Number.isFinite(declared) && declared > max) {
+      request.resume();
       reject(new BodyTooLarge());
       return;
     }
