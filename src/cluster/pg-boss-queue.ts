@@ -43,7 +43,11 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
     // maintenance (expiry, archive) on every node is safe: pg-boss takes its own locks
     supervise: true,
     schedule: false,
+    // A turn whose heartbeats stopped is failed (and so retried elsewhere) by the supervise pass,
+    // which runs at the longer of these two intervals: both a third of the heartbeat (default 60 s
+    // each, which held a dead node's turn for a minute).
     monitorIntervalSeconds: Math.max(1, Math.floor(options.heartbeatSeconds / 3)),
+    superviseIntervalSeconds: Math.max(1, Math.floor(options.heartbeatSeconds / 3)),
   });
   boss.on('error', (error: Error) => log.error({ err: error }, 'pg-boss reported an error; it retries by itself'));
   boss.on('warning', (warning: unknown) => log.warn({ warning }, 'pg-boss warning'));
