@@ -21,7 +21,7 @@ import { systemClock, type Clock } from '../clock.ts';
 import type { Database, Sql } from '../store/sql.ts';
 import { History } from '../store/history.ts';
 import { Inbox } from '../store/inbox.ts';
-import { Outbox } from '../store/outbox.ts';
+import { Outbox, type Reply } from '../store/outbox.ts';
 import { deadline } from '../abort.ts';
 import { DiskFullError, StorageHealth, diskFullCode, type StorageState } from '../store/storage.ts';
 import { damagedDatabaseError } from '../store/integrity.ts';
@@ -218,7 +218,8 @@ export class Runtime {
       await output.commit?.(tx);
       await this.#history.in(tx).append(conversation, seq, output.messages);
       if (output.reply !== '' || (output.files?.length ?? 0) > 0) {
-        await this.#outbox.in(tx).add(
+        await this.#recordReply(
+          tx,
           {
             ...refOf(message),
             text: output.reply,
@@ -228,27 +229,30 @@ export class Runtime {
           },
           seq,
         );
-        await this.#options.onReplyRecorded?.(tx, conversation);
       }
       await this.#drafts.in(tx).delete(seq);
       return this.#inbox.in(tx).markDone(seq);
     });
   }
 
+  /** Puts a reply in the outbox inside `tx`, and (cluster mode) wakes the node holding its channel once `tx` commits. */
+  async #recordReply(tx: Sql, reply: Reply, seq: number): Promise<void> {
+    await this.#outbox.in(tx).add(reply, seq);
+    await this.#options.onReplyRecorded?.(tx, conversationKey(reply));
+  }
+
   /** A reply the runtime gives itself (a pairing code, a command's answer). */
   #commitAnswer(seq: number, message: InboundMessage, text: string, commit: ((tx: Sql) => Promise<void>) | undefined): Promise<boolean> {
     return this.#database.transaction(async (tx) => {
       await commit?.(tx);
-      await this.#outbox.in(tx).add({ ...refOf(message), text, replyTo: message.id }, seq);
-      await this.#options.onReplyRecorded?.(tx, conversationKey(message));
+      await this.#recordReply(tx, { ...refOf(message), text, replyTo: message.id }, seq);
       return this.#inbox.in(tx).markDone(seq);
     });
   }
 
   #commitFailure(seq: number, message: InboundMessage, text: string, error: string, draftId: string | undefined): Promise<boolean> {
     return this.#database.transaction(async (tx) => {
-      await this.#outbox.in(tx).add({ ...refOf(message), text, replyTo: message.id, ...(draftId === undefined ? {} : { draftId }) }, seq);
-      await this.#options.onReplyRecorded?.(tx, conversationKey(message));
+      await this.#recordReply(tx, { ...refOf(message), text, replyTo: message.id, ...(draftId === undefined ? {} : { draftId }) }, seq);
       await this.#drafts.in(tx).delete(seq);
       return this.#inbox.in(tx).markFailed(seq, error);
     });
@@ -271,58 +275,44 @@ export class Runtime {
   /** Takes one inbound message (the {@link Push} given to every channel). */
   readonly push: Push = async (message): Promise<PushResult> => {
     if (this.#stopping) throw new Error('Switchboard is shutting down; the message was not accepted');
-    if (this.#options.queue) return this.#pushShared(message, this.#options.queue);
-    await this.#pool.acquire();
-    if (this.#stopping) {
-      this.#pool.release();
-      throw new Error('Switchboard is shutting down; the message was not accepted');
+    // Cluster mode: no slot here — the message goes to the shared queue, for any node to run.
+    const queue = this.#options.queue;
+    if (!queue) {
+      await this.#pool.acquire();
+      if (this.#stopping) {
+        this.#pool.release();
+        throw new Error('Switchboard is shutting down; the message was not accepted');
+      }
     }
     let entry;
     try {
       // While the disk is full nothing is tried: the probe says when there is room again.
       const refused = this.#storage.refuse(`accept message ${message.id} of ${message.channel}`);
       if (refused) throw refused;
-      entry = await this.#inbox.accept(message);
+      entry = queue
+        ? // the message and its turn's job in one transaction
+          await this.#database.transaction(async (tx) => {
+            const accepted = await this.#inbox.in(tx).accept(message);
+            if (accepted) await queue.enqueue(tx, accepted.conversation, accepted.seq);
+            return accepted;
+          })
+        : await this.#inbox.accept(message);
     } catch (error) {
-      this.#pool.release();
+      if (!queue) this.#pool.release();
       // Not in the inbox, so not acknowledged: the channel's platform delivers it again.
       throw this.#storage.failed(error, `accept message ${message.id} of ${message.channel}`) ?? error;
     }
     if (!entry) {
-      this.#pool.release();
+      if (!queue) this.#pool.release();
       this.#counters.duplicates++;
       this.#log.debug({ channel: message.channel, id: message.id }, 'redelivered message ignored');
       return 'duplicate';
     }
     this.#counters.received++;
     this.#options.events?.onReceived?.(message.channel);
-    this.#pool.enqueue(entry.conversation, entry.seq, { reserved: true });
+    if (!queue) this.#pool.enqueue(entry.conversation, entry.seq, { reserved: true });
     return 'accepted';
   };
-
-  /** Cluster mode: the message and its turn's job are stored in one transaction, for any node to run. */
-  async #pushShared(message: InboundMessage, queue: TurnQueue): Promise<PushResult> {
-    let entry;
-    try {
-      const refused = this.#storage.refuse(`accept message ${message.id} of ${message.channel}`);
-      if (refused) throw refused;
-      entry = await this.#database.transaction(async (tx) => {
-        const accepted = await this.#inbox.in(tx).accept(message);
-        if (accepted) await queue.enqueue(tx, accepted.conversation, accepted.seq);
-        return accepted;
-      });
-    } catch (error) {
-      throw this.#storage.failed(error, `accept message ${message.id} of ${message.channel}`) ?? error;
-    }
-    if (!entry) {
-      this.#counters.duplicates++;
-      this.#log.debug({ channel: message.channel, id: message.id }, 'redelivered message ignored');
-      return 'duplicate';
-    }
-    this.#counters.received++;
-    this.#options.events?.onReceived?.(message.channel);
-    return 'accepted';
-  }
 
   /** A turn taken from the shared queue: 'retry' when this node stopped before it was answered. */
   async #turnShared(seq: number, conversation: string): Promise<'done' | 'retry'> {
