@@ -1,5 +1,28 @@
-/** What every memory backend shares about keys: the default key of keyless content, and an ambiguous operator forget. */
+/**
+ * What the database memory backends (SQLite, PostgreSQL) share: the default key of keyless
+ * content, an ambiguous operator forget, the scopes, and how a row becomes an entry.
+ */
 import { createHash } from 'node:crypto';
+import type { MemoryEntry, MemoryScope } from '../memory.ts';
+
+export const scopes: readonly MemoryScope[] = ['person', 'conversation', 'shared'];
+
+/** A memories row as both backends select it (each adds its own row number). */
+export interface MemoryRow {
+  readonly id: string;
+  readonly key: string;
+  readonly content: string;
+  readonly category: string;
+  readonly scope: MemoryScope;
+  readonly owner: string;
+  readonly created_at: number;
+  readonly updated_at: number;
+}
+
+export function entryOf(row: MemoryRow, score?: number): MemoryEntry {
+  const entry = { id: row.id, key: row.key, content: row.content, category: row.category, scope: row.scope, owner: row.owner, createdAt: row.created_at, updatedAt: row.updated_at };
+  return score === undefined ? entry : { ...entry, score };
+}
 
 /** `forget(key, 'operator')` matched several memories (one per owner); forget one by id. */
 export class AmbiguousKeyError extends Error {

@@ -12,12 +12,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { EmbeddingProvider, Memory, MemoryCategory, MemoryEntry, MemoryFilter, MemoryHealth, MemoryScope, MemoryWho, RecallOptions, StoreInput } from '../memory.ts';
+import type { EmbeddingProvider, Memory, MemoryCategory, MemoryFilter, MemoryHealth, MemoryWho, RecallOptions, StoreInput } from '../memory.ts';
 import { ownerOf } from '../memory.ts';
 import type { Sql, SqlValue } from '../store/sql.ts';
 import type { Hit } from './fts.ts';
 import { mergeHybrid } from './hybrid.ts';
-import { AmbiguousKeyError, defaultKey } from './keys.ts';
+import { AmbiguousKeyError, defaultKey, entryOf, scopes, type MemoryRow } from './keys.ts';
+import { ownerFilter, scopePriority } from './owners.ts';
 import { cosine, fromBlob, toBlob } from './vectors.ts';
 
 export interface PostgresMemoryOptions {
@@ -36,28 +37,14 @@ export interface PostgresMemory extends Memory {
   deleteOlderThan(category: MemoryCategory, beforeMs: number): Promise<number>;
 }
 
-interface Row {
+interface Row extends MemoryRow {
   readonly n: number;
-  readonly id: string;
-  readonly key: string;
-  readonly content: string;
-  readonly category: string;
-  readonly scope: MemoryScope;
-  readonly owner: string;
-  readonly created_at: number;
-  readonly updated_at: number;
 }
 
 const columns = 'n, id, key, content, category, scope, owner, created_at, updated_at';
-const scopes: readonly MemoryScope[] = ['person', 'conversation', 'shared'];
-/** The caller's own, its conversation's and shared memories (see src/memory/owners.ts). */
-const mine = "((scope = 'person' AND owner = ?) OR (scope = 'conversation' AND owner = ?) OR (scope = 'shared' AND owner = ''))";
-const priority = "CASE scope WHEN 'person' THEN 0 WHEN 'conversation' THEN 1 ELSE 2 END";
-
-const entryOf = (row: Row, score?: number): MemoryEntry => {
-  const entry = { id: row.id, key: row.key, content: row.content, category: row.category, scope: row.scope, owner: row.owner, createdAt: row.created_at, updatedAt: row.updated_at };
-  return score === undefined ? entry : { ...entry, score };
-};
+/** The caller's own, its conversation's and shared memories, binding person then conversation. */
+const mine = ownerFilter('memories', () => '?');
+const priority = scopePriority;
 
 /** The query's words as a tsquery matching any of them (letters and digits only: nothing for tsquery's syntax to trip on). */
 function anyWord(text: string): string | undefined {

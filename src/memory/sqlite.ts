@@ -22,7 +22,6 @@ import {
   type MemoryEntry,
   type MemoryFilter,
   type MemoryHealth,
-  type MemoryScope,
   type MemoryWho,
   type RecallOptions,
   type StoreInput,
@@ -66,7 +65,7 @@ export interface SqliteMemory extends Memory {
   close(): Promise<void>;
 }
 
-import { AmbiguousKeyError, defaultKey } from './keys.ts';
+import { AmbiguousKeyError, defaultKey, entryOf, scopes, type MemoryRow } from './keys.ts';
 
 export { AmbiguousKeyError, defaultKey };
 
@@ -75,25 +74,11 @@ export function createSqliteMemory(options: SqliteMemoryOptions): SqliteMemory {
   return new SqliteMemoryBackend(options);
 }
 
-interface Row {
+interface Row extends MemoryRow {
   readonly rowid: number;
-  readonly id: string;
-  readonly key: string;
-  readonly content: string;
-  readonly category: string;
-  readonly scope: MemoryScope;
-  readonly owner: string;
-  readonly created_at: number;
-  readonly updated_at: number;
 }
 
 const columns = 'm.rowid AS rowid, m.id, m.key, m.content, m.category, m.scope, m.owner, m.created_at, m.updated_at';
-const scopes: readonly MemoryScope[] = ['person', 'conversation', 'shared'];
-
-function entryOf(row: Row, score?: number): MemoryEntry {
-  const entry = { id: row.id, key: row.key, content: row.content, category: row.category, scope: row.scope, owner: row.owner, createdAt: row.created_at, updatedAt: row.updated_at };
-  return score === undefined ? entry : { ...entry, score };
-}
 
 function nonNegative(name: string, value: number): number {
   if (!Number.isFinite(value) || value < 0) throw new TypeError(`memory option ${name} must be a finite number ≥ 0, got ${JSON.stringify(value)}`);
