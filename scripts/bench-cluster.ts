@@ -16,7 +16,7 @@
  * Flags: --messages N (default 240), --model-ms N (default 200).
  */
 import { parseArgs } from 'node:util';
-import { startFakeOpenAI } from '../test/fixtures/fake-openai.ts';
+import { lastUserText, startFakeOpenAI } from '../test/fixtures/fake-openai.ts';
 import { startTelegramPeer, type TgUser } from '../test/peers/telegram.ts';
 import { startCluster, type TestCluster } from '../test/support/cluster.ts';
 import { startPostgres } from '../test/support/postgres.ts';
@@ -31,10 +31,8 @@ const pg = await startPostgres();
 const model = await startFakeOpenAI();
 let modelDelay = MODEL_MS;
 model.fallback = (request) => {
-  const messages = (request.body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? [];
-  const last = [...messages].reverse().find((m) => m.role === 'user');
   model.requests.length = 0;
-  return { text: `got note-${NOTE.exec(String(last?.content ?? ''))?.[1] ?? '?'}`, delayMs: modelDelay };
+  return { text: `got note-${NOTE.exec(lastUserText(request))?.[1] ?? '?'}`, delayMs: modelDelay };
 };
 const peer = await startTelegramPeer();
 let people = 0;

@@ -14,7 +14,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
+import { lastUserText, startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startTelegramPeer, type TelegramPeer, type TgUser } from './peers/telegram.ts';
 import { runCli, tempConfig } from './support/cli.ts';
 import { startCluster, type TestCluster } from './support/cluster.ts';
@@ -22,11 +22,6 @@ import { startPostgres, type TestPostgres } from './support/postgres.ts';
 import { until } from './support/wait.ts';
 
 const NOTE = /note-(\d+)/;
-const lastUser = (request: { body: unknown }): string => {
-  const messages = (request.body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? [];
-  const last = [...messages].reverse().find((m) => m.role === 'user');
-  return typeof last?.content === 'string' ? last.content : JSON.stringify(last?.content ?? '');
-};
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** People who write privately; the peer knows each chat once they wrote. */
@@ -80,7 +75,7 @@ describe('cluster failover', () => {
   it('the node holding Telegram SIGKILLed mid-turn: another takes the channel and the turn over, and it is answered once', async (t) => {
     const url = await pg.createDatabase();
     model.fallback = (request) => {
-      const text = lastUser(request);
+      const text = lastUserText(request);
       return { text: `got note-${NOTE.exec(text)?.[1] ?? '?'}`, delayMs: text.includes('slow') ? 3000 : 50 };
     };
     // n1 alone first, so the slow turn is surely its own; n2 joins while it runs.
@@ -124,7 +119,7 @@ describe('cluster failover', () => {
 
   it('nodes SIGKILLed at random while messages flow: none lost, none doubled, order kept', async (t) => {
     const url = await pg.createDatabase();
-    model.fallback = (request) => ({ text: `got note-${NOTE.exec(lastUser(request))?.[1] ?? '?'}`, delayMs: 30 + Math.floor(Math.random() * 300) });
+    model.fallback = (request) => ({ text: `got note-${NOTE.exec(lastUserText(request))?.[1] ?? '?'}`, delayMs: 30 + Math.floor(Math.random() * 300) });
     cluster = startCluster({ url, modelUrl: model.baseUrl, channels: channels() });
     const c = cluster;
     await Promise.all(c.nodes.map((node) => c.joined(node)));
@@ -174,7 +169,7 @@ describe('cluster failover', () => {
 
   it('PostgreSQL restarted under load: the nodes reconnect and nothing is lost', async () => {
     const url = await pg.createDatabase();
-    model.fallback = (request) => ({ text: `got note-${NOTE.exec(lastUser(request))?.[1] ?? '?'}`, delayMs: 50 });
+    model.fallback = (request) => ({ text: `got note-${NOTE.exec(lastUserText(request))?.[1] ?? '?'}`, delayMs: 50 });
     cluster = startCluster({ url, modelUrl: model.baseUrl, channels: channels(), names: ['n1', 'n2'] });
     const c = cluster;
     await Promise.all(c.nodes.map((node) => c.joined(node)));

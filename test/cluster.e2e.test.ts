@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
+import { lastUserText, startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { startPostgres, type TestPostgres } from './support/postgres.ts';
@@ -14,11 +14,6 @@ import { freePort } from './support/net.ts';
 import { until } from './support/wait.ts';
 
 const NOTE = /note-(\d+)/;
-const lastUser = (request: { body: unknown }): string => {
-  const messages = (request.body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? [];
-  const last = [...messages].reverse().find((m) => m.role === 'user');
-  return typeof last?.content === 'string' ? last.content : JSON.stringify(last?.content ?? '');
-};
 
 describe('cluster: three daemons on one PostgreSQL', () => {
   let pg: TestPostgres;
@@ -43,7 +38,7 @@ describe('cluster: three daemons on one PostgreSQL', () => {
 
   it('answers 300 messages from 30 people exactly once, in order per conversation, with turns on every node', async (t) => {
     const url = await pg.createDatabase();
-    model.fallback = (request) => ({ text: `got note-${NOTE.exec(lastUser(request))?.[1] ?? '?'}`, delayMs: 20 + Math.floor(Math.random() * 150) });
+    model.fallback = (request) => ({ text: `got note-${NOTE.exec(lastUserText(request))?.[1] ?? '?'}`, delayMs: 20 + Math.floor(Math.random() * 150) });
     // n1 also serves the gateway (status and the web console), as an operator's node would
     const gateway = `127.0.0.1:${await freePort()}`;
     const token = 'cluster-test-token-0123456789';
