@@ -140,6 +140,8 @@ export async function openPostgres(options: PostgresOptions): Promise<Database &
     connectionString: options.url,
     max: options.maxConnections ?? 10,
     connectionTimeoutMillis: 10_000,
+    // no statement waits forever on a connection the server dropped without a word
+    query_timeout: 30_000,
     idleTimeoutMillis: 30_000,
     // ids and epoch milliseconds (bigint), count(*) and sum() (numeric) as numbers, per pool (not pg's global parsers)
     types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 || oid === 1700 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) } as never,
