@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import pino from 'pino';
 import { openDatabase } from './db.ts';
 import { sqliteDatabase } from './sqlite-sql.ts';
 import { openPostgres, redactUrl } from './postgres/sql.ts';
@@ -51,6 +52,20 @@ describe('PostgreSQL schema', () => {
       return true;
     });
     assert.equal(redactUrl('postgres://u:pw@h:5/db'), 'postgres://u@h:5/db');
+  });
+
+  it('warns once at start when the server acknowledges commits it could lose (synchronous_commit = off)', async () => {
+    const url = await server.createDatabase();
+    const lines: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    await (await openPostgres({ url, log })).close();
+    assert.deepEqual(lines, [], 'the default (on) is not warned of');
+    const admin = await openPostgres({ url, log: testLogger() });
+    await admin.run(`ALTER DATABASE "${new URL(url).pathname.slice(1)}" SET synchronous_commit = off`);
+    await admin.close();
+    await (await openPostgres({ url, log })).close();
+    assert.equal(lines.length, 1);
+    assert.match(lines[0]!, /synchronous_commit = off: a crash of the database server can lose messages already confirmed/);
   });
 
   it('says which server it cannot reach', async () => {

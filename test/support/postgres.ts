@@ -43,8 +43,13 @@ export async function startPostgres(): Promise<TestPostgres> {
   chownSync(root, uid, gid);
   asPostgres([`${postgresBin}/initdb`, '-D', dir, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C']);
   const port = await freePort();
-  // fsync off: a test server's data need not survive a machine crash, and it is much faster.
-  const options = `-c listen_addresses=127.0.0.1 -p ${port} -c unix_socket_directories=${root} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
+  // fsync off: a test server's data need not survive a machine crash, and it is much faster. It
+  // still survives a crash of the server itself (`restart` stops it with `-m immediate`): every
+  // commit's WAL is written to the OS before the commit is acknowledged. synchronous_commit must
+  // stay on for that — with it off, a commit the daemon was told about (and so confirmed to the
+  // platform) can vanish in the crash, which no production server does, and a test would see a
+  // message "lost" by the server, not by the daemon.
+  const options = `-c listen_addresses=127.0.0.1 -p ${port} -c unix_socket_directories=${root} -c fsync=off -c full_page_writes=off -c max_connections=200`;
   const start = (): void => void asPostgres([`${postgresBin}/pg_ctl`, '-D', dir, '-w', '-t', '30', '-l', join(root, 'log'), '-o', options, 'start']);
   const stopServer = (mode: 'fast' | 'immediate'): void => void asPostgres([`${postgresBin}/pg_ctl`, '-D', dir, '-w', '-t', '30', '-m', mode, 'stop']);
   start();

@@ -155,7 +155,20 @@ export async function openPostgres(options: PostgresOptions): Promise<Database &
     await pool.end().catch(() => undefined);
     throw new Error(`cannot use the PostgreSQL database ${name}: ${error instanceof Error ? error.message : String(error)}. Check [store] url and that the server is running and reachable`, { cause: error });
   }
+  await warnOfLossyCommits(database, options.log, name);
   return database;
+}
+
+/**
+ * A server with `synchronous_commit = off` acknowledges a commit before its WAL is written, so a
+ * crash of the server loses commits the daemon was told about: a message confirmed to the
+ * platform (Telegram's offset moved past it) is then gone from the inbox. Said once at start.
+ */
+async function warnOfLossyCommits(database: Sql, log: Logger, name: string): Promise<void> {
+  const setting = (await database.get<{ synchronous_commit: string }>('SHOW synchronous_commit').catch(() => undefined))?.synchronous_commit;
+  if (setting === 'off') {
+    log.warn({ database: name, synchronous_commit: setting }, 'PostgreSQL runs with synchronous_commit = off: a crash of the database server can lose messages already confirmed to their platforms. Set it to on (the default) for Switchboard\'s database, e.g. ALTER DATABASE … SET synchronous_commit = on');
+  }
 }
 
 /** Any 64-bit number unique to Switchboard's migrations. */
