@@ -278,7 +278,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     const { createWebChannel } = await import('../channels/web/index.ts');
     const stateDir = join(dataDir, 'channels', 'web');
     makeDirectory(stateDir);
-    return createWebChannel({ name: 'web', log: log.child({ channel: 'web' }), assistantName: config.agent.name, attachments, stateDir, storage });
+    const name = webChannelName(cluster?.node);
+    return createWebChannel({ name, log: log.child({ channel: name }), assistantName: config.agent.name, attachments, stateDir, storage });
   }
   const pairing = new PairingStore(database);
   const settings = new ConversationSettings(database);
@@ -306,7 +307,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   });
   function turnSettings(from: Config): { policies: Map<string, ChannelPolicy>; commands: NonNullable<RuntimeOptions['commands']>; historyTurns: number; turnTimeoutMs: number } {
     return {
-      policies: channelPolicies(from, channelNames(from, options.mode), webChannel !== undefined),
+      policies: channelPolicies(from, channelNames(from, options.mode), webChannel?.name),
       commands: {
         models: configuredModels(from),
         model: (conversation) => settings.model(conversation),
@@ -514,11 +515,21 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   return stopped;
 }
 
+/**
+ * The browser chat's channel name. A browser talks to the node whose console it opened, so in a
+ * cluster each node's chat is a channel of its own, `web-<node>`: only that node configures it,
+ * so it always holds its lease, and a reply from a turn that ran on any node is sent by it to
+ * the pages open there. (An operator's chat on another node is another conversation.)
+ */
+export function webChannelName(node: string | undefined): string {
+  return node === undefined ? 'web' : `web-${node.replace(/[^A-Za-z0-9_.-]/g, '-')}`;
+}
+
 /** The conversation policy of each configured chat channel (the terminal has none: it is exempt from access rules; chat commands work there too). */
-function channelPolicies(config: Config, names: ReadonlyArray<keyof Config['channels']>, web = false): Map<string, ChannelPolicy> {
+function channelPolicies(config: Config, names: ReadonlyArray<keyof Config['channels']>, web?: string): Map<string, ChannelPolicy> {
   const policies = new Map<string, ChannelPolicy>();
   // The browser chat: only signed-in operators can post, so everyone who reaches it is allowed; replies stream.
-  if (web) policies.set('web', { allow: ['*'], mentionOnly: false, stream: true });
+  if (web !== undefined) policies.set(web, { allow: ['*'], mentionOnly: false, stream: true });
   for (const name of names) {
     if (name === 'terminal') continue;
     const section = config.channels[name] as ChannelPolicyConfig | undefined;

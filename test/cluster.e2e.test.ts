@@ -124,6 +124,34 @@ describe('cluster: three daemons on one PostgreSQL', () => {
     const overview = (await get('/api/console/overview')) as { status?: { cluster?: { nodes: unknown[] } } };
     assert.equal(overview.status?.cluster?.nodes.length, 3, 'the console lists every node');
 
+    // The browser chat of n1's console is n1's own channel (`web-n1`): a turn for it may run on
+    // any node, and its reply is sent by n1 to the pages open there.
+    assert.ok(status.cluster?.nodes.find((n) => n.node === 'n1')?.channels.includes('web-n1'), `n1 holds its browser chat: ${JSON.stringify(status.cluster?.nodes)}`);
+    const signIn = await fetch(`http://${gateway}/api/console/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token, name: 'ops' }) });
+    assert.equal(signIn.status, 200);
+    const { csrf } = (await signIn.json()) as { csrf: string };
+    const cookie = /sb_session=[^;]+/.exec(signIn.headers.get('set-cookie') ?? '')?.[0] ?? '';
+    const chat = { cookie, 'x-csrf-token': csrf, 'content-type': 'application/json' };
+    for (const n of [9001, 9002, 9003]) {
+      const posted = await fetch(`http://${gateway}/api/console/chat`, { method: 'POST', headers: chat, body: JSON.stringify({ text: `note-${n} from the browser` }) });
+      assert.equal(posted.status, 202, await posted.text());
+    }
+    let browserReplies: string[] = [];
+    await until(async () => {
+      const history = (await (await fetch(`http://${gateway}/api/console/chat/history`, { headers: chat })).json()) as { messages: Array<{ role: string; text: string }> };
+      browserReplies = history.messages.filter((m) => m.role === 'assistant').map((m) => m.text);
+      return browserReplies.length >= 3;
+    }, 'the browser chat answered', 20_000);
+    assert.deepEqual(browserReplies, ['got note-9001', 'got note-9002', 'got note-9003']);
+    const { default: pgClient } = await import('pg');
+    const db = new pgClient.Client({ connectionString: url });
+    await db.connect();
+    try {
+      await until(async () => (await db.query("SELECT count(*)::int AS n FROM outbox WHERE channel = 'web-n1' AND status = 'sent'")).rows[0].n === 3, 'n1 sent the browser replies', 10_000);
+    } finally {
+      await db.end();
+    }
+
     await Promise.all(
       daemons.map(async (daemon) => {
         daemon.child.kill('SIGTERM');

@@ -1,9 +1,9 @@
 /** Bounded waiting for tests: poll a condition, or let a moment pass to see that nothing happens. */
 
 /** Resolves once `condition()` holds; rejects after `timeoutMs` naming `what` (plus `context()`, e.g. a log tail). */
-export async function until(condition: () => boolean, what: string, timeoutMs = 15_000, context: () => string = () => ''): Promise<void> {
+export async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000, context: () => string = () => ''): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${context()}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

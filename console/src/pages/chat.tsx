@@ -89,7 +89,7 @@ export function ChatPage() {
   return (
     <div class="chat">
       <ol class="messages" aria-live="polite" aria-label="Conversation">
-        {lines.length === 0 ? <li class="muted">Say hello to the agent. Your conversation is kept like any channel's (web:console:you).</li> : null}
+        {lines.length === 0 ? <li class="muted">Say hello to the agent. Your conversation is kept like any channel’s.</li> : null}
         {lines.map((line) => (
           <li class={`bubble ${line.role}${line.streaming ? ' streaming' : ''}`} data-role={line.role}>
             {line.file ? (
