@@ -344,7 +344,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
           initial: config,
           load: () => loadConfig(file).config,
           log,
-          runtime,
+          // in a cluster a channel runs where its lease is held
+          runtime: cluster ? cluster.reloadable(runtime) : runtime,
           buildChannel,
           rebuildAgent,
           applySettings: (from) => runtime.reconfigure(turnSettings(from)),

@@ -15,6 +15,7 @@ import { startLeases, type Leases } from '../../src/cluster/leases.ts';
 import { announceReply, listenForReplies, type ReplyListener } from '../../src/cluster/replies.ts';
 import type { Config } from '../../src/config/schema.ts';
 import type { Runtime } from '../../src/runtime/runtime.ts';
+import type { ReloadableChannels } from '../reload.ts';
 import { openPostgres } from '../../src/store/postgres/sql.ts';
 import type { Database } from '../../src/store/sql.ts';
 
@@ -30,6 +31,13 @@ export interface ClusterParts {
   nodes(): readonly ClusterNode[];
   /** Starts competing for the channels and reporting; call after runtime.start(). */
   join(runtime: Runtime, channels: readonly Channel[]): Promise<void>;
+  /**
+   * What a config reload changes channels through in a cluster: an added channel is competed
+   * for (and started here only if this node takes its lease), a replaced one is swapped in
+   * where it runs (or when its lease is next taken), a removed one is stopped and its lease
+   * released, so another node that still has it configured takes it over.
+   */
+  reloadable(runtime: Runtime): ReloadableChannels;
   /** Leaves the cluster: after runtime.stop(). */
   leave(): Promise<void>;
 }
@@ -57,6 +65,18 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
   let known: readonly ClusterNode[] = [];
   let leases: Leases | undefined;
   let listener: ReplyListener | undefined;
+  /** The channels this node has configured, and which of them run here (this node holds their lease). */
+  const configured = new Map<string, Channel>();
+  const running = new Set<string>();
+  const startHere = async (runtime: Runtime, name: string): Promise<void> => {
+    const channel = configured.get(name);
+    if (!channel || running.has(name)) return;
+    running.add(name);
+    await runtime.addChannel(channel);
+  };
+  const stopHere = async (runtime: Runtime, name: string): Promise<void> => {
+    if (running.delete(name)) await runtime.removeChannel(name);
+  };
   let reporting: NodeJS.Timeout | undefined;
   const startedAt = Date.now();
 
@@ -68,18 +88,18 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
     nodes: () => known,
     async join(runtime, channels) {
       const version = packageVersion();
-      const byName = new Map(channels.map((channel) => [channel.name, channel]));
+      for (const channel of channels) if (!configured.has(channel.name)) configured.set(channel.name, channel);
       listener = await listenForReplies(url, clusterLog, {
         onReply: (conversation) => runtime.deliverRecorded(conversation),
         onReconnect: () => runtime.deliverAllHeld(),
       });
       leases = await startLeases(
-        [...byName.keys()],
+        [...configured.keys()],
         // a lease is tried every third of the failover time; a vanished host's connection is dropped within it
         { url, log: clusterLog, retryMs: Math.max(500, Math.floor((failover * 1000) / 3)), keepaliveSeconds: failover },
         {
-          onAcquired: (name) => runtime.addChannel(byName.get(name)!),
-          onLost: (name) => runtime.removeChannel(name),
+          onAcquired: (name) => startHere(runtime, name),
+          onLost: (name) => stopHere(runtime, name),
         },
       );
       const report = async (): Promise<void> => {
@@ -94,7 +114,25 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
       await report();
       reporting = setInterval(() => void report(), REPORT_MS);
       reporting.unref();
-      clusterLog.info({ channels: [...byName.keys()] }, 'joined the cluster; competing for the channels');
+      clusterLog.info({ channels: [...configured.keys()] }, 'joined the cluster; competing for the channels');
+    },
+    reloadable(runtime) {
+      return {
+        async addChannel(channel) {
+          configured.set(channel.name, channel);
+          leases?.add(channel.name);
+        },
+        async replaceChannel(channel) {
+          configured.set(channel.name, channel);
+          if (running.has(channel.name)) await runtime.replaceChannel(channel);
+        },
+        async removeChannel(name) {
+          configured.delete(name);
+          await stopHere(runtime, name);
+          await leases?.remove(name);
+          await stopHere(runtime, name); // taken while it was being removed
+        },
+      };
     },
     async leave() {
       clearInterval(reporting);

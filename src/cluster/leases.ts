@@ -32,6 +32,13 @@ export interface LeaseEvents {
 export interface Leases {
   /** Channels this node holds now. */
   held(): ReadonlySet<string>;
+  /** Starts competing for one more channel (a config reload added it); nothing if already competing. */
+  add(name: string): void;
+  /**
+   * Stops competing for a channel and releases its lease if held (a config reload removed it).
+   * The caller stops the channel first, so no other node starts it while it still runs here.
+   */
+  remove(name: string): Promise<void>;
   /** Releases every lease (shutdown). */
   stop(): Promise<void>;
 }
@@ -46,7 +53,13 @@ export async function startLeases(names: readonly string[], options: LeaseOption
   const { default: pg } = await import('pg');
   const held = new Set<string>();
   const stopping = new AbortController();
-  const loops = names.map((name) => compete(name));
+  /** Each channel competed for: its own stop signal and its loop. */
+  const loops = new Map<string, { readonly stop: AbortController; readonly done: Promise<void> }>();
+  const start = (name: string): void => {
+    if (loops.has(name) || stopping.signal.aborted) return;
+    const stop = new AbortController();
+    loops.set(name, { stop, done: compete(name, AbortSignal.any([stopping.signal, stop.signal])) });
+  };
 
   async function connect(): Promise<Client> {
     const client = new pg.Client({ connectionString: options.url, keepAlive: true, keepAliveInitialDelayMillis: 1000, connectionTimeoutMillis: 10_000 });
@@ -57,35 +70,41 @@ export async function startLeases(names: readonly string[], options: LeaseOption
     return client;
   }
 
-  const pause = (ms: number): Promise<void> =>
+  const pause = (ms: number, signal: AbortSignal): Promise<void> =>
     new Promise((resolve) => {
+      if (signal.aborted) return resolve();
       const timer = setTimeout(resolve, ms);
-      stopping.signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+      signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
     });
 
-  async function compete(name: string): Promise<void> {
+  async function compete(name: string, signal: AbortSignal): Promise<void> {
     const log = options.log.child({ channel: name });
     const key = lockKey(name).toString();
-    while (!stopping.signal.aborted) {
+    while (!signal.aborted) {
       let client: Client | undefined;
       try {
         client = await connect();
         for (;;) {
-          if (stopping.signal.aborted) return;
+          if (signal.aborted) return;
           const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [key]);
           if (rows[0]?.ok) break;
-          await pause(options.retryMs);
+          await pause(options.retryMs, signal);
         }
+        if (signal.aborted) return; // the lock goes with the connection, closed below
         held.add(name);
         log.info('this node now holds the channel');
         await events.onAcquired(name);
         // Hold it: a broken connection means the lock is (or soon will be) gone.
-        while (!stopping.signal.aborted) {
-          await pause(options.retryMs);
-          if (!stopping.signal.aborted) await client.query('SELECT 1');
+        while (!signal.aborted) {
+          await pause(options.retryMs, signal);
+          if (!signal.aborted) await client.query('SELECT 1');
         }
+        if (held.delete(name)) log.info('released the channel lease');
       } catch (error) {
-        if (stopping.signal.aborted) return;
+        if (signal.aborted) {
+          held.delete(name);
+          return;
+        }
         if (held.has(name)) {
           held.delete(name);
           log.error({ err: error }, 'lost the channel lease (database connection broke); stopping the channel here — another node may take it');
@@ -93,18 +112,27 @@ export async function startLeases(names: readonly string[], options: LeaseOption
         } else {
           log.warn({ err: error }, 'cannot compete for the channel lease yet; trying again');
         }
-        await pause(options.retryMs);
+        await pause(options.retryMs, signal);
       } finally {
         await client?.end().catch(() => undefined);
       }
     }
   }
 
+  for (const name of names) start(name);
   return {
     held: () => held,
+    add: start,
+    async remove(name) {
+      const loop = loops.get(name);
+      if (!loop) return;
+      loops.delete(name);
+      loop.stop.abort();
+      await loop.done;
+    },
     async stop() {
       stopping.abort();
-      await Promise.all(loops);
+      await Promise.all([...loops.values()].map((loop) => loop.done));
       held.clear();
     },
   };

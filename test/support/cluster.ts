@@ -19,6 +19,8 @@ export interface TestCluster {
   joined(node: ClusterNodeHandle, timeoutMs?: number): Promise<void>;
   /** The node whose current run holds a channel lease (by its log), if any. */
   holder(): ClusterNodeHandle | undefined;
+  /** The node's config file (rewrite it and send SIGHUP to reload). */
+  configFile(node: ClusterNodeHandle): string;
   /** The last lines of each node's output, for a failure message. */
   tail(): string;
   /** SIGKILLs what still runs and deletes the configs. */
@@ -29,15 +31,15 @@ export interface ClusterOptions {
   /** The PostgreSQL database; undefined = one node on SQLite (for comparisons). */
   readonly url: string | undefined;
   readonly modelUrl: string;
-  /** The channel tables (the same on every node). */
-  readonly channels: string;
+  /** The channel tables (the same on every node, or per node by name). */
+  readonly channels: string | ((node: string) => string);
   readonly names?: readonly string[];
   readonly failoverSeconds?: number;
   readonly env?: Record<string, string>;
 }
 
 const HOLDS = /"msg":"this node now holds the channel"/g;
-const LOST = /"msg":"lost the channel lease/g;
+const LOST = /"msg":"(lost|released) the channel lease/g;
 
 export function startCluster(options: ClusterOptions): TestCluster {
   const configs: Array<{ file: string; cleanup(): void }> = [];
@@ -47,7 +49,7 @@ export function startCluster(options: ClusterOptions): TestCluster {
   const nodes: ClusterNodeHandle[] = (options.names ?? ['n1', 'n2', 'n3']).map((name) => {
     const config = tempConfig(
       options.modelUrl,
-      `[log]\nformat = "json"\n${options.url === undefined ? '' : `[store]\nkind = "postgres"\nurl = "${options.url}"\n[cluster]\nnode = "${name}"\nfailover_seconds = ${options.failoverSeconds ?? 3}\n`}${options.channels}`,
+      `[log]\nformat = "json"\n${options.url === undefined ? '' : `[store]\nkind = "postgres"\nurl = "${options.url}"\n[cluster]\nnode = "${name}"\nfailover_seconds = ${options.failoverSeconds ?? 3}\n`}${typeof options.channels === 'string' ? options.channels : options.channels(name)}`,
     );
     configs.push(config);
     const handle: ClusterNodeHandle = {
@@ -65,6 +67,7 @@ export function startCluster(options: ClusterOptions): TestCluster {
       earlier.set(node.name, node.stdout());
       node.daemon = launch(node.name, fileOf(node));
     },
+    configFile: fileOf,
     joined: (node, timeoutMs = 30_000) => node.daemon.waitFor(options.url === undefined ? /"msg":"ready"/ : /"msg":"joined the cluster/, 'stdout', timeoutMs),
     holder() {
       return nodes.find((node) => alive(node.daemon) && (node.daemon.stdout().match(HOLDS)?.length ?? 0) > (node.daemon.stdout().match(LOST)?.length ?? 0));
