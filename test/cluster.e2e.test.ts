@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { lastUserText, startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
-import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { startCluster, type TestCluster } from './support/cluster.ts';
 import { startPostgres, type TestPostgres } from './support/postgres.ts';
 import { freePort } from './support/net.ts';
 import { until } from './support/wait.ts';
@@ -19,8 +19,7 @@ describe('cluster: three daemons on one PostgreSQL', () => {
   let pg: TestPostgres;
   let model: FakeOpenAI;
   let peer: TelegramPeer;
-  const daemons: Daemon[] = [];
-  const configs: Array<{ cleanup(): void }> = [];
+  let cluster: TestCluster | undefined;
 
   before(async () => {
     pg = await startPostgres();
@@ -28,9 +27,7 @@ describe('cluster: three daemons on one PostgreSQL', () => {
     peer = await startTelegramPeer();
   });
   after(async () => {
-    for (const daemon of daemons) if (daemon.child.exitCode === null && daemon.child.signalCode === null) daemon.child.kill('SIGKILL');
-    await Promise.all(daemons.map((daemon) => daemon.exited));
-    for (const config of configs) config.cleanup();
+    await cluster?.close();
     await model?.close();
     await peer?.close();
     pg?.stop();
@@ -42,17 +39,14 @@ describe('cluster: three daemons on one PostgreSQL', () => {
     // n1 also serves the gateway (status and the web console), as an operator's node would
     const gateway = `127.0.0.1:${await freePort()}`;
     const token = 'cluster-test-token-0123456789';
-    for (const node of ['n1', 'n2', 'n3']) {
-      const config = tempConfig(
-        model.baseUrl,
-        `[log]\nformat = "json"\n[store]\nkind = "postgres"\nurl = "${url}"\n[cluster]\nnode = "${node}"\nfailover_seconds = 3\n` +
-          `${node === 'n1' ? `[gateway]\nlisten = "${gateway}"\ntoken = "${token}"\n` : ''}` +
-          `${peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`,
-      );
-      configs.push(config);
-      daemons.push(startDaemon(['start', '--config', config.file], { env: { TEST_MODEL_KEY: 'sk-cluster', SWITCHBOARD_LOG_LEVEL: 'info' } }));
-    }
-    const tail = (): string => daemons.map((d, i) => `--- n${i + 1} stdout:\n${d.stdout().slice(-3000)}\nstderr:\n${d.stderr().slice(-1000)}`).join('\n');
+    cluster = startCluster({
+      url,
+      modelUrl: model.baseUrl,
+      failoverSeconds: 3,
+      channels: (node) => `${node === 'n1' ? `[gateway]\nlisten = "${gateway}"\ntoken = "${token}"\n` : ''}${peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`,
+    });
+    const daemons = cluster.nodes.map((node) => node.daemon);
+    const tail = cluster.tail;
     try {
       await Promise.all(daemons.map((daemon) => daemon.waitFor(/"msg":"joined the cluster/, 'stdout', 30_000)));
       await until(() => daemons.some((daemon) => /this node now holds the channel/.test(daemon.stdout())), 'a node to take the Telegram lease', 20_000);
