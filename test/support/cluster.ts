@@ -33,6 +33,8 @@ export interface ClusterOptions {
   readonly channels: string;
   readonly names?: readonly string[];
   readonly failoverSeconds?: number;
+  /** Tables only some nodes have (a gateway, say), by node name. */
+  readonly perNode?: (name: string) => string;
   readonly env?: Record<string, string>;
 }
 
@@ -47,7 +49,7 @@ export function startCluster(options: ClusterOptions): TestCluster {
   const nodes: ClusterNodeHandle[] = (options.names ?? ['n1', 'n2', 'n3']).map((name) => {
     const config = tempConfig(
       options.modelUrl,
-      `[log]\nformat = "json"\n${options.url === undefined ? '' : `[store]\nkind = "postgres"\nurl = "${options.url}"\n[cluster]\nnode = "${name}"\nfailover_seconds = ${options.failoverSeconds ?? 3}\n`}${options.channels}`,
+      `[log]\nformat = "json"\n${options.url === undefined ? '' : `[store]\nkind = "postgres"\nurl = "${options.url}"\n[cluster]\nnode = "${name}"\nfailover_seconds = ${options.failoverSeconds ?? 3}\n`}${options.perNode?.(name) ?? ''}${options.channels}`,
     );
     configs.push(config);
     const handle: ClusterNodeHandle = {
