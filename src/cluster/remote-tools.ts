@@ -8,8 +8,9 @@
  * - Calls: the caller stores the call (id, target node, client, name, args) in
  *   `remote_tool_calls` and NOTIFYs the target with the id only (payloads are limited to 8000
  *   bytes); the target claims the row, runs it through its client, stores the result and NOTIFYs
- *   the caller, who reads and deletes the row. A caller that gives up deletes the row too; rows
- *   whose caller died are swept a minute after their deadline.
+ *   the caller, who reads and deletes the row. A caller that gives up deletes the row too (and
+ *   tells the target when its turn was cancelled); the target never runs a call past the
+ *   caller's deadline; rows whose caller died are swept a minute after their deadline.
  * - Notices missed while the LISTEN connection was down are made up for by a periodic pass
  *   (unclaimed calls for this node, answered calls of this node) and on reconnect.
  */
@@ -49,7 +50,7 @@ export interface RemoteToolBridge extends RemoteToolPeers {
   close(): Promise<void>;
 }
 
-type Notice = { readonly k: 'call' | 'result'; readonly to: string; readonly id: string } | { readonly k: 'tools'; readonly from: string };
+type Notice = { readonly k: 'call' | 'result' | 'cancel'; readonly to: string; readonly id: string } | { readonly k: 'tools'; readonly from: string };
 
 interface Waiting {
   readonly node: string;
@@ -103,6 +104,7 @@ export async function startRemoteToolBridge(options: RemoteToolBridgeOptions): P
       if (payload.from !== node) refreshSoon();
     } else if (payload.to === node) {
       if (payload.k === 'call') void serve(payload.id);
+      else if (payload.k === 'cancel') serving.get(payload.id)?.abort();
       else void collect(payload.id);
     }
   }
@@ -311,6 +313,10 @@ export async function startRemoteToolBridge(options: RemoteToolBridgeOptions): P
           if (outcome.kind !== 'answered') {
             log.info({ callId: id, tool: tool.name, node: tool.node, outcome: outcome.kind }, 'routed remote-tool call ended without an answer');
             db.run('DELETE FROM remote_tool_calls WHERE id = ?', [id]).catch((error: unknown) => log.warn({ err: error, callId: id }, 'could not delete an abandoned remote-tool call; the sweep will'));
+            // A cancelled turn: the client's node stops waiting for it too (at a timeout it stops by itself).
+            if (outcome.kind === 'cancelled') {
+              db.get('SELECT pg_notify(?, ?)', [CHANNEL, notice({ k: 'cancel', to: tool.node, id })]).catch((error: unknown) => log.warn({ err: error, callId: id }, 'could not tell the node of a cancelled remote-tool call'));
+            }
           }
           resolve(outcome);
         };
