@@ -266,6 +266,41 @@ describe('remote tools across a cluster (PostgreSQL bridge)', () => {
     await until(() => named(a.tools, 'phone_brief') === undefined, 'node A to drop the tool at once', 1000);
   });
 
+  it('keeps answering through the live remote tools when a reload builds new ones and discards them', async () => {
+    const phone = await connectClient(b.port, 'steady');
+    phone.send({ type: 'register_tools', tools: [{ ...battery, name: 'phone_steady' }] });
+    await phone.next();
+    phone.ws.on('message', (data) => {
+      const frame = JSON.parse(String(data)) as Frame;
+      if (frame.type === 'tool_call_request') phone.send({ type: 'tool_result', id: frame.id, output: 'steady' });
+    });
+    await until(() => named(a.tools, 'phone_steady') !== undefined, 'node A to list the tool');
+    // A reload on B builds another set of remote tools on the same bridge, then throws it away.
+    const discarded = createRemoteTools({ log: testLogger(), peers: b.bridge });
+    await discarded.close();
+    assert.deepEqual(await named(a.tools, 'phone_steady')!.execute({}, context()), { kind: 'ok', text: 'steady' });
+    phone.ws.close();
+    await until(() => named(a.tools, 'phone_steady') === undefined, 'the tool gone');
+  });
+
+  it('sweeps call rows a dead caller left, a minute after their deadline', async () => {
+    await a.db.run("INSERT INTO remote_tool_calls (id, caller, node, client, name, args, created_at, deadline) VALUES ('old', 'gone', 'b', 'x', 'y', '{}', 0, 0)");
+    await a.db.run("INSERT INTO remote_tool_calls (id, caller, node, client, name, args, created_at, deadline, taken_at) VALUES ('recent', 'gone', 'elsewhere', 'x', 'y', '{}', ?, ?, 1)", [Date.now(), Date.now()]);
+    const sweeper = await startRemoteToolBridge({ url, database: a.db, node: 'sweeper', log: testLogger(), aliveMs: 3 * REPORT_MS, refreshMs: 50 });
+    try {
+      let left: string[] = [];
+      for (let tries = 0; tries < 40; tries++) {
+        left = (await a.db.all<{ id: string }>('SELECT id FROM remote_tool_calls ORDER BY id')).map((row) => row.id);
+        if (!left.includes('old')) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.deepEqual(left, ['recent'], 'only the row past its deadline and the grace is swept');
+    } finally {
+      await sweeper.close();
+      await a.db.run("DELETE FROM remote_tool_calls WHERE id = 'recent'");
+    }
+  });
+
   it('answers with the disconnect error when a call reaches a node whose client just left', async () => {
     // A call stored for a client B no longer has (it left between A's listing and the call).
     const result: ToolResult = await new Promise((resolve) => {

@@ -26,6 +26,8 @@ const CHANNEL = 'switchboard_remote_tools';
 const FORGET_NODE_MS = 10 * 60_000;
 /** A call row outlives its deadline by this much before any node sweeps it (clocks differ a little). */
 const SWEEP_GRACE_MS = 60_000;
+/** How often a node sweeps those (every node does; each sweep is one indexed statement). */
+const SWEEP_EVERY_MS = 30_000;
 
 export interface RemoteToolBridgeOptions {
   /** The database, for the LISTEN connection of this bridge's own. */
@@ -78,11 +80,13 @@ export async function startRemoteToolBridge(options: RemoteToolBridgeOptions): P
   const serving = new Map<string, AbortController>();
   /** Client → the tools to write (the latest wins); removed once written. */
   const unpublished = new Map<string, readonly RemoteToolSpec[]>();
-  let handler: ((call: RoutedCall, signal: AbortSignal) => Promise<ToolResult>) | undefined;
+  /** Attached handlers, the one that answers last. */
+  const handlers: Array<(call: RoutedCall, signal: AbortSignal) => Promise<ToolResult>> = [];
   let flushing: Promise<void> | undefined;
   let refreshing: Promise<void> | undefined;
   let refreshAgain = false;
   let ticking = false;
+  let sweptAt = 0;
   let closed = false;
   const stopping = new AbortController();
   let listener: Client | undefined;
@@ -162,6 +166,7 @@ export async function startRemoteToolBridge(options: RemoteToolBridgeOptions): P
     let result: ToolResult;
     try {
       const args = JSON.parse(row.args) as Record<string, unknown>;
+      const handler = handlers.at(-1);
       result = handler ? await handler({ client: row.client, name: row.name, args }, controller.signal) : remoteToolMessages(row.name, row.client).gone();
     } catch (error) {
       log.error({ err: error, callId: id, tool: row.name }, 'a routed remote-tool call failed');
@@ -275,8 +280,11 @@ export async function startRemoteToolBridge(options: RemoteToolBridgeOptions): P
         const answered = await db.all<{ id: string }>('SELECT id FROM remote_tool_calls WHERE caller = ? AND result IS NOT NULL', [node]);
         for (const { id } of answered) void collect(id);
       }
-      await db.run('DELETE FROM remote_tool_calls WHERE deadline < ?', [now - SWEEP_GRACE_MS]);
-      await db.run('DELETE FROM remote_tools WHERE registered_at < ? AND node NOT IN (SELECT node FROM cluster_nodes WHERE seen_at >= ?)', [now - FORGET_NODE_MS, now - FORGET_NODE_MS]);
+      if (now - sweptAt >= SWEEP_EVERY_MS) {
+        sweptAt = now;
+        await db.run('DELETE FROM remote_tool_calls WHERE deadline < ?', [now - SWEEP_GRACE_MS]);
+        await db.run('DELETE FROM remote_tools WHERE registered_at < ? AND node NOT IN (SELECT node FROM cluster_nodes WHERE seen_at >= ?)', [now - FORGET_NODE_MS, now - FORGET_NODE_MS]);
+      }
     } catch (error) {
       log.warn({ err: error }, 'the remote-tool pass failed; trying again');
     } finally {
@@ -335,7 +343,11 @@ export async function startRemoteToolBridge(options: RemoteToolBridgeOptions): P
       });
     },
     serve(next) {
-      handler = next;
+      handlers.push(next);
+      return () => {
+        const at = handlers.indexOf(next);
+        if (at >= 0) handlers.splice(at, 1);
+      };
     },
     refresh,
     inFlight: () => ({ waiting: waiting.size, serving: serving.size }),

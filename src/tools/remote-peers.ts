@@ -59,8 +59,12 @@ export interface RemoteToolPeers {
   tools(): readonly PeerTool[];
   /** Runs `tool` through its node's client. */
   call(tool: PeerTool, args: Record<string, unknown>, options: { readonly timeoutMs: number; readonly signal: AbortSignal }): Promise<PeerCallOutcome>;
-  /** Who answers calls routed to this node (the node's remote tools); the latest handler wins. */
-  serve(handler: (call: RoutedCall, signal: AbortSignal) => Promise<ToolResult>): void;
+  /**
+   * Who answers calls routed to this node (the node's remote tools). The latest handler still
+   * attached answers: a config reload attaches the new remote tools before it detaches the old
+   * ones, and a reload that is discarded detaches its own. Returns the detach function.
+   */
+  serve(handler: (call: RoutedCall, signal: AbortSignal) => Promise<ToolResult>): () => void;
 }
 
 export interface PeerToolsOptions {

@@ -294,7 +294,7 @@ export function createRemoteTools(options: RemoteToolsOptions): RemoteTools {
   }
 
   // Calls another node routed to one of our clients run as if a local turn made them.
-  options.peers?.serve((call, signal) => {
+  const detach = options.peers?.serve((call, signal) => {
     const client = clients.get(call.client);
     if (!client?.tools.has(call.name)) return Promise.resolve(remoteToolMessages(call.name, call.client).gone());
     return invoke(client, call.name, call.args, signal);
@@ -325,6 +325,7 @@ export function createRemoteTools(options: RemoteToolsOptions): RemoteTools {
     },
     async close() {
       closed = true;
+      detach?.();
       if (pinger) clearInterval(pinger);
       const all = [...clients.values()];
       for (const client of all) {
