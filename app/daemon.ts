@@ -206,6 +206,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       memory: memory.memory,
       log,
       ...(gatewayConfig?.remote_tools ? { remoteTools: gatewayConfig.remote_tools } : {}),
+      ...(cluster ? { peers: cluster.remoteTools } : {}),
     });
   const agentFor = (from: Config, endpoint: Provider, built: BuiltTools): TurnHandler =>
     createAgent({

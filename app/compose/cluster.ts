@@ -13,6 +13,7 @@ import { createPgBossQueue } from '../../src/cluster/pg-boss-queue.ts';
 import type { TurnQueue } from '../../src/cluster/queue.ts';
 import { startLeases, type Leases } from '../../src/cluster/leases.ts';
 import { announceReply, listenForReplies, type ReplyListener } from '../../src/cluster/replies.ts';
+import { startRemoteToolBridge, type RemoteToolBridge } from '../../src/cluster/remote-tools.ts';
 import type { Config } from '../../src/config/schema.ts';
 import type { Runtime } from '../../src/runtime/runtime.ts';
 import type { ReloadableChannels } from '../reload.ts';
@@ -27,6 +28,8 @@ export interface ClusterParts {
   readonly database: Database;
   readonly queue: TurnQueue;
   readonly onReplyRecorded: typeof announceReply;
+  /** The other nodes' remote tools, and routing calls to them (src/tools/remote-peers.ts). */
+  readonly remoteTools: RemoteToolBridge;
   /** The cluster's nodes as last read (for status). */
   nodes(): readonly ClusterNode[];
   /** Starts competing for the channels and reporting; call after runtime.start(). */
@@ -62,6 +65,14 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
     throw error;
   }
   const registry = new NodeRegistry(database, REPORT_MS);
+  let remoteTools: RemoteToolBridge;
+  try {
+    // a node is gone (and its clients' tools with it) after three missed reports, as in the status
+    remoteTools = await startRemoteToolBridge({ url, database, node, log: clusterLog, aliveMs: 3 * REPORT_MS });
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
   let known: readonly ClusterNode[] = [];
   let leases: Leases | undefined;
   let listener: ReplyListener | undefined;
@@ -85,6 +96,7 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
     database,
     queue,
     onReplyRecorded: announceReply,
+    remoteTools,
     nodes: () => known,
     async join(runtime, channels) {
       const version = packageVersion();
@@ -138,6 +150,7 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
       clearInterval(reporting);
       await leases?.stop();
       await listener?.stop();
+      await remoteTools.close();
       await registry.leave(node).catch((error: unknown) => clusterLog.warn({ err: error }, 'could not mark this node as gone'));
       await database.close();
     },

@@ -20,6 +20,7 @@ import { createClockTool } from '../../src/tools/clock.ts';
 import type { SubAgentSpec } from '../../src/tools/delegate.ts';
 import type { McpTools } from '../../src/tools/mcp.ts';
 import type { RemoteTools } from '../../src/tools/remote.ts';
+import type { RemoteToolPeers } from '../../src/tools/remote-peers.ts';
 import { combineSources, staticSource, type ToolSource } from '../../src/tools/sources.ts';
 
 export interface ToolDeps {
@@ -32,6 +33,8 @@ export interface ToolDeps {
   readonly log: Logger;
   /** `[gateway.remote_tools]`, only when the gateway runs. */
   readonly remoteTools?: RemoteToolsConfig;
+  /** The cluster's other nodes (cluster mode only): their clients' tools are offered too, and calls to them routed. */
+  readonly peers?: RemoteToolPeers;
 }
 
 type Factory = (context: { policy: SecurityPolicy; guard: () => Promise<SsrfGuard>; deps: ToolDeps }) => Promise<Tool[]>;
@@ -166,8 +169,14 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
       maxClients: deps.remoteTools.max_clients,
       ...(deps.remoteTools.allow === undefined ? {} : { allow: deps.remoteTools.allow }),
       reserved: () => [...builtIn.map((t) => t.name), ...(mcpTools?.tools().map((t) => t.name) ?? [])],
+      ...(deps.peers ? { peers: deps.peers } : {}),
     });
     extra.push(remote);
+  }
+  if (deps.peers) {
+    // After the local ones: a local client's tool wins a name clash.
+    const { createPeerTools } = await import('../../src/tools/remote-peers.ts');
+    extra.push(createPeerTools(deps.peers, { callTimeoutMs: (deps.remoteTools?.call_timeout_seconds ?? 30) * 1000 }));
   }
   const sources = combineSources([staticSource(builtIn), ...extra]);
   return {

@@ -12,6 +12,10 @@
  * A call the client does not answer in time becomes a timeout error for the model; a client
  * that disconnects takes its tools with it at once and its calls in flight fail the same way.
  * A client names itself with `?client=<name>` on the URL (shown as `remote:<name>`).
+ *
+ * In a cluster (`peers`), this node's clients' tools are shared with the other nodes, calls the
+ * other nodes route here run through the local client, and a name another node's client holds
+ * is refused like a name another local client holds (src/tools/remote-peers.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -20,6 +24,7 @@ import type { Logger } from 'pino';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { UpgradeRoute } from '../gateway/routes.ts';
 import { toolError, type Tool, type ToolResult } from '../tool.ts';
+import { remoteToolMessages, type RemoteToolPeers } from './remote-peers.ts';
 import { createSchemaInterner, toolNamePattern, type ToolSource } from './sources.ts';
 
 export interface RemoteToolsOptions {
@@ -40,6 +45,8 @@ export interface RemoteToolsOptions {
   readonly pingIntervalMs?: number;
   /** @default "/ws/tools" */
   readonly path?: string;
+  /** The other nodes of a cluster; absent on a single node. */
+  readonly peers?: RemoteToolPeers;
 }
 
 /** The registry of connected clients' tools; also the gateway's upgrade route. */
@@ -153,9 +160,10 @@ export function createRemoteTools(options: RemoteToolsOptions): RemoteTools {
     clients.delete(client.id);
     for (const name of client.tools.keys()) if (owners.get(name) === client) owners.delete(name);
     snapshot = undefined;
+    if (client.tools.size > 0) options.peers?.publish(client.id, []);
     const failed = [...client.pending.values()];
     client.pending.clear();
-    for (const settle of failed) settle(toolError(`The remote client "${client.id}" disconnected before answering; the call did not complete.`));
+    for (const settle of failed) settle(remoteToolMessages('', client.id).disconnectedInFlight());
     client.log.info({ why, tools: client.tools.size, failedCalls: failed.length }, 'remote-tool client gone');
   }
 
@@ -201,7 +209,10 @@ export function createRemoteTools(options: RemoteToolsOptions): RemoteTools {
       owners.set(name, client);
       accepted.push(name);
     }
-    if (accepted.length > 0) snapshot = undefined;
+    if (accepted.length > 0) {
+      snapshot = undefined;
+      options.peers?.publish(client.id, [...client.tools.values()].map(({ name, description, parameters }) => ({ name, description, parameters })));
+    }
     client.log.info({ accepted, rejected }, 'remote tools registered');
     send(client, { type: 'tools_registered', count: frame.tools.length, registered: accepted.length, accepted, rejected });
   }
@@ -214,6 +225,9 @@ export function createRemoteTools(options: RemoteToolsOptions): RemoteTools {
     if (reserved.has(name)) return 'a built-in or MCP tool already has this name';
     const owner = owners.get(name);
     if (owner && owner !== client) return `another client ("${owner.id}") already registered this name`;
+    // A client of the same id on another node is this one moving over: its old entry goes soon.
+    const elsewhere = options.peers?.tools().find((tool) => tool.name === name && tool.client !== client.id);
+    if (elsewhere) return `another client ("${elsewhere.client}" on node "${elsewhere.node}") already registered this name`;
     if (!client.tools.has(name) && client.tools.size >= maxTools) return `a client may register at most ${maxTools} tools`;
     if (entry.description !== undefined && typeof entry.description !== 'string') return 'the description must be a string';
     const parameters = entry.parameters;
@@ -251,28 +265,40 @@ export function createRemoteTools(options: RemoteToolsOptions): RemoteTools {
       // every call counts as a medium-risk change, so supervised autonomy asks the person first
       // and read-only autonomy refuses it — exactly as for a risky built-in.
       assess: (args) => ({ risk: 'medium', mutates: true, summary: `remote ${name}: ${JSON.stringify(args).slice(0, 200)}` }),
-      execute: (args, ctx) => {
-        if (client.closed) return Promise.resolve(toolError(`The remote client "${client.id}" has disconnected; ${name} is no longer available.`));
-        const id = randomUUID();
-        return new Promise<ToolResult>((resolve) => {
-          const finish = (result: ToolResult): void => {
-            clearTimeout(timer);
-            ctx.signal.removeEventListener('abort', onAbort);
-            client.pending.delete(id);
-            resolve(result);
-          };
-          const timer = setTimeout(() => {
-            client.log.warn({ tool: name, callId: id }, 'remote tool call timed out');
-            finish(toolError(`${name} timed out: the remote client "${client.id}" did not answer within ${callTimeoutMs / 1000} s.`));
-          }, callTimeoutMs);
-          const onAbort = (): void => finish(toolError(`${name} was cancelled.`));
-          ctx.signal.addEventListener('abort', onAbort, { once: true });
-          client.pending.set(id, finish);
-          send(client, { type: 'tool_call_request', id, name, args });
-        });
-      },
+      execute: (args, ctx) => invoke(client, name, args, ctx.signal),
     };
   }
+
+  /** Sends a call to the client and waits for its answer, the timeout, a disconnect or `signal`. */
+  function invoke(client: Client, name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolResult> {
+    const say = remoteToolMessages(name, client.id);
+    if (client.closed) return Promise.resolve(say.gone());
+    if (signal.aborted) return Promise.resolve(say.cancelled());
+    const id = randomUUID();
+    return new Promise<ToolResult>((resolve) => {
+      const finish = (result: ToolResult): void => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        client.pending.delete(id);
+        resolve(result);
+      };
+      const timer = setTimeout(() => {
+        client.log.warn({ tool: name, callId: id }, 'remote tool call timed out');
+        finish(say.timedOut(callTimeoutMs));
+      }, callTimeoutMs);
+      const onAbort = (): void => finish(say.cancelled());
+      signal.addEventListener('abort', onAbort, { once: true });
+      client.pending.set(id, finish);
+      send(client, { type: 'tool_call_request', id, name, args });
+    });
+  }
+
+  // Calls another node routed to one of our clients run as if a local turn made them.
+  const detach = options.peers?.serve((call, signal) => {
+    const client = clients.get(call.client);
+    if (!client?.tools.has(call.name)) return Promise.resolve(remoteToolMessages(call.name, call.client).gone());
+    return invoke(client, call.name, call.args, signal);
+  });
 
   return {
     route: {
@@ -299,6 +325,7 @@ export function createRemoteTools(options: RemoteToolsOptions): RemoteTools {
     },
     async close() {
       closed = true;
+      detach?.();
       if (pinger) clearInterval(pinger);
       const all = [...clients.values()];
       for (const client of all) {

@@ -125,4 +125,32 @@ export const postgresMigrations: readonly string[] = [
   CREATE INDEX memories_category ON memories (category, updated_at);
   CREATE INDEX memories_words ON memories USING gin (words);
   `,
+  // Remote tools across the cluster (src/cluster/remote-tools.ts): what each node's clients
+  // registered (listed only while the node is alive in cluster_nodes), and the calls one node
+  // routes to another's client, each deleted once its caller has the answer or gave up.
+  `
+  CREATE TABLE remote_tools (
+    node          text   NOT NULL,
+    client        text   NOT NULL,
+    name          text   NOT NULL,
+    description   text   NOT NULL,
+    parameters    text   NOT NULL,
+    registered_at bigint NOT NULL,
+    PRIMARY KEY (node, client, name)
+  );
+  CREATE TABLE remote_tool_calls (
+    id         text   PRIMARY KEY,
+    caller     text   NOT NULL,
+    node       text   NOT NULL,
+    client     text   NOT NULL,
+    name       text   NOT NULL,
+    args       text   NOT NULL,
+    result     text,
+    created_at bigint NOT NULL,
+    deadline   bigint NOT NULL,
+    taken_at   bigint
+  );
+  CREATE INDEX remote_tool_calls_waiting ON remote_tool_calls (node, created_at) WHERE taken_at IS NULL;
+  CREATE INDEX remote_tool_calls_deadline ON remote_tool_calls (deadline);
+  `,
 ];
