@@ -125,4 +125,17 @@ export const postgresMigrations: readonly string[] = [
   CREATE INDEX memories_category ON memories (category, updated_at);
   CREATE INDEX memories_words ON memories USING gin (words);
   `,
+  // Channel state (src/store/channel-state.ts): a sync token, read positions, thread records…,
+  // so the node that takes a channel over finds them where the last owner left them.
+  `
+  CREATE TABLE channel_state (
+    channel    text   NOT NULL,
+    key        text   NOT NULL,
+    value      text   NOT NULL,
+    seq        bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    PRIMARY KEY (channel, key)
+  );
+  CREATE INDEX channel_state_order ON channel_state (channel, seq);
+  `,
 ];
