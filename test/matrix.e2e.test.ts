@@ -24,6 +24,7 @@ import { startMatrixPeer, type MatrixPeer } from './peers/matrix.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { testLogger } from './support/log.ts';
 import { quiet, until } from './support/wait.ts';
+import { testChannelState } from './support/channel-state.ts';
 
 const dm: Place = { kind: 'dm', user: 'alice' };
 const group: Place = { kind: 'group' };
@@ -40,6 +41,7 @@ runChannelContract('matrix', async () => {
     log: testLogger(),
     assistantName: 'Testbot',
     attachments: createAttachmentStore({ workspace: join(dir, 'workspace') }),
+    state: testChannelState(),
     stateDir: join(dir, 'state'),
   });
   return {
@@ -87,7 +89,7 @@ async function rig(peerOptions: { legacyMediaOnly?: boolean } = {}): Promise<Rig
       await result.stop();
       result.channel = createMatrixChannel(
         peerConfig(peer, extra),
-        { name: 'matrix', log, assistantName: 'Testbot', attachments: createAttachmentStore({ workspace: join(dir, 'workspace') }), stateDir: join(dir, 'state') },
+        { name: 'matrix', log, assistantName: 'Testbot', attachments: createAttachmentStore({ workspace: join(dir, 'workspace') }), state: testChannelState(), stateDir: join(dir, 'state') },
         options,
       );
       abort = new AbortController();

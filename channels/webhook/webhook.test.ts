@@ -13,6 +13,7 @@ import { callbackProblem, parseWebhookRequest } from './request.ts';
 import { ResultStore } from './results.ts';
 import { sign, verify } from './signature.ts';
 import { Waiters } from './waiters.ts';
+import { testChannelState } from '../../test/support/channel-state.ts';
 
 const log = pino({ level: 'silent' });
 const dirs: string[] = [];
@@ -233,14 +234,14 @@ describe('createWebhookChannel', () => {
 
   it('needs a gateway', async () => {
     const { createWebhookChannel } = await import('./index.ts');
-    const ctx = { name: 'webhook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, stateDir: tempDir() };
+    const ctx = { name: 'webhook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, state: testChannelState(), stateDir: tempDir() };
     assert.throws(() => createWebhookChannel({ secret: 's', reply_timeout_seconds: 1, allow: ['*'], ...retention }, ctx), /\[channels\.webhook\] needs \[gateway\]/);
   });
 
   it('answers with the reply, refuses bad signatures before the runtime, replays, and times out to 202', async () => {
     const { createWebhookChannel } = await import('./index.ts');
     const gateway = createGateway({ listen: '127.0.0.1:0', log, health: () => ({ channels: [], queued: 0, inFlight: 0, pendingReplies: 0, counters: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } }) });
-    const ctx = { name: 'hook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, stateDir: tempDir(), gateway };
+    const ctx = { name: 'hook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, state: testChannelState(), stateDir: tempDir(), gateway };
     const channel = createWebhookChannel({ secret: 'sec', reply_timeout_seconds: 0.3, allow: ['*'], ...retention }, ctx);
     const { port } = await gateway.start();
     const pushed: Array<{ id: string; chat: string; account: string; sender: { id: string }; direct?: boolean }> = [];
@@ -311,7 +312,7 @@ describe('createWebhookChannel', () => {
         return error instanceof Error ? error : undefined;
       },
     };
-    const ctx = { name: 'hook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, stateDir, gateway, storage };
+    const ctx = { name: 'hook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, state: testChannelState(), stateDir, gateway, storage };
     const channel = createWebhookChannel({ secret: 'sec', reply_timeout_seconds: 0.3, allow: ['*'], ...retention }, ctx);
     // /dev/full answers every write with ENOSPC: the disk is full for this one file.
     rmSync(join(stateDir, 'results.jsonl'), { force: true });

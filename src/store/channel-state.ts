@@ -18,31 +18,48 @@ export interface ChannelStateEntry {
   readonly value: string;
 }
 
+/** What `prune` keeps of a prefix's entries: every limit given applies. */
+export interface PruneLimits {
+  /** The newest this many stay; older ones go. */
+  readonly keep?: number;
+  /** Entries created (or renewed) before this time (ms since the epoch) go. */
+  readonly createdBefore?: number;
+  /**
+   * The newest entries whose values add up to at most this many UTF-8 bytes stay; older ones go.
+   * The newest entry stays even when it alone is larger.
+   */
+  readonly maxBytes?: number;
+}
+
 /** One channel instance's durable key/value state. */
 export interface ChannelState {
   get(key: string): Promise<string | undefined>;
   /**
    * Stores `value` under `key` (committed when this resolves). A new key becomes the newest
-   * entry; an existing one keeps its place in the order unless `renew` moves it to the end.
+   * entry; an existing one keeps its place in the order (and its creation time) unless `renew`
+   * makes it the newest again.
    */
   put(key: string, value: string, options?: { readonly renew?: boolean }): Promise<void>;
   /** Deletes these keys (in one transaction); returns how many there were. */
   delete(keys: readonly string[]): Promise<number>;
   /** The entries whose key starts with `prefix` ('' for all), oldest first. */
   list(prefix: string): Promise<ChannelStateEntry[]>;
-  /** Deletes all but the newest `keep` entries whose key starts with `prefix`; returns how many went. */
-  prune(prefix: string, keep: number): Promise<number>;
+  /** Deletes the oldest entries whose key starts with `prefix` beyond `limits`; returns how many went. */
+  prune(prefix: string, limits: PruneLimits): Promise<number>;
 }
 
 /** Longest key: keys are often ids a peer chose (an Idempotency-Key, a Message-ID). */
 export const MAX_KEY_LENGTH = 1024;
 
-/** The state of channel instance `channel`, over `sql` (either engine). */
+/** The state of channel instance `channel`, over `sql` (either engine). `now` stamps creation times. */
 export function channelState(sql: Sql, channel: string, now: () => number = Date.now): ChannelState {
   if (channel === '') throw new TypeError('channelState: the channel name must not be empty');
   // substr counts characters (code points) on both engines; LIKE would be case-insensitive on SQLite.
-  const startsWith = 'substr(key, 1, ?) = ?';
-  const prefixParams = (prefix: string): [number, string] => [[...prefix].length, prefix];
+  const mine = 'channel = ? AND substr(key, 1, ?) = ?';
+  const scope = (prefix: string): [string, number, string] => [channel, [...prefix].length, prefix];
+  const wholeNumber = (name: string, value: number): void => {
+    if (!Number.isSafeInteger(value) || value < 0) throw new TypeError(`prune: ${name} must be a whole number, got ${value}`);
+  };
   return {
     async get(key) {
       return (await sql.get<{ value: string }>('SELECT value FROM channel_state WHERE channel = ? AND key = ?', [channel, key]))?.value;
@@ -50,11 +67,14 @@ export function channelState(sql: Sql, channel: string, now: () => number = Date
 
     async put(key, value, options = {}) {
       if (key === '' || key.length > MAX_KEY_LENGTH) throw new RangeError(`channel state key must be 1-${MAX_KEY_LENGTH} characters, got ${key.length}`);
+      const at = now();
       await sql.run(
-        `INSERT INTO channel_state (channel, key, value, seq, updated_at)
-         VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM channel_state WHERE channel = ?), ?)
-         ON CONFLICT (channel, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at${options.renew ? ', seq = excluded.seq' : ''}`,
-        [channel, key, value, channel, now()],
+        `INSERT INTO channel_state (channel, key, value, seq, size, created_at, updated_at)
+         VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM channel_state WHERE channel = ?), ?, ?, ?)
+         ON CONFLICT (channel, key) DO UPDATE SET value = excluded.value, size = excluded.size, updated_at = excluded.updated_at${
+           options.renew ? ', seq = excluded.seq, created_at = excluded.created_at' : ''
+         }`,
+        [channel, key, value, channel, Buffer.byteLength(value), at, at],
       );
     },
 
@@ -69,18 +89,38 @@ export function channelState(sql: Sql, channel: string, now: () => number = Date
     },
 
     async list(prefix) {
-      return sql.all<ChannelStateEntry>(`SELECT key, value FROM channel_state WHERE channel = ? AND ${startsWith} ORDER BY seq, key`, [channel, ...prefixParams(prefix)]);
+      return sql.all<ChannelStateEntry>(`SELECT key, value FROM channel_state WHERE ${mine} ORDER BY seq, key`, scope(prefix));
     },
 
-    async prune(prefix, keep) {
-      if (!Number.isInteger(keep) || keep < 0) throw new TypeError(`prune: keep must be a whole number, got ${keep}`);
-      // The newest `keep` stay; the one after them in the order, and all older, go.
-      return sql.run(
-        `DELETE FROM channel_state WHERE channel = ? AND ${startsWith} AND seq <= (
-           SELECT seq FROM channel_state WHERE channel = ? AND ${startsWith} ORDER BY seq DESC LIMIT 1 OFFSET ?
-         )`,
-        [channel, ...prefixParams(prefix), channel, ...prefixParams(prefix), keep],
-      );
+    async prune(prefix, limits) {
+      const { keep, createdBefore, maxBytes } = limits;
+      if (keep !== undefined) wholeNumber('keep', keep);
+      if (maxBytes !== undefined) wholeNumber('maxBytes', maxBytes);
+      return sql.transaction(async (tx) => {
+        let deleted = 0;
+        if (createdBefore !== undefined) deleted += await tx.run(`DELETE FROM channel_state WHERE ${mine} AND created_at < ?`, [...scope(prefix), createdBefore]);
+        if (keep !== undefined) {
+          // The newest `keep` stay; the one after them in the order, and all older, go.
+          deleted += await tx.run(
+            `DELETE FROM channel_state WHERE ${mine} AND seq <= (SELECT seq FROM channel_state WHERE ${mine} ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
+            [...scope(prefix), ...scope(prefix), keep],
+          );
+        }
+        if (maxBytes !== undefined) {
+          // The newest entry whose running total (newest first) passes the budget, bar the newest of all, and all older, go.
+          deleted += await tx.run(
+            `DELETE FROM channel_state WHERE ${mine} AND seq <= (
+               SELECT seq FROM (
+                 SELECT seq, SUM(size) OVER (ORDER BY seq DESC, key DESC ROWS UNBOUNDED PRECEDING) AS total,
+                        ROW_NUMBER() OVER (ORDER BY seq DESC, key DESC) AS n
+                 FROM channel_state WHERE ${mine}
+               ) AS newest_first WHERE total > ? AND n > 1 ORDER BY seq DESC LIMIT 1
+             )`,
+            [...scope(prefix), ...scope(prefix), maxBytes],
+          );
+        }
+        return deleted;
+      });
     },
   };
 }

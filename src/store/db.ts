@@ -181,6 +181,8 @@ const migrations: readonly string[] = [
     key        TEXT    NOT NULL,
     value      TEXT    NOT NULL,
     seq        INTEGER NOT NULL,
+    size       INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
     PRIMARY KEY (channel, key)
   );

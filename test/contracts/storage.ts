@@ -316,16 +316,42 @@ export function storageContract(engine: string, open: () => Promise<Database>, o
         for (let i = 1; i <= 6; i++) await email.put(`s:${i}`, String(i));
         await email.put('r:1', 'kept');
         await other.put('s:0', 'theirs');
-        assert.equal(await email.prune('s:', 10), 0);
-        assert.equal(await email.prune('s:', 4), 2);
+        assert.equal(await email.prune('s:', { keep: 10 }), 0);
+        assert.equal(await email.prune('s:', { keep: 4 }), 2);
         assert.deepEqual(
           (await email.list('s:')).map((entry) => entry.key),
           ['s:3', 's:4', 's:5', 's:6'],
         );
         assert.equal(await email.get('r:1'), 'kept');
         assert.equal(await other.get('s:0'), 'theirs');
-        assert.equal(await email.prune('s:', 0), 4);
+        assert.equal(await email.prune('s:', { keep: 0 }), 4);
         assert.deepEqual(await email.list('s:'), []);
+      });
+
+      withDb('prunes by age and by size, keeping the newest entry however large', async (db) => {
+        let now = 1000;
+        const hook = channelState(db, 'webhook', () => now);
+        await hook.put('r:old', 'x'.repeat(10));
+        now = 2000;
+        await hook.put('r:mid', 'é'.repeat(10)); // 20 bytes
+        await hook.put('r:old', 'updated', { renew: false }); // keeps its place and creation time
+        now = 3000;
+        await hook.put('r:new', 'y'.repeat(10));
+        assert.equal(await hook.prune('r:', { createdBefore: 2000 }), 1);
+        assert.deepEqual(
+          (await hook.list('r:')).map((entry) => entry.key),
+          ['r:mid', 'r:new'],
+        );
+        assert.equal(await hook.prune('r:', { maxBytes: 30 }), 0);
+        assert.equal(await hook.prune('r:', { maxBytes: 29 }), 1, 'the 20 bytes of é·10 count as bytes');
+        await hook.put('r:huge', 'z'.repeat(100));
+        assert.equal(await hook.prune('r:', { maxBytes: 50, keep: 5 }), 1);
+        assert.deepEqual(
+          (await hook.list('r:')).map((entry) => entry.key),
+          ['r:huge'],
+          'the newest stays alone when it is larger than the budget',
+        );
+        await assert.rejects(hook.prune('r:', { keep: -1 }), TypeError);
       });
 
       it('is where a second node finds what the first left', async () => {
@@ -342,7 +368,7 @@ export function storageContract(engine: string, open: () => Promise<Database>, o
           );
           // the new owner writes on in the same order, and the old one (were it still around) sees it
           await next.put('result:4', 'reply 4');
-          assert.equal(await next.prune('result:', 2), 2);
+          assert.equal(await next.prune('result:', { keep: 2 }), 2);
           assert.deepEqual(
             (await owner.list('result:')).map((entry) => entry.key),
             ['result:3', 'result:4'],

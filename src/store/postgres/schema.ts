@@ -133,6 +133,8 @@ export const postgresMigrations: readonly string[] = [
     key        text   NOT NULL,
     value      text   NOT NULL,
     seq        bigint NOT NULL,
+    size       bigint NOT NULL,
+    created_at bigint NOT NULL,
     updated_at bigint NOT NULL,
     PRIMARY KEY (channel, key)
   );
