@@ -24,6 +24,7 @@ import { ScheduleStore } from '../src/schedule/store.ts';
 import { PairingStore } from '../src/policy/access.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { sqliteDatabase } from '../src/store/sqlite-sql.ts';
+import { channelState } from '../src/store/channel-state.ts';
 import type { Database } from '../src/store/sql.ts';
 import { lockDataDir } from '../src/store/lock.ts';
 import { explainIn, makeDirectory, withFileContext } from '../src/store/files.ts';
@@ -262,7 +263,16 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     const channelLog = log.child({ channel: name });
     const stateDir = join(dataDir, 'channels', name);
     makeDirectory(stateDir);
-    const context: ChannelContext = { name, log: channelLog, assistantName: from.agent.name, attachments, stateDir, storage, ...(channelRoutes ? { gateway: channelRoutes } : {}) };
+    const context: ChannelContext = {
+      name,
+      log: channelLog,
+      assistantName: from.agent.name,
+      attachments,
+      state: channelState(database, name),
+      stateDir,
+      storage,
+      ...(channelRoutes ? { gateway: channelRoutes } : {}),
+    };
     return channelFactories[name]({ config: from, mode: options.mode, log: channelLog, finish: () => finish(), interrupt: () => interrupt(), context });
   };
   const channels = await Promise.all(
@@ -280,7 +290,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     const stateDir = join(dataDir, 'channels', 'web');
     makeDirectory(stateDir);
     const name = webChannelName(cluster?.node);
-    return createWebChannel({ name, log: log.child({ channel: name }), assistantName: config.agent.name, attachments, stateDir, storage });
+    return createWebChannel({ name, log: log.child({ channel: name }), assistantName: config.agent.name, attachments, state: channelState(database, name), stateDir, storage });
   }
   const pairing = new PairingStore(database);
   const settings = new ConversationSettings(database);

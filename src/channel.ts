@@ -8,6 +8,7 @@
 import type { Logger } from 'pino';
 import type { ConversationRef } from './conversation.ts';
 import type { GatewayRoutes } from './gateway/routes.ts';
+import type { ChannelState } from './store/channel-state.ts';
 
 /** Who sent a message, as the platform identifies them. */
 export interface Sender {
@@ -209,14 +210,22 @@ export interface ChannelContext {
   readonly assistantName: string;
   readonly attachments: AttachmentStore;
   /**
-   * A directory of this channel's own (created, private to it) for state that must survive a
-   * restart, e.g. a sync token: `<data_dir>/channels/<name>/`.
+   * This channel's durable state (a sync token, read positions, thread records…), in the
+   * database beside the inbox: in a cluster the node that takes the channel over finds it where
+   * the last owner left it. Read it when `listen` starts (the channel may be taken over between
+   * construction and then), never in the factory.
+   */
+  readonly state: ChannelState;
+  /**
+   * A directory of this channel's own (created, private to it): `<data_dir>/channels/<name>/`.
+   * Channel state lived in files here before it moved into {@link state}; a channel imports its
+   * old file from here once (src/store/state-import.ts). '' in tests: none.
    */
   readonly stateDir: string;
   /** The HTTP gateway, when `[gateway]` is configured: for channels that receive over HTTP (webhooks). */
   readonly gateway?: GatewayRoutes;
   /**
-   * Where a channel reports a failed write of its own state (a file in `stateDir`), so a full
+   * Where a channel reports a failed write of its own state (to {@link state}), so a full
    * disk shows in the log and `/readyz` once, like the inbox's. Returns an error to throw (or to
    * answer with) when it was the disk being full, else undefined. Omitted in tests.
    */

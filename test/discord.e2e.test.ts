@@ -20,6 +20,7 @@ import { startDiscordPeer, type DiscordPeer } from './peers/discord.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { testLogger } from './support/log.ts';
 import { until } from './support/wait.ts';
+import { testChannelState } from './support/channel-state.ts';
 
 const dm: Place = { kind: 'dm', user: 'alice' };
 const group: Place = { kind: 'group' };
@@ -34,7 +35,7 @@ async function directChannel(peer: DiscordPeer): Promise<{ channel: DiscordChann
   const workspace = mkdtempSync(join(tmpdir(), 'sb-discord-'));
   const channel = createDiscordChannel(
     { token: peer.token, api_base: peer.apiBase, mention_only: true, stream: false },
-    { name: 'discord', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), stateDir: join(workspace, 'state') },
+    { name: 'discord', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), state: testChannelState(), stateDir: join(workspace, 'state') },
   );
   const pushed: InboundMessage[] = [];
   const abort = new AbortController();
@@ -66,7 +67,7 @@ runChannelContract('discord', async () => {
   const workspace = mkdtempSync(join(tmpdir(), 'sb-discord-'));
   const channel = createDiscordChannel(
     { token: peer.token, api_base: peer.apiBase, mention_only: true, stream: false },
-    { name: 'discord', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), stateDir: join(workspace, 'state') },
+    { name: 'discord', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), state: testChannelState(), stateDir: join(workspace, 'state') },
   );
   return {
     channel,
@@ -172,7 +173,7 @@ describe('discord channel: connecting', () => {
   let workspace: string;
   before(() => void (workspace = mkdtempSync(join(tmpdir(), 'sb-discord-'))));
   after(() => rmSync(workspace, { recursive: true, force: true }));
-  const context = () => ({ name: 'discord', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), stateDir: join(workspace, 'state') });
+  const context = () => ({ name: 'discord', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), state: testChannelState(), stateDir: join(workspace, 'state') });
   const link = { ready: () => undefined, alive: () => undefined, deaf: () => undefined };
 
   it('fails listen with a bad token, so the supervisor backs off', async () => {

@@ -23,6 +23,7 @@ import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { testLogger } from './support/log.ts';
 import { requireServers } from './support/servers.ts';
 import { until } from './support/wait.ts';
+import { testChannelState } from './support/channel-state.ts';
 
 // Real dovecot and postfix run these tests: without them, fail now with the install line instead of waiting.
 requireServers('dovecot', 'postfix');
@@ -63,7 +64,7 @@ function channelConfig(peer: EmailPeer): EmailConfig {
 }
 
 function channelContext(stateDir: string): ChannelContext {
-  return { name: 'email', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace: stateDir }), stateDir };
+  return { name: 'email', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace: stateDir }), state: testChannelState(), stateDir };
 }
 
 runChannelContract('email', async () => {

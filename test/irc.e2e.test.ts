@@ -24,6 +24,7 @@ import { BOT_NICK, IRC_CHANNEL, startIrcPeer, type IrcPeer } from './peers/irc.t
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { testLogger } from './support/log.ts';
 import { requireServers } from './support/servers.ts';
+import { testChannelState } from './support/channel-state.ts';
 
 // A real ngircd runs these tests: without it, fail now with the install line instead of waiting.
 requireServers('ngircd');
@@ -39,7 +40,7 @@ function ircConfig(port: number, over: Partial<IrcConfig> = {}): IrcConfig {
 }
 
 function context(dir: string): ChannelContext {
-  return { name: 'irc', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace: dir }), stateDir: join(dir, 'state') };
+  return { name: 'irc', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace: dir }), state: testChannelState(), stateDir: join(dir, 'state') };
 }
 
 /** The channel (no daemon) listening against the peer's server, with what it pushed. */

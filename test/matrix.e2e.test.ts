@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +24,10 @@ import { startMatrixPeer, type MatrixPeer } from './peers/matrix.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { testLogger } from './support/log.ts';
 import { quiet, until } from './support/wait.ts';
+import { testChannelState } from './support/channel-state.ts';
+import { startPostgres } from './support/postgres.ts';
+import { openPostgres } from '../src/store/postgres/sql.ts';
+import { channelState, type ChannelState } from '../src/store/channel-state.ts';
 
 const dm: Place = { kind: 'dm', user: 'alice' };
 const group: Place = { kind: 'group' };
@@ -40,6 +44,7 @@ runChannelContract('matrix', async () => {
     log: testLogger(),
     assistantName: 'Testbot',
     attachments: createAttachmentStore({ workspace: join(dir, 'workspace') }),
+    state: testChannelState(),
     stateDir: join(dir, 'state'),
   });
   return {
@@ -63,9 +68,14 @@ interface Rig {
   readonly peer: MatrixPeer;
   readonly pushed: InboundMessage[];
   readonly logs: Array<Record<string, unknown>>;
+  /** The channel's state dir (where earlier versions kept their files). */
+  readonly stateDir: string;
   channel: MatrixChannel;
-  /** A fresh channel (same state dir, like a daemon restart) listening until stop(). */
-  start(extra?: Partial<MatrixConfig>, options?: MatrixChannelOptions): Promise<void>;
+  /**
+   * A fresh channel (same state, like a daemon restart) listening until stop(). `state`: the
+   * channel state from now on (another handle on the same database: a new owner).
+   */
+  start(extra?: Partial<MatrixConfig>, options?: MatrixChannelOptions, state?: ChannelState): Promise<void>;
   stop(): Promise<void>;
   close(): Promise<void>;
 }
@@ -78,16 +88,19 @@ async function rig(peerOptions: { legacyMediaOnly?: boolean } = {}): Promise<Rig
   const log = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
   let abort: AbortController | undefined;
   let listening: Promise<void> | undefined;
+  let channelState = testChannelState('matrix');
   const result: Rig = {
     peer,
     pushed,
     logs,
+    stateDir: join(dir, 'state'),
     channel: undefined as unknown as MatrixChannel,
-    async start(extra = {}, options = {}) {
+    async start(extra = {}, options = {}, state = channelState) {
       await result.stop();
+      channelState = state;
       result.channel = createMatrixChannel(
         peerConfig(peer, extra),
-        { name: 'matrix', log, assistantName: 'Testbot', attachments: createAttachmentStore({ workspace: join(dir, 'workspace') }), stateDir: join(dir, 'state') },
+        { name: 'matrix', log, assistantName: 'Testbot', attachments: createAttachmentStore({ workspace: join(dir, 'workspace') }), state, stateDir: join(dir, 'state') },
         options,
       );
       abort = new AbortController();
@@ -146,6 +159,51 @@ describe('matrix channel', () => {
     assert.match(first.id, /^\$/);
     assert.deepEqual(first.sender, { id: r.peer.users.alice, name: 'Alice' });
     assert.equal(first.direct, true);
+  });
+
+  it('a new owner on another node resumes from the sync position the last owner left in PostgreSQL', async () => {
+    const server = await startPostgres();
+    const url = await server.createDatabase();
+    const [first, second] = await Promise.all([openPostgres({ url, log: testLogger() }), openPostgres({ url, log: testLogger() })]);
+    try {
+      r = await rig();
+      await r.peer.post('alice', dm, 'old history');
+      await r.start({}, {}, channelState(first, 'matrix'));
+      await r.peer.post('alice', dm, 'to the first owner');
+      await until(() => r.pushed.length === 1, 'the first message');
+      await r.stop(); // the first node dies; its lease passes to another
+      await r.peer.post('alice', dm, 'between owners');
+      await r.start({}, {}, channelState(second, 'matrix'));
+      await until(() => r.pushed.length === 2, 'the message sent between owners');
+      await quiet(300);
+      assert.deepEqual(texts(r.pushed), ['to the first owner', 'between owners'], 'neither history nor the first owner\'s message again');
+    } finally {
+      await r.stop();
+      await Promise.all([first.close(), second.close()]);
+      server.stop();
+    }
+  });
+
+  it('imports the sync position of an earlier version from sync.json once, and renames the file', async () => {
+    r = await rig();
+    await r.peer.post('alice', dm, 'old history');
+    // a run of an earlier version: its token is in a file of the state dir, not in the store
+    const earlier = testChannelState('matrix');
+    await r.start({}, {}, earlier);
+    await r.peer.post('alice', dm, 'seen by the earlier version');
+    await until(() => r.pushed.length === 1, 'the first message');
+    await r.stop();
+    const dir = r.stateDir;
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'sync.json'), (await earlier.get('sync'))!);
+    await r.peer.post('alice', dm, 'while upgrading');
+    await r.start({}, {}, testChannelState('matrix'));
+    await until(() => r.pushed.length === 2, 'the message sent while upgrading');
+    await quiet(300);
+    assert.deepEqual(texts(r.pushed), ['seen by the earlier version', 'while upgrading']);
+    assert.equal(existsSync(join(dir, 'sync.json')), false);
+    assert.equal(existsSync(join(dir, 'sync.json.imported')), true);
+    assert.ok(r.logs.some((line) => line.level === 30 && /imported from its old file/.test(String(line.msg))), 'logged at info');
   });
 
   it('tells addressed room messages from chatter: mentions, pills, names, replies to the bot; never notices or edits', async () => {

@@ -21,6 +21,7 @@ import { startSlackPeer, type SlackPeer } from './peers/slack.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { testLogger } from './support/log.ts';
 import { quiet, until } from './support/wait.ts';
+import { testChannelState } from './support/channel-state.ts';
 
 runChatChannelContract('slack', () => startSlackPeer());
 
@@ -28,7 +29,7 @@ runChannelContract('slack', async () => {
   const peer = await startSlackPeer();
   const workspace = mkdtempSync(join(tmpdir(), 'sb-slack-'));
   const config = { bot_token: peer.botToken, app_token: peer.appToken, api_url: peer.apiUrl, listen: '127.0.0.1:0', mention_only: true, stream: false } satisfies SlackConfig;
-  const channel = createSlackChannel(config, { name: 'slack', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), stateDir: workspace });
+  const channel = createSlackChannel(config, { name: 'slack', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), state: testChannelState(), stateDir: workspace });
   const dm: Place = { kind: 'dm', user: 'alice' };
   return {
     channel,
@@ -61,7 +62,7 @@ describe('slack acknowledges an event only once push resolved', () => {
     peer.reset();
     const state: { refusing: boolean; gate?: Promise<void>; pushed: InboundMessage[]; logs: string[] } = { refusing: true, pushed: [], logs: [] };
     const log = pino({ level: 'info' }, { write: (line: string) => void state.logs.push(line) });
-    const channel = createSlackChannel(config, { name: 'slack', log, assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), stateDir: workspace });
+    const channel = createSlackChannel(config, { name: 'slack', log, assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), state: testChannelState(), stateDir: workspace });
     const abort = new AbortController();
     let ready = false;
     const push = async (message: InboundMessage): Promise<'accepted'> => {
@@ -125,7 +126,7 @@ describe('slack acknowledges an event only once push resolved', () => {
     process.on('unhandledRejection', onUnhandled);
     try {
       const config = { bot_token: peer.botToken, app_token: peer.appToken, api_url: peer.apiUrl, listen: '127.0.0.1:0', mention_only: true, stream: false } satisfies SlackConfig;
-      const context = { name: 'slack', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), stateDir: workspace };
+      const context = { name: 'slack', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), state: testChannelState(), stateDir: workspace };
       const link = { ready: () => undefined, alive: () => undefined, deaf: () => undefined };
       const push = async (): Promise<'accepted'> => 'accepted';
       const refused = createSlackChannel({ ...config, bot_token: 'xoxb-not-the-token' }, context);

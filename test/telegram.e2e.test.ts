@@ -18,6 +18,7 @@ import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { testLogger } from './support/log.ts';
 import { quiet, until } from './support/wait.ts';
+import { testChannelState } from './support/channel-state.ts';
 
 const dm: Place = { kind: 'dm', user: 'alice' };
 const env = { TEST_MODEL_KEY: 'sk-telegram' };
@@ -29,7 +30,7 @@ runChannelContract('telegram', async () => {
   const workspace = mkdtempSync(join(tmpdir(), 'sb-tg-'));
   const channel = createTelegramChannel(
     { token: peer.token, api_root: peer.apiRoot, poll_timeout_seconds: 5, mention_only: true, stream: false },
-    { name: 'telegram', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), stateDir: workspace },
+    { name: 'telegram', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), state: testChannelState(), stateDir: workspace },
   );
   return {
     channel,

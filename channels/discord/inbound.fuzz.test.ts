@@ -74,7 +74,7 @@ describe('discord messages (fuzz)', () => {
       let failed: unknown;
       await Promise.race([run.failed.catch((error: unknown) => (failed = error)), Promise.resolve()]);
       assert.equal(failed, undefined, `the intake failed: ${String(failed)}`);
-      run.stop();
+      await run.stop();
     }, { runs: 150 });
   });
 
@@ -88,6 +88,6 @@ describe('discord messages (fuzz)', () => {
     run.received({ id: '12', channel_id: '5', author: { id: '1', username: 'a' }, content: 'hi' });
     await run.idle();
     assert.deepEqual(pushed.map((m) => m.id), ['12']);
-    run.stop();
+    await run.stop();
   });
 });

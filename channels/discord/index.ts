@@ -5,7 +5,7 @@
  * Messages are taken from the raw MESSAGE_CREATE dispatches (the same JSON REST returns,
  * independent of discord.js's caches) and handled one at a time by the {@link Intake}: a
  * channel's position only moves past a message once `push` resolved. When a session cannot
- * be resumed (and after a restart: positions are saved in ctx.stateDir), READY starts a new
+ * be resumed (and after a restart or a takeover: positions are saved in ctx.state), READY starts a new
  * one and every channel that had traffic is caught up over REST from its position. Ids are
  * Discord's message ids, so a message pushed twice is still one message to the inbox.
  *
@@ -84,7 +84,17 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
     return info;
   }
 
-  const intake = new Intake({ name: ctx.name, log, attachments: ctx.attachments, rest, stateDir: ctx.stateDir, channelInfo, sentByBot: (id) => sent.has(id) });
+  const intake = new Intake({
+    name: ctx.name,
+    log,
+    attachments: ctx.attachments,
+    rest,
+    state: ctx.state,
+    stateDir: ctx.stateDir,
+    ...(ctx.storage ? { storage: ctx.storage } : {}),
+    channelInfo,
+    sentByBot: (id) => sent.has(id),
+  });
 
   async function post(target: string, body: Record<string, unknown>, files?: RawFile[]): Promise<string> {
     const created = (await rest.post(Routes.channelMessages(target), { body, ...(files ? { files } : {}) })) as { id: string };
@@ -131,6 +141,8 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
     livenessTimeoutMs: options.livenessTimeoutMs ?? 150_000,
 
     async listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
+      if (signal.aborted) return;
+      await intake.load(); // not at construction: the last owner may have moved them since
       if (signal.aborted) return;
       const discord = new Client({
         intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildMessages, GatewayIntentBits.MessageContent, GatewayIntentBits.DirectMessages],
@@ -188,12 +200,13 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
         await Promise.race([login.then(() => aborted), aborted, failed, run.failed]);
       } finally {
         stopSweeping();
-        run.stop();
+        const saved = run.stop();
         if (client === discord) client = undefined;
         const destroyed = discord.destroy().catch((error: unknown) => log.debug({ err: error }, 'discord.js destroy failed'));
         await Promise.race([destroyed, new Promise((resolve) => setTimeout(resolve, DESTROY_WAIT_MS).unref())]);
         discord.removeAllListeners();
         discord.ws.removeAllListeners();
+        await saved; // the next owner starts from them
       }
     },
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -10,6 +10,8 @@ import type { BotIdentity, RawMessage } from './inbound.ts';
 import { snowflakeAt } from './inbound.ts';
 import { Intake } from './intake.ts';
 import { Positions } from './positions.ts';
+import { channelState, type ChannelState } from '../../src/store/channel-state.ts';
+import { sqliteFile, testChannelState } from '../../test/support/channel-state.ts';
 
 const log = pino({ level: 'silent' });
 const dirs: string[] = [];
@@ -40,8 +42,17 @@ function fakeRest(history: Map<string, RawMessage[]>, calls: string[] = []): RES
   } as unknown as REST;
 }
 
-const intake = (rest: REST, dir?: string) =>
-  new Intake({ name: 'discord', log, attachments: noAttachments, rest, ...(dir ? { stateDir: dir } : {}), channelInfo: async () => ({ type: 0 }), sentByBot: () => false });
+const intake = (rest: REST, state?: ChannelState, dir?: string) =>
+  new Intake({
+    name: 'discord',
+    log,
+    attachments: noAttachments,
+    rest,
+    ...(state ? { state } : {}),
+    ...(dir ? { stateDir: dir } : {}),
+    channelInfo: async () => ({ type: 0 }),
+    sentByBot: () => false,
+  });
 
 const recorder = (): { push: Push; pushed: InboundMessage[] } => {
   const pushed: InboundMessage[] = [];
@@ -55,25 +66,50 @@ const recorder = (): { push: Push; pushed: InboundMessage[] } => {
 };
 
 describe('discord read positions', () => {
-  it('saves a new channel at once, advances only forward, and reloads what was saved', () => {
-    const dir = stateDir();
-    const positions = new Positions(dir, log);
+  it('saves a new channel at once, advances only forward, and reloads what was saved', async () => {
+    const state = testChannelState('discord');
+    const positions = new Positions({ state, log });
     positions.track('400', id(5));
-    const saved = JSON.parse(readFileSync(join(dir, 'positions.json'), 'utf8')) as { positions: Record<string, { after: string }> };
+    await positions.flush(); // the save track started
+    const saved = JSON.parse((await state.get('positions'))!) as { positions: Record<string, { after: string }> };
     assert.equal(saved.positions['400']!.after, id(4), 'a new channel is remembered just before its first message');
     positions.advance('400', id(7));
     positions.advance('400', id(6));
     positions.get('400')!.info = { type: 11, parentId: '300' };
-    positions.flush();
-    const reloaded = new Positions(dir, log);
+    await positions.flush();
+    const reloaded = new Positions({ state, log });
+    assert.equal(reloaded.size, 0, 'nothing is read at construction');
+    await reloaded.load();
     assert.deepEqual(reloaded.entries(), [['400', { after: id(7), info: { type: 11, parentId: '300' } }]]);
   });
 
-  it('starts empty from a missing or unreadable file', () => {
+  it('starts empty from nothing saved or an unreadable value', async () => {
+    const state = testChannelState('discord');
+    const positions = new Positions({ state, log });
+    await positions.load();
+    assert.equal(positions.size, 0);
+    await state.put('positions', '{not json');
+    await positions.load();
+    assert.equal(positions.size, 0);
+  });
+
+  it('imports an earlier version\'s positions.json once, renaming it, unless the store already has newer ones', async () => {
     const dir = stateDir();
-    assert.equal(new Positions(dir, log).size, 0);
-    writeFileSync(join(dir, 'positions.json'), '{not json');
-    assert.equal(new Positions(dir, log).size, 0);
+    writeFileSync(join(dir, 'positions.json'), JSON.stringify({ version: 1, positions: { '400': { after: id(3), type: 1 } } }));
+    const state = testChannelState('discord');
+    const positions = new Positions({ state, log, legacyDir: dir });
+    await positions.load();
+    assert.deepEqual(positions.entries(), [['400', { after: id(3), info: { type: 1 } }]]);
+    assert.equal(existsSync(join(dir, 'positions.json')), false);
+    assert.ok(readFileSync(join(dir, 'positions.json.imported'), 'utf8').includes(id(3)));
+    assert.ok(await state.get('positions'));
+    // a second node's data_dir with an old file, while the database has newer positions
+    const otherDir = stateDir();
+    writeFileSync(join(otherDir, 'positions.json'), JSON.stringify({ version: 1, positions: { '400': { after: id(1) } } }));
+    const other = new Positions({ state, log, legacyDir: otherDir });
+    await other.load();
+    assert.equal(other.get('400')!.after, id(3), 'the newer positions in the database win');
+    assert.equal(existsSync(join(otherDir, 'positions.json.imported')), true);
   });
 });
 
@@ -112,12 +148,13 @@ describe('discord intake', () => {
   });
 
   it('catches up after a restart from the saved positions, and forgets a channel that is gone', async () => {
-    const dir = stateDir();
+    const state = testChannelState('discord');
     const history = new Map([['400', [dmMessage(1), dmMessage(2, 'sent while down')]]]);
-    const first = intake(fakeRest(history), dir);
+    const first = intake(fakeRest(history), state);
     await first.process(dmMessage(1), bot, recorder().push, true);
-    first.flush();
-    const restarted = intake(fakeRest(history), dir);
+    await first.flush();
+    const restarted = intake(fakeRest(history), state);
+    await restarted.load();
     const { push, pushed } = recorder();
     await restarted.backfill(bot, push, new AbortController().signal);
     assert.deepEqual(
@@ -127,6 +164,32 @@ describe('discord intake', () => {
     history.delete('400');
     await restarted.backfill(bot, push, new AbortController().signal);
     assert.equal(restarted.tracked, 0);
+  });
+
+  it('a new owner on another node catches up from the positions the last owner left in the database', async () => {
+    const path = join(stateDir(), 'switchboard.db');
+    const [nodeA, nodeB] = [sqliteFile(path), sqliteFile(path)];
+    try {
+      const history = new Map([['400', [dmMessage(1), dmMessage(2), dmMessage(3, 'sent between owners')]]]);
+      const owner = intake(fakeRest(history), channelState(nodeA, 'discord'));
+      await owner.load();
+      const run = owner.start(recorder().push, new AbortController().signal);
+      run.identify(bot);
+      run.received(dmMessage(1));
+      run.received(dmMessage(2));
+      await run.idle();
+      await run.stop(); // its listen ends (the lease moved); positions saved
+      const next = intake(fakeRest(history), channelState(nodeB, 'discord'));
+      await next.load();
+      const { push, pushed } = recorder();
+      await next.backfill(bot, push, new AbortController().signal);
+      assert.deepEqual(
+        pushed.map((m) => m.text),
+        ['sent between owners'],
+      );
+    } finally {
+      await Promise.all([nodeA.close(), nodeB.close()]);
+    }
   });
 
   it('ends a run whose processing failed, but not one that is stopping', async () => {
@@ -149,8 +212,7 @@ describe('discord intake', () => {
   });
 
   it('holds at most maxWaiting gateway messages while push waits, then ends the run so a new session catches up over REST', async () => {
-    const dir = stateDir();
-    const subject = intake(fakeRest(new Map()), dir);
+    const subject = intake(fakeRest(new Map()), testChannelState('discord'));
     let release!: () => void;
     const blocked = new Promise<void>((resolve) => (release = resolve));
     const run = subject.start(async () => (await blocked, 'accepted'), new AbortController().signal, 50);

@@ -3,7 +3,7 @@
  * classify the channel, normalise, save attachments, push — and only once the push resolved,
  * move the channel's position past it (the adapter's "ack").
  *
- * Positions outlive a listen and, saved in the state directory, a restart: when a gateway
+ * Positions outlive a listen and, saved in the channel state, a restart or a takeover: when a gateway
  * session could not be resumed (a new IDENTIFY after INVALID_SESSION, a restarted listen or
  * daemon), the events sent meanwhile are gone from the gateway, so every channel that had
  * traffic is read again over REST from its position (`GET /channels/{id}/messages?after=`),
@@ -12,7 +12,8 @@
  */
 import { makeURLSearchParams, Routes, type REST } from 'discord.js';
 import type { Logger } from 'pino';
-import type { Attachment, AttachmentStore, Push } from '../../src/channel.ts';
+import type { Attachment, AttachmentStore, ChannelContext, Push } from '../../src/channel.ts';
+import type { ChannelState } from '../../src/store/channel-state.ts';
 import { isGone } from './errors.ts';
 import { isRecord, kindOf, MalformedPayload } from '../../src/inbound/malformed.ts';
 import { attachmentKind, checkMessage, isAfter, normalise, snowflakeAt, THREAD_TYPES, type BotIdentity, type ChannelInfo, type RawMessage } from './inbound.ts';
@@ -25,7 +26,11 @@ export interface IntakeDeps {
   readonly attachments: AttachmentStore;
   readonly rest: REST;
   /** Where read positions are saved (none: kept in memory only). */
+  readonly state?: ChannelState;
+  /** The channel's state dir, where an earlier version's positions file may be (imported once). */
   readonly stateDir?: string;
+  /** Where a failed save of the positions is reported. */
+  readonly storage?: ChannelContext['storage'];
   /** Looks a channel up (a thread's parent, a channel's type): cache first, then REST. */
   channelInfo(id: string): Promise<ChannelInfo>;
   /** Whether the bot sent this message (a reply to it addresses the bot). */
@@ -50,7 +55,12 @@ export class Intake {
 
   constructor(deps: IntakeDeps) {
     this.#deps = deps;
-    this.#positions = new Positions(deps.stateDir, deps.log);
+    this.#positions = new Positions({
+      log: deps.log,
+      ...(deps.state ? { state: deps.state } : {}),
+      ...(deps.stateDir ? { legacyDir: deps.stateDir } : {}),
+      ...(deps.storage ? { storage: deps.storage } : {}),
+    });
   }
 
   /** Channels with traffic (that have a position). */
@@ -68,9 +78,14 @@ export class Intake {
     this.#positions.track(channelId, messageId);
   }
 
-  /** Saves the positions now. */
-  flush(): void {
-    this.#positions.flush();
+  /** Reads the saved positions: when a listen starts (another node may have moved them since). */
+  load(): Promise<void> {
+    return this.#positions.load();
+  }
+
+  /** Saves the positions now; never rejects (a failure is logged). */
+  flush(): Promise<void> {
+    return this.#positions.flush();
   }
 
   /**
@@ -227,9 +242,10 @@ export class IntakeRun {
     });
   }
 
-  stop(): void {
+  /** Stops taking messages and saves the positions (resolved once saved or the failure logged). */
+  stop(): Promise<void> {
     this.#stopped = true;
-    this.#intake.flush();
+    return this.#intake.flush();
   }
 
   /** Resolves when everything queued so far has been handled. */

@@ -44,7 +44,7 @@ const mail = fc.oneof(
 
 describe('email (fuzz)', () => {
   it('any raw mail is screened, threaded and normalised, or refused by a named error', async (t) => {
-    const book = new ThreadBook(undefined);
+    const book = new ThreadBook();
     await fuzzAsync(t, 'email mail', mail, async (raw) => {
       const source = Buffer.from(raw, 'utf8');
       const headerEnd = source.indexOf('\r\n\r\n');
@@ -69,7 +69,7 @@ describe('email (fuzz)', () => {
         assert.ok(!isCrash(error), `normalise crashed: ${String(error)}`);
         return;
       }
-      book.record({ id: message.id, chat: message.chat, address: message.sender.id, subject: parsed.subject ?? '', references: parentReferences(parsed) });
+      await book.record({ id: message.id, chat: message.chat, address: message.sender.id, subject: parsed.subject ?? '', references: parentReferences(parsed) });
       assert.equal(typeof message.text, 'string');
       assert.ok(Number.isFinite(message.timestamp));
       assert.ok(message.chat.length > 0);

@@ -129,47 +129,47 @@ describe('email inbound: threads and subjects', () => {
 describe('email inbound: replies from terse clients (naming only the bot\'s mail)', () => {
   const alice = 'alice@example.org';
   /** A thread book that received <m1@x> (a thread of its own) and answered it with <r1@x>. */
-  const book = (): ThreadBook => {
-    const threads = new ThreadBook(undefined);
-    threads.record({ id: '<m1@x>', chat: '<m1@x>', address: alice, subject: 'Lunch', references: [] });
-    threads.recordSent({ id: '<r1@x>', chat: '<m1@x>', to: alice });
+  const book = async (): Promise<ThreadBook> => {
+    const threads = new ThreadBook();
+    await threads.record({ id: '<m1@x>', chat: '<m1@x>', address: alice, subject: 'Lunch', references: [] });
+    await threads.recordSent({ id: '<r1@x>', chat: '<m1@x>', to: alice });
     return threads;
   };
 
-  it('continues the thread when In-Reply-To and References name only the bot\'s reply', () => {
-    assert.equal(knownThread({ inReplyTo: '<r1@x>', references: '<r1@x>' }, alice, book()), '<m1@x>');
+  it('continues the thread when In-Reply-To and References name only the bot\'s reply', async () => {
+    assert.equal(knownThread({ inReplyTo: '<r1@x>', references: '<r1@x>' }, alice, (await book())), '<m1@x>');
   });
 
-  it('continues the thread with In-Reply-To only (no References)', () => {
-    assert.equal(knownThread({ inReplyTo: '<r1@x>' }, alice, book()), '<m1@x>');
+  it('continues the thread with In-Reply-To only (no References)', async () => {
+    assert.equal(knownThread({ inReplyTo: '<r1@x>' }, alice, (await book())), '<m1@x>');
   });
 
-  it('continues the thread with References only, naming the bot\'s reply', () => {
-    assert.equal(knownThread({ references: ['<r1@x>'] }, alice, book()), '<m1@x>');
+  it('continues the thread with References only, naming the bot\'s reply', async () => {
+    assert.equal(knownThread({ references: ['<r1@x>'] }, alice, (await book())), '<m1@x>');
   });
 
-  it('finds the bot\'s reply among other unknown ids, newest first', () => {
-    assert.equal(knownThread({ inReplyTo: '<elsewhere@y>', references: '<older@y> <r1@x> <elsewhere@y>' }, alice, book()), '<m1@x>');
+  it('finds the bot\'s reply among other unknown ids, newest first', async () => {
+    assert.equal(knownThread({ inReplyTo: '<elsewhere@y>', references: '<older@y> <r1@x> <elsewhere@y>' }, alice, (await book())), '<m1@x>');
   });
 
-  it('keeps a known root first named, as full clients send it', () => {
-    assert.equal(knownThread({ inReplyTo: '<r1@x>', references: '<m1@x> <r1@x>' }, alice, book()), '<m1@x>');
+  it('keeps a known root first named, as full clients send it', async () => {
+    assert.equal(knownThread({ inReplyTo: '<r1@x>', references: '<m1@x> <r1@x>' }, alice, (await book())), '<m1@x>');
     const known: KnownMail = { hasThread: (chat) => chat === '<root@x>', sentThread: () => '<other@x>' };
     assert.equal(knownThread({ inReplyTo: '<r9@x>', references: '<root@x> <r9@x>' }, alice, known), '<root@x>', 'a known root wins over a sent mail');
   });
 
-  it('leaves an unknown id, and a new mail, to the headers (a new conversation)', () => {
-    assert.equal(knownThread({ inReplyTo: '<unknown@y>', references: '<unknown@y>' }, alice, book()), undefined);
+  it('leaves an unknown id, and a new mail, to the headers (a new conversation)', async () => {
+    assert.equal(knownThread({ inReplyTo: '<unknown@y>', references: '<unknown@y>' }, alice, (await book())), undefined);
     assert.equal(threadRoot({ inReplyTo: '<unknown@y>', references: '<unknown@y>', messageId: '<m2@x>' }), '<unknown@y>');
-    assert.equal(knownThread({}, alice, book()), undefined);
+    assert.equal(knownThread({}, alice, (await book())), undefined);
   });
 
-  it('follows the bot\'s mail only for the person it went to', () => {
-    assert.equal(knownThread({ inReplyTo: '<r1@x>' }, 'bob@example.org', book()), undefined, 'a forwarded reply starts its own conversation');
-    assert.equal(knownThread({ inReplyTo: '<r1@x>' }, 'Alice@Example.org', book()), '<m1@x>', 'addresses compare without case');
+  it('follows the bot\'s mail only for the person it went to', async () => {
+    assert.equal(knownThread({ inReplyTo: '<r1@x>' }, 'bob@example.org', (await book())), undefined, 'a forwarded reply starts its own conversation');
+    assert.equal(knownThread({ inReplyTo: '<r1@x>' }, 'Alice@Example.org', (await book())), '<m1@x>', 'addresses compare without case');
   });
 
-  it('lists the ids a mail names newest first, and the References a reply to it builds on', () => {
+  it('lists the ids a mail names newest first, and the References a reply to it builds on', async () => {
     assert.deepEqual(namedIds({ inReplyTo: '<c@x>', references: '<a@x> <b@x> <c@x>' }), ['<c@x>', '<b@x>', '<a@x>']);
     assert.deepEqual(namedIds({}), []);
     assert.deepEqual(parentReferences({ inReplyTo: '<c@x>', references: ['<a@x>', '<b@x>'] }), ['<a@x>', '<b@x>']);
@@ -180,7 +180,7 @@ describe('email inbound: replies from terse clients (naming only the bot\'s mail
   it('normalises a terse reply into the thread the channel resolved', async () => {
     const raw = ['From: alice@example.org', 'To: bot@example.org', 'Subject: Re: Lunch', 'Message-ID: <m2@x>', 'In-Reply-To: <r1@x>', 'References: <r1@x>', '', 'Pizza!'].join('\r\n');
     const mail = await simpleParser(raw);
-    const chat = knownThread({ ...(mail.inReplyTo ? { inReplyTo: mail.inReplyTo } : {}), ...(mail.references ? { references: mail.references } : {}) }, alice, book());
+    const chat = knownThread({ ...(mail.inReplyTo ? { inReplyTo: mail.inReplyTo } : {}), ...(mail.references ? { references: mail.references } : {}) }, alice, (await book()));
     const message = normalise(mail, { channel: 'email', account: 'bot@example.org', messageId: '<m2@x>', receivedAt: 1, ...(chat ? { chat } : {}) });
     assert.equal(message.chat, '<m1@x>');
     assert.equal(message.text, 'Pizza!', 'a reply: no subject line');

@@ -7,7 +7,7 @@
  * Replies go to the From address of the mail answered, as a proper reply ("Re: …",
  * In-Reply-To, References) from the bot's address, and are saved in the Sent folder. What a
  * reply needs about the mail it answers, and the thread of every mail the bot sent, are kept
- * in a small file in the channel's state directory (threads.ts); if that was lost, the mail
+ * in the channel state (threads.ts), where a node taking the channel over finds them; if they were lost, the mail
  * is looked up by Message-ID over IMAP (the INBOX for mail answered, the Sent folder for the
  * bot's own).
  * Mail that must never be answered (bounces, lists, autoresponders, the bot's own) is
@@ -50,7 +50,7 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
   const log = ctx.log;
   const address = config.address.toLowerCase();
   const domain = address.split('@')[1]!;
-  const threads = new ThreadBook(ctx.stateDir);
+  const threads = new ThreadBook({ state: ctx.state, legacyDir: ctx.stateDir, log, ...(ctx.storage ? { storage: ctx.storage } : {}) });
   const { smtp } = config;
   const transport = nodemailer.createTransport({
     host: smtp.host,
@@ -82,6 +82,7 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
 
   /** The mail a reply answers: the one replied to, else the latest of the thread; from the thread book, else from the mailbox. */
   async function replyTarget(ref: ConversationRef, replyTo: string | undefined): Promise<ReplyTarget> {
+    await threads.ready(); // a send may come before the first listen (replies left pending by a restart)
     const known = (replyTo === undefined ? answering.get(ref.chat) : threads.byId(replyTo)) ?? threads.byChat(ref.chat);
     if (known) return known;
     // Not in the record (state lost): the mail answered, else the thread's first, as the mailbox has them.
@@ -102,7 +103,7 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
     if (!found) throw new SendError(`no mail to answer in thread ${ref.chat}: neither in the local record nor in ${config.folder}`, { permanent: true });
     // The conversation is the outbound message's: its headers alone may name another root (a terse client's reply).
     const target = { ...found, chat: ref.chat };
-    threads.record(target);
+    await threads.record(target);
     return target;
   }
 
@@ -123,7 +124,7 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
         const folder = await sentFolderOf(client);
         return folder === null ? [] : findSentMail(client, folder, ids, address);
       });
-      for (const mail of found) threads.recordSent(mail);
+      for (const mail of found) await threads.recordSent(mail);
       const chat = found.find((mail) => mail.to === sender)?.chat;
       if (found.length > 0) log.info({ messageIds: ids, found: found.map((mail) => mail.id), chat }, 'reply to a mail the bot sent, found in the Sent folder');
       return chat;
@@ -163,11 +164,11 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
    * thread before it is handed to SMTP, so that a crash can never leave a sent mail unrecorded
    * (a crash or a failure before the send leaves a record of a mail never sent: harmless, no
    * reply names it; a retry is a new mail with a new Message-ID). Were the record lost anyway
-   * (state directory wiped, a power cut before the OS wrote the file), a reply naming the mail
+   * (the database restored from an older backup), a reply naming the mail
    * finds it in the Sent folder (`findSentThread`).
    */
   async function deliver(options: Mail.Options, sent: SentMail, what: string): Promise<void> {
-    threads.recordSent(sent);
+    await threads.recordSent(sent);
     const raw = await new MailComposer(options).compile().build();
     try {
       await transport.sendMail({ envelope: { from: config.address, to: [sent.to] }, raw });
@@ -209,7 +210,8 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
     // a poll or NOOP at least every heartbeat; allow for one slow round and a reconnect
     livenessTimeoutMs: heartbeatMs * 2 + 30_000,
 
-    listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
+    async listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
+      await threads.reload(); // not at construction: the last owner may have added to it since
       return receive({ config, ctx, threads, log, findSentThread }, push, signal, link);
     },
 

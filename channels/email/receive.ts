@@ -139,7 +139,7 @@ async function readMail(options: ReceiveOptions, client: ImapFlow, uid: number, 
     return markSeen();
   }
   const attachments = await saveAttachments(ctx, mail, message.id);
-  threads.record({
+  await threads.record({
     id: message.id,
     chat: message.chat,
     address: message.sender.id,

@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { SendError } from '../../src/channel.ts';
 import { toSendError } from './errors.ts';
 import { renderHtml, renderPlain } from './render.ts';
 import { ThreadBook } from './threads.ts';
+import { testChannelState } from '../../test/support/channel-state.ts';
 
 describe('email render: markdown → plain text', () => {
   it('flattens emphasis, headings and links, keeps lists and line breaks', () => {
@@ -61,40 +59,24 @@ describe('email errors: SMTP replies → SendError', () => {
 describe('email thread book', () => {
   const target = (n: number, chat = '<root@x>') => ({ id: `<m${n}@x>`, chat, address: 'alice@x', subject: 'Lunch', references: n > 1 ? ['<root@x>'] : [] });
 
-  it('finds a mail by id and the latest of a thread, also after a restart', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sb-threads-'));
-    try {
-      const book = new ThreadBook(dir);
-      book.record(target(1));
-      book.record(target(2));
-      book.record(target(3, '<other@x>'));
-      const again = new ThreadBook(dir);
-      assert.equal(again.byId('<m1@x>')?.subject, 'Lunch');
-      assert.equal(again.byChat('<root@x>')?.id, '<m2@x>');
-      assert.equal(again.byChat('<other@x>')?.id, '<m3@x>');
-      assert.equal(again.byId('<nope@x>'), undefined);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+  it('finds a mail by id and the latest of a thread, also after a restart', async () => {
+    const state = testChannelState('email');
+    const book = new ThreadBook({ state });
+    await book.record(target(1));
+    await book.record(target(2));
+    await book.record(target(3, '<other@x>'));
+    const again = new ThreadBook({ state });
+    await again.reload();
+    assert.equal(again.byId('<m1@x>')?.subject, 'Lunch');
+    assert.equal(again.byChat('<root@x>')?.id, '<m2@x>');
+    assert.equal(again.byChat('<other@x>')?.id, '<m3@x>');
+    assert.equal(again.byId('<nope@x>'), undefined);
   });
 
-  it('stays bounded and skips a line cut short by a crash', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sb-threads-'));
-    try {
-      const book = new ThreadBook(dir, 3);
-      for (let n = 1; n <= 10; n++) book.record(target(n, `<t${n}@x>`));
-      const lines = readFileSync(join(dir, 'threads.jsonl'), 'utf8').trim().split('\n');
-      assert.ok(lines.length <= 6, `compacted: ${lines.length} lines`);
-      assert.equal(book.byId('<m1@x>'), undefined);
-      assert.equal(book.byId('<m10@x>')?.chat, '<t10@x>');
-      const file = join(dir, 'threads.jsonl');
-      rmSync(file);
-      const partial = new ThreadBook(dir, 3);
-      partial.record(target(1));
-      appendFileSync(file, '{"id":"<cut'); // a crash mid-append
-      assert.equal(new ThreadBook(dir, 3).byId('<m1@x>')?.address, 'alice@x');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+  it('stays bounded', async () => {
+    const book = new ThreadBook({ state: testChannelState('email'), limit: 3 });
+    for (let n = 1; n <= 10; n++) await book.record(target(n, `<t${n}@x>`));
+    assert.equal(book.byId('<m1@x>'), undefined);
+    assert.equal(book.byId('<m10@x>')?.chat, '<t10@x>');
   });
 });

@@ -1,22 +1,24 @@
 /**
- * The channel's record of mail threads, persisted in its state directory so that it survives
- * a restart (or a crash mid-turn):
+ * The channel's record of mail threads, kept in the channel state store (ChannelContext.state)
+ * so that it survives a restart (or a crash mid-turn), and a takeover by another node:
  *
- * - per received mail, what a reply to it needs (whom, subject, Message-ID, References) and
- *   the thread it belongs to — written before the mail is pushed to the runtime;
- * - per mail the bot sent, its Message-ID and the thread it belongs to — written before the
- *   mail is handed to SMTP, so that a reply naming only the bot's mail (terse clients put just
- *   that in In-Reply-To / References) continues the thread.
+ * - per received mail (`r:<Message-ID>`), what a reply to it needs (whom, subject, Message-ID,
+ *   References) and the thread it belongs to — stored before the mail is pushed to the runtime;
+ * - per mail the bot sent (`s:<Message-ID>`), its thread and recipient — stored before the mail
+ *   is handed to SMTP, so that a reply naming only the bot's mail (terse clients put just that
+ *   in In-Reply-To / References) continues the thread.
  *
- * The file is JSON lines, appended to; the latest entry for an id wins. Bounded: at most
- * `limit` (default 5,000) received and `limit` sent mails are kept, in memory and in the file
- * — the oldest are dropped first, and the file is compacted to what is kept when it grows past
- * twice that. A reply to a sent mail older than that is looked up in the Sent folder instead.
- * One file for both kinds of entry: a sent entry is `{"kind":"sent", …}`; a received entry has
- * no `kind` (the format before sent mail was recorded, which is still read as it is).
+ * Bounded: at most `limit` (default 5,000) received and `limit` sent mails are kept, in memory
+ * and in the store — the oldest are dropped first. A reply to a sent mail older than that is
+ * looked up in the Sent folder instead. Earlier versions kept the record in `threads.jsonl` in
+ * the state dir (JSON lines, the latest entry for an id winning; a sent entry is
+ * `{"kind":"sent", …}`, a received one has no `kind`): imported from there once.
  */
-import { appendFileSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { pino, type Logger } from 'pino';
+import type { ChannelContext } from '../../src/channel.ts';
+import { MAX_KEY_LENGTH, type ChannelState } from '../../src/store/channel-state.ts';
+import { importStateFile } from '../../src/store/state-import.ts';
 
 /** The headers of a received mail that a reply to it is built from. */
 export interface ReplyTarget {
@@ -44,25 +46,57 @@ export interface SentMail {
 
 type Entry = ({ readonly kind?: undefined } & ReplyTarget) | ({ readonly kind: 'sent' } & SentMail);
 
+export interface ThreadBookOptions {
+  /** Where the record is kept; none: in memory only. */
+  readonly state?: ChannelState;
+  /** Most received and most sent mails kept (each). @default 5000 */
+  readonly limit?: number;
+  /** The channel's state dir, where an earlier version's `threads.jsonl` may be. */
+  readonly legacyDir?: string;
+  readonly log?: Logger;
+  /** Where a failed write is reported (a full disk shows in /readyz). */
+  readonly storage?: ChannelContext['storage'];
+}
+
+const RECEIVED = 'r:';
+const SENT = 's:';
+
+/** The store key of a mail: its Message-ID, or a digest of one too long to be a key. */
+function keyOf(prefix: string, id: string): string {
+  return prefix.length + id.length <= MAX_KEY_LENGTH ? `${prefix}${id}` : `${prefix}sha256:${createHash('sha256').update(id).digest('hex')}`;
+}
+
 /**
- * The record described above: lookups in memory (bounded), every change appended to the file
- * before the method returns. The one place the channel's thread state lives, so that moving
- * channel state behind a storage interface later swaps this class and nothing else.
+ * The record described above: lookups in memory (bounded), every change stored before the
+ * method returns. Loaded when a listen starts (`reload`) or when a send needs it first.
  */
 export class ThreadBook {
-  readonly #file: string | undefined;
+  readonly #options: ThreadBookOptions;
+  readonly #log: Logger;
   readonly #limit: number;
   readonly #byId = new Map<string, ReplyTarget>();
   readonly #byChat = new Map<string, ReplyTarget>();
   readonly #sent = new Map<string, SentMail>();
-  #lines = 0;
+  #loaded: Promise<void> | undefined;
 
-  /** `dir` undefined: in memory only. `limit`: most received and most sent mails kept (each). */
-  constructor(dir: string | undefined, limit = 5000) {
+  constructor(options: ThreadBookOptions = {}) {
+    const limit = options.limit ?? 5000;
     if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`limit must be a positive integer, got ${limit}`);
-    this.#file = dir === undefined ? undefined : join(dir, 'threads.jsonl');
+    this.#options = options;
+    this.#log = options.log ?? pino({ enabled: false });
     this.#limit = limit;
-    if (this.#file) this.#load(this.#file);
+  }
+
+  /** Reads the record from the store now (a listen starts: another node may have added to it). */
+  reload(): Promise<void> {
+    this.#loaded = this.#load();
+    this.#loaded.catch(() => (this.#loaded = undefined)); // the next call tries again
+    return this.#loaded;
+  }
+
+  /** Resolves once the record is loaded (loading it the first time). */
+  ready(): Promise<void> {
+    return this.#loaded ?? this.reload();
   }
 
   /** The mail with this Message-ID, when it was seen. */
@@ -86,74 +120,95 @@ export class ThreadBook {
     return sent !== undefined && sent.to === to.toLowerCase() ? sent.chat : undefined;
   }
 
-  /** Remembers a received mail (durably: written to the file before this returns). */
-  record(target: ReplyTarget): void {
-    this.#remember(target);
-    this.#append(target);
+  /** Remembers a received mail (durably: stored before this resolves). */
+  async record(target: ReplyTarget): Promise<void> {
+    await this.ready();
+    await this.#store(target, `record mail ${target.id}`);
   }
 
-  /** Remembers a mail the bot sends (durably: written to the file before this returns). */
-  recordSent(mail: SentMail): void {
-    const entry: Entry = { kind: 'sent', id: mail.id, chat: mail.chat, to: mail.to.toLowerCase() };
-    this.#remember(entry);
-    this.#append(entry);
+  /** Remembers a mail the bot sends (durably: stored before this resolves). */
+  async recordSent(mail: SentMail): Promise<void> {
+    await this.ready();
+    await this.#store({ kind: 'sent', id: mail.id, chat: mail.chat, to: mail.to.toLowerCase() }, `record sent mail ${mail.id}`);
   }
 
-  #append(entry: Entry): void {
-    if (!this.#file) return;
-    appendFileSync(this.#file, `${JSON.stringify(entry)}\n`, { mode: 0o600 });
-    this.#lines++;
-    if (this.#tooLong()) this.#compact(this.#file);
-  }
-
-  /** Over twice the lines it keeps (at least `limit`): compacting costs one write per as many appends. */
-  #tooLong(): boolean {
-    return this.#lines > 2 * Math.max(this.#limit, this.#byId.size + this.#sent.size);
-  }
-
-  #remember(entry: Entry): void {
-    if (entry.kind === 'sent') {
-      refresh(this.#sent, entry.id, { id: entry.id, chat: entry.chat, to: entry.to }, this.#limit);
-      return;
-    }
-    refresh(this.#byId, entry.id, entry, this.#limit);
-    refresh(this.#byChat, entry.chat, entry, this.#limit);
-  }
-
-  #load(file: string): void {
-    let content: string;
+  async #store(entry: Entry, what: string): Promise<void> {
+    const state = this.#options.state;
     try {
-      content = readFileSync(file, 'utf8');
-    } catch {
-      return; // first start
+      if (state) await state.put(keyOf(entry.kind === 'sent' ? SENT : RECEIVED, entry.id), JSON.stringify(entry), { renew: true });
+    } catch (error) {
+      throw this.#options.storage?.failed(error, what) ?? error;
     }
-    for (const line of content.split('\n')) {
-      if (line.trim() === '') continue;
-      this.#lines++;
+    const dropped = this.#remember(entry);
+    // Only the owner of the channel writes it, so what memory drops is what the store holds beyond the limit.
+    if (state && dropped.length > 0) await state.delete(dropped).catch((error: unknown) => this.#log.warn({ err: error }, 'could not drop old mail thread records (dropped at the next start)'));
+  }
+
+  /** Remembers an entry; returns the store keys of the entries that fell out. */
+  #remember(entry: Entry): string[] {
+    if (entry.kind === 'sent') return refresh(this.#sent, entry.id, { id: entry.id, chat: entry.chat, to: entry.to }, this.#limit).map((id) => keyOf(SENT, id));
+    const dropped = refresh(this.#byId, entry.id, entry, this.#limit).map((id) => keyOf(RECEIVED, id));
+    refresh(this.#byChat, entry.chat, entry, this.#limit);
+    return dropped;
+  }
+
+  async #load(): Promise<void> {
+    const state = this.#options.state;
+    if (!state) return;
+    await importStateFile({
+      dir: this.#options.legacyDir,
+      file: 'threads.jsonl',
+      log: this.#log,
+      stored: async () => (await state.list(RECEIVED)).length > 0 || (await state.list(SENT)).length > 0,
+      load: async (text) => {
+        this.#clear();
+        for (const line of text.split('\n')) {
+          if (line.trim() === '') continue;
+          try {
+            const entry = valid(JSON.parse(line));
+            if (entry) this.#remember(entry);
+          } catch {
+            // a line cut short by a crash: skip it
+          }
+        }
+        const kept: Entry[] = [...this.#byId.values(), ...[...this.#sent.values()].map((sent) => ({ kind: 'sent' as const, ...sent }))];
+        for (const entry of kept) await state.put(keyOf(entry.kind === 'sent' ? SENT : RECEIVED, entry.id), JSON.stringify(entry), { renew: true });
+        return kept.length;
+      },
+    });
+    // Beyond the limit (a lower limit than before): dropped, oldest first.
+    await state.prune(RECEIVED, { keep: this.#limit });
+    await state.prune(SENT, { keep: this.#limit });
+    const entries = [...(await state.list(RECEIVED)), ...(await state.list(SENT))];
+    this.#clear();
+    for (const { value } of entries) {
       try {
-        const entry = valid(JSON.parse(line));
+        const entry = valid(JSON.parse(value));
         if (entry) this.#remember(entry);
       } catch {
-        // a line cut short by a crash: skip it
+        // not ours to read
       }
     }
-    if (this.#tooLong()) this.#compact(file);
   }
 
-  #compact(file: string): void {
-    const temporary = `${file}.tmp`;
-    const entries: Entry[] = [...this.#byId.values(), ...[...this.#sent.values()].map((sent) => ({ kind: 'sent' as const, ...sent }))];
-    writeFileSync(temporary, entries.map((entry) => `${JSON.stringify(entry)}\n`).join(''), { mode: 0o600 });
-    renameSync(temporary, file);
-    this.#lines = entries.length;
+  #clear(): void {
+    this.#byId.clear();
+    this.#byChat.clear();
+    this.#sent.clear();
   }
 }
 
-/** Sets `key` as the newest entry of `map`, dropping the oldest beyond `limit`. */
-function refresh<V>(map: Map<string, V>, key: string, value: V, limit: number): void {
+/** Sets `key` as the newest entry of `map`, dropping the oldest beyond `limit`; returns the keys dropped. */
+function refresh<V>(map: Map<string, V>, key: string, value: V, limit: number): string[] {
   map.delete(key);
   map.set(key, value);
-  while (map.size > limit) map.delete(map.keys().next().value!);
+  const dropped: string[] = [];
+  while (map.size > limit) {
+    const oldest = map.keys().next().value!;
+    map.delete(oldest);
+    dropped.push(oldest);
+  }
+  return dropped;
 }
 
 /** A line of the file as an entry, or undefined when it is not one. */

@@ -11,6 +11,7 @@ import type { ChannelContext, InboundMessage } from '../../src/channel.ts';
 import type { IrcConfig } from '../../src/config/schema.ts';
 import { createIrcChannel, type IrcChannelOptions } from './index.ts';
 import { alternateNick, parseChannels } from './session.ts';
+import { testChannelState } from '../../test/support/channel-state.ts';
 
 type Reply = (line: string) => void;
 
@@ -97,7 +98,7 @@ const config = (port: number, over: Partial<IrcConfig> = {}): IrcConfig => ({
   ...over,
 });
 
-const ctx: ChannelContext = { name: 'irc', log: pino({ level: 'silent' }), assistantName: 'Testbot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no files')) }, stateDir: '' };
+const ctx: ChannelContext = { name: 'irc', log: pino({ level: 'silent' }), assistantName: 'Testbot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no files')) }, state: testChannelState(), stateDir: '' };
 
 async function run(server: Scripted, over: Partial<IrcConfig>, options: IrcChannelOptions = {}) {
   const channel = createIrcChannel(config(server.port, over), ctx, options);

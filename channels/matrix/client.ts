@@ -1,7 +1,7 @@
 /**
  * The client-server API calls the channel makes, through matrix-js-sdk's MatrixClient
  * (its HTTP layer: auth header, MatrixError parsing, timeouts). Signs in with the access token,
- * or logs in with the password once and keeps the session in the state dir. The SDK's own
+ * or logs in with the password once and keeps the session in the channel state. The SDK's own
  * logging goes to our logger at debug level.
  */
 import { randomUUID } from 'node:crypto';
@@ -12,7 +12,7 @@ import type { MatrixConfig } from '../../src/config/schema.ts';
 import { describeError, isTokenRejected, matrixFailure } from './errors.ts';
 import { parseMxc, type RoomEvent } from './inbound.ts';
 import type { Content } from './render.ts';
-import { SessionStore } from './state.ts';
+import type { SessionStore } from './state.ts';
 
 const describePart = (part: unknown): string => {
   if (part instanceof Error) return part.message;
@@ -59,12 +59,12 @@ export class MatrixApi {
   #token: string | undefined;
   #connecting: Promise<void> | undefined;
 
-  constructor(config: MatrixConfig, log: Logger, stateDir: string | undefined) {
+  constructor(config: MatrixConfig, log: Logger, sessions: SessionStore) {
     this.#config = config;
     this.#log = log;
     this.userId = config.user_id;
     this.homeserver = config.homeserver.replace(/\/+$/, '');
-    this.#sessions = new SessionStore(stateDir, { homeserver: this.homeserver, userId: this.userId });
+    this.#sessions = sessions;
     routeGlobalSdkLogger(log);
   }
 
@@ -105,7 +105,7 @@ export class MatrixApi {
       this.#client = client;
       return;
     }
-    const saved = this.#sessions.load();
+    const saved = await this.#sessions.load();
     if (saved) {
       const client = this.#make(saved.accessToken, saved.deviceId);
       try {
@@ -128,7 +128,7 @@ export class MatrixApi {
       throw new Error(`Matrix login as ${this.userId} failed: ${describeError(error, this.#config.password)}`);
     }
     if (login.user_id !== this.userId) throw new Error(`Matrix login returned ${login.user_id}, not the configured user_id ${this.userId}`);
-    this.#sessions.save({ accessToken: login.access_token, deviceId: login.device_id });
+    await this.#sessions.save({ accessToken: login.access_token, deviceId: login.device_id });
     this.#client = this.#make(login.access_token, login.device_id);
     this.#log.info({ user: this.userId, device: login.device_id }, 'logged in to Matrix with the password');
   }
@@ -148,10 +148,10 @@ export class MatrixApi {
   }
 
   /** Forgets the session after the server rejected its token (the next connect logs in again). */
-  dropSession(): void {
+  async dropSession(): Promise<void> {
     this.#client?.stopClient();
     this.#client = undefined;
-    if (this.#config.access_token === undefined) this.#sessions.save(undefined);
+    if (this.#config.access_token === undefined) await this.#sessions.save(undefined);
   }
 
   /**

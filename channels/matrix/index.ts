@@ -33,7 +33,7 @@ import { describeError, matrixFailure, toSendError } from './errors.ts';
 import { Bounded, Intake, type MatrixStats } from './intake.ts';
 import { editContent, fileContent, MATRIX_LIMIT, measure, relation, textContent, type Content } from './render.ts';
 import { Rooms } from './rooms.ts';
-import { SyncTokenStore } from './state.ts';
+import { SessionStore, SyncTokenStore } from './state.ts';
 import { FIRST_SYNC_TIMEOUT_MS, localSlack, runSync } from './sync.ts';
 
 export interface MatrixChannelOptions {
@@ -77,10 +77,11 @@ export function transactionId(kind: string, message: OutboundMessage): string | 
 
 export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, options: MatrixChannelOptions = {}): MatrixChannel {
   const log = ctx.log;
-  const stateDir = ctx.stateDir === '' ? undefined : ctx.stateDir;
-  const api = new MatrixApi(config, log, stateDir);
+  const account = { homeserver: config.homeserver.replace(/\/+$/, ''), userId: config.user_id };
+  const legacy = { dir: ctx.stateDir, log };
+  const api = new MatrixApi(config, log, new SessionStore(ctx.state, account, legacy));
   const rooms = new Rooms();
-  const tokens = new SyncTokenStore(stateDir, { homeserver: api.homeserver, userId: api.userId });
+  const tokens = new SyncTokenStore(ctx.state, account, legacy);
   const senders = new Bounded<boolean>(5000);
   const threadLatest = new Bounded<string>(1000);
   const stats: MatrixStats = { encryptedEvents: 0, invitesAccepted: 0, invitesIgnored: 0 };

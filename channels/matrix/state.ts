@@ -1,67 +1,91 @@
 /**
- * State that must survive a restart, in the channel's own state dir (ChannelContext.stateDir):
+ * State that must survive a restart, and a takeover by another node of a cluster, in the
+ * channel state store (ChannelContext.state):
  *
- * - `sync.json`: the /sync `next_batch` token, saved only after every event of the batch it
- *   ends was pushed (so durably in the inbox). A restart resumes from it: events from before
- *   are not seen again, events sent while the daemon was down are. A crash between a push and
- *   the save hands the batch out again, and the inbox recognises its event ids.
- * - `session.json` (password login only): the access token and device the login created, so
- *   every restart does not make a new device on the account.
+ * - `sync`: the /sync `next_batch` token, saved only after every event of the batch it ends
+ *   was pushed (so durably in the inbox). A restart resumes from it: events from before are not
+ *   seen again, events sent while the channel was down are. A crash between a push and the
+ *   save hands the batch out again, and the inbox recognises its event ids.
+ * - `session` (password login only): the access token and device the login created, so every
+ *   start (on any node) does not make a new device on the account.
  *
- * Both are tied to the homeserver and user they came from; files are written atomically, 0600.
+ * Both are tied to the homeserver and user they came from. Earlier versions kept them in
+ * `sync.json` and `session.json` in the state dir: imported from there once.
  */
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { ChannelState } from '../../src/store/channel-state.ts';
+import { importStateFile } from '../../src/store/state-import.ts';
 
 export interface Account {
   readonly homeserver: string;
   readonly userId: string;
 }
 
-function readJson(file: string): Record<string, unknown> | undefined {
+/** Where the old files may be, and where to log their import. */
+export interface Legacy {
+  /** The channel's state dir ('' or undefined: none). */
+  readonly dir: string | undefined;
+  readonly log: Logger;
+}
+
+function parse(text: string | undefined): Record<string, unknown> | undefined {
+  if (text === undefined) return undefined;
   try {
-    const value: unknown = JSON.parse(readFileSync(file, 'utf8'));
+    const value: unknown = JSON.parse(text);
     return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }
 }
 
-function writeJson(file: string, value: unknown): void {
-  const temp = `${file}.${process.pid}.tmp`;
-  writeFileSync(temp, `${JSON.stringify(value)}\n`, { mode: 0o600 });
-  renameSync(temp, file);
+/** Reads `key` (after importing `file`, the form earlier versions kept it in, once). */
+async function read(state: ChannelState, key: string, file: string, legacy: Legacy): Promise<Record<string, unknown> | undefined> {
+  await importStateFile({
+    dir: legacy.dir,
+    file,
+    log: legacy.log,
+    stored: async () => (await state.get(key)) !== undefined,
+    load: async (text) => {
+      const saved = parse(text);
+      if (!saved) return 0;
+      await state.put(key, JSON.stringify(saved));
+      return 1;
+    },
+  });
+  return parse(await state.get(key));
 }
 
-/** The sync position; in memory only when there is no state dir. */
+/** The sync position. `load` when a listen starts (another node may have moved it meanwhile), then `get`/`set`. */
 export class SyncTokenStore {
-  readonly #file: string | undefined;
+  readonly #state: ChannelState;
   readonly #account: Account;
+  readonly #legacy: Legacy;
   #token: string | undefined;
-  #loaded = false;
 
-  constructor(stateDir: string | undefined, account: Account) {
-    this.#file = stateDir ? join(stateDir, 'sync.json') : undefined;
+  constructor(state: ChannelState, account: Account, legacy: Legacy) {
+    this.#state = state;
     this.#account = account;
-    if (stateDir) mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    this.#legacy = legacy;
   }
 
-  get(): string | undefined {
-    if (!this.#loaded) {
-      this.#loaded = true;
-      const saved = this.#file ? readJson(this.#file) : undefined;
-      if (saved && saved.homeserver === this.#account.homeserver && saved.user_id === this.#account.userId && typeof saved.next_batch === 'string') {
-        this.#token = saved.next_batch;
-      }
-    }
+  /** Reads the saved token (one of another homeserver or user is not ours). */
+  async load(): Promise<string | undefined> {
+    const saved = await read(this.#state, 'sync', 'sync.json', this.#legacy);
+    this.#token =
+      saved && saved.homeserver === this.#account.homeserver && saved.user_id === this.#account.userId && typeof saved.next_batch === 'string' ? saved.next_batch : undefined;
     return this.#token;
   }
 
-  set(token: string | undefined): void {
-    this.#loaded = true;
+  /** The token as last loaded or set. */
+  get(): string | undefined {
+    return this.#token;
+  }
+
+  /** Saves the token (committed when this resolves; rejects, keeping the old one, when it cannot be). */
+  async set(token: string | undefined): Promise<void> {
     if (token === this.#token) return;
+    await this.#state.put('sync', JSON.stringify({ homeserver: this.#account.homeserver, user_id: this.#account.userId, next_batch: token ?? null }));
     this.#token = token;
-    if (this.#file) writeJson(this.#file, { homeserver: this.#account.homeserver, user_id: this.#account.userId, next_batch: token ?? null });
   }
 }
 
@@ -72,22 +96,26 @@ export interface Session {
 
 /** The access token a password login made, kept for the next start. */
 export class SessionStore {
-  readonly #file: string | undefined;
+  readonly #state: ChannelState;
   readonly #account: Account;
+  readonly #legacy: Legacy;
 
-  constructor(stateDir: string | undefined, account: Account) {
-    this.#file = stateDir ? join(stateDir, 'session.json') : undefined;
+  constructor(state: ChannelState, account: Account, legacy: Legacy) {
+    this.#state = state;
     this.#account = account;
+    this.#legacy = legacy;
   }
 
-  load(): Session | undefined {
-    const saved = this.#file ? readJson(this.#file) : undefined;
+  async load(): Promise<Session | undefined> {
+    const saved = await read(this.#state, 'session', 'session.json', this.#legacy);
     if (!saved || saved.homeserver !== this.#account.homeserver || saved.user_id !== this.#account.userId || typeof saved.access_token !== 'string') return undefined;
     return typeof saved.device_id === 'string' ? { accessToken: saved.access_token, deviceId: saved.device_id } : { accessToken: saved.access_token };
   }
 
-  save(session: Session | undefined): void {
-    if (!this.#file) return;
-    writeJson(this.#file, session ? { homeserver: this.#account.homeserver, user_id: this.#account.userId, access_token: session.accessToken, device_id: session.deviceId ?? null } : {});
+  async save(session: Session | undefined): Promise<void> {
+    await this.#state.put(
+      'session',
+      JSON.stringify(session ? { homeserver: this.#account.homeserver, user_id: this.#account.userId, access_token: session.accessToken, device_id: session.deviceId ?? null } : {}),
+    );
   }
 }

@@ -74,6 +74,8 @@ const MAX_RETRIES = 5;
 
 export async function runSync(options: SyncOptions, signal: AbortSignal, link: ListenLink): Promise<void> {
   const { api, log, tokens } = options;
+  // Read here, not at construction: in a cluster another node may have synced on since.
+  await tokens.load();
   const filterId = await api.createFilter(syncFilter(50), signal);
   const initialFilter = JSON.stringify(syncFilter(1));
   let first = true;
@@ -92,12 +94,12 @@ export async function runSync(options: SyncOptions, signal: AbortSignal, link: L
       const failure = matrixFailure(error);
       const reason = describeError(error, api.token);
       if (isTokenRejected(failure)) {
-        api.dropSession();
+        await api.dropSession();
         throw new Error(`Matrix rejected the access token (${failure?.errcode}): set a valid access_token or password`, { cause: error });
       }
       if (since !== undefined && (failure?.errcode === 'M_UNKNOWN_POS' || (failure?.httpStatus === 400 && failure.errcode === 'M_INVALID_PARAM'))) {
         log.warn({ reason }, 'the homeserver no longer knows the saved sync position; starting afresh (messages sent while the channel was down are not answered)');
-        tokens.set(undefined);
+        await tokens.set(undefined);
         continue;
       }
       if (++failures > MAX_RETRIES) throw new Error(`/sync failed ${MAX_RETRIES} times in a row: ${reason}`, { cause: error });
@@ -110,7 +112,7 @@ export async function runSync(options: SyncOptions, signal: AbortSignal, link: L
     link.alive();
     if (signal.aborted) return; // unconfirmed: the next start syncs from the saved token again
     await whileAlive(link, options.livenessMs, () => options.handle(response, { initial: since === undefined, since }));
-    tokens.set(response.next_batch);
+    await tokens.set(response.next_batch);
     if (first) {
       first = false;
       link.ready();

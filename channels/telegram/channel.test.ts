@@ -10,6 +10,7 @@ import type { Place } from '../../test/contracts/chat-channel.ts';
 import { startTelegramPeer, type TelegramPeer } from '../../test/peers/telegram.ts';
 import { testLogger } from '../../test/support/log.ts';
 import { createTelegramChannel, type TelegramChannel } from './index.ts';
+import { testChannelState } from '../../test/support/channel-state.ts';
 
 const dm: Place = { kind: 'dm', user: 'alice' };
 const group: Place = { kind: 'group' };
@@ -35,7 +36,7 @@ interface Running {
 function run(peer: TelegramPeer, workspace: string, webhook = false): Running {
   const channel = createTelegramChannel(
     { token: peer.token, api_root: peer.apiRoot, poll_timeout_seconds: 5, mention_only: true, stream: false, ...(webhook ? { webhook: peer.webhook! } : {}) },
-    { name: 'telegram', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace, maxBytes: 1000 }), stateDir: workspace },
+    { name: 'telegram', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace, maxBytes: 1000 }), state: testChannelState(), stateDir: workspace },
   );
   const abort = new AbortController();
   const running: Running = {

@@ -28,6 +28,7 @@ import type { TelegramConfig } from '../../src/config/schema.ts';
 import { describeError, grammySignal, isMarkupError, isNotModified, toSendError } from './errors.ts';
 import { messageOf, normalise, telegramMessageId, type BotIdentity } from './inbound.ts';
 import { poll, type PollState } from './poll.ts';
+import { OffsetStore } from './offset.ts';
 import { measure, plainText, renderHtml, TELEGRAM_LIMIT } from './render.ts';
 import { serveWebhook } from './webhook.ts';
 
@@ -48,6 +49,7 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
   let account = /^(\d+):/.exec(token)?.[1] ?? '';
   let me: BotIdentity | undefined;
   const state: PollState = { offset: undefined };
+  const offsets = new OffsetStore({ state: ctx.state, bot: account, log, ...(ctx.storage ? { storage: ctx.storage } : {}) });
   // A poll returns at least every poll_timeout_seconds; allow a margin for a slow network.
   const livenessMs = Math.round(config.poll_timeout_seconds * 1000 * 1.2 + 5000);
 
@@ -161,8 +163,15 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
         if (!signal.aborted) throw new Error(`deleteWebhook failed: ${describeError(error, token)}`);
       });
       if (signal.aborted) return;
+      // Where the last poller (this node before a restart, or another before a takeover) left off.
+      const saved = await offsets.load();
+      if (saved !== undefined && (state.offset === undefined || saved > state.offset)) state.offset = saved;
       link.ready();
-      await poll({ api, token, timeoutSeconds: config.poll_timeout_seconds, server: apiRoot, livenessMs, log, state, handle: handleUpdate }, signal, link);
+      await poll(
+        { api, token, timeoutSeconds: config.poll_timeout_seconds, server: apiRoot, livenessMs, log, state, save: (offset) => offsets.save(offset), handle: handleUpdate },
+        signal,
+        link,
+      );
     },
 
     async send(message: OutboundMessage): Promise<void> {

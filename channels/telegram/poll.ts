@@ -30,6 +30,8 @@ export interface PollOptions {
   readonly livenessMs: number;
   readonly log: Logger;
   readonly state: PollState;
+  /** Stores the offset once a batch is handled (see offset.ts); never rejects. */
+  save?(offset: number | undefined): Promise<void>;
   /** Handles one update; rejects only when it must not be confirmed (push rejected: shutdown). */
   handle(update: Update): Promise<void>;
 }
@@ -119,5 +121,6 @@ export async function poll(options: PollOptions, signal: AbortSignal, link: List
       // an update without a usable update_id cannot be confirmed by it (the next one's confirms it)
       if (Number.isSafeInteger(update.update_id)) state.offset = update.update_id + 1;
     }
+    if (updates.length > 0) await options.save?.(state.offset);
   }
 }

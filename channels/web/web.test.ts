@@ -8,6 +8,7 @@ import type { AttachmentInput, InboundMessage, ListenLink } from '../../src/chan
 import type { ChatEvent } from '../../src/console/deps.ts';
 import { testLogger } from '../../test/support/log.ts';
 import { createWebChannel } from './index.ts';
+import { testChannelState } from '../../test/support/channel-state.ts';
 
 const link: ListenLink = { ready: () => undefined, alive: () => undefined, deaf: () => undefined };
 
@@ -17,7 +18,7 @@ function setup() {
     name: 'web',
     log: testLogger(),
     assistantName: 'Bot',
-    stateDir: '/tmp',
+    state: testChannelState(), stateDir: '/tmp',
     attachments: {
       maxBytes: 1024,
       save: async (input) => {

@@ -6,7 +6,7 @@
  * `Idempotency-Key` (the message id). The response waits up to `reply_timeout_seconds` for the
  * reply (200 `{"id", "reply"}`), else answers 202 and the reply goes to `callback_url` when
  * one was given (signed the same way). A replayed key gets the first result, also after a
- * restart (see results.ts). One reply is one `send`: the channel declares no message limit,
+ * restart or on another node (see results.ts). One reply is one `send`: the channel declares no message limit,
  * so the outbox never splits a reply.
  */
 import type { Channel, ChannelContext, OutboundMessage, Push } from '../../src/channel.ts';
@@ -44,7 +44,8 @@ export function createWebhookChannel(config: WebhookConfig, ctx: ChannelContext,
   }
   const log = ctx.log;
   const store = new ResultStore({
-    dir: ctx.stateDir,
+    state: ctx.state,
+    legacyDir: ctx.stateDir,
     log,
     maxEntries: options.maxResults ?? config.max_results,
     maxAgeMs: options.maxResultAgeMs ?? config.result_retention_days * 86_400_000,
@@ -70,9 +71,10 @@ export function createWebhookChannel(config: WebhookConfig, ctx: ChannelContext,
     name: ctx.name,
 
     async listen(push, signal, link) {
+      await store.load();
       current = push;
       link.ready();
-      log.info({ path: '/webhook', remembered: store.size }, 'webhook channel receiving on the gateway');
+      log.info({ path: '/webhook', remembered: (await store.stats()).size }, 'webhook channel receiving on the gateway');
       if (!signal.aborted) await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
       current = undefined;
       // Their messages are in the inbox: 202, and the reply goes to the callback or a replay.
@@ -81,16 +83,16 @@ export function createWebhookChannel(config: WebhookConfig, ctx: ChannelContext,
 
     async send(message: OutboundMessage) {
       const id = message.replyTo;
-      const record = id === undefined ? undefined : store.get(id);
+      const record = id === undefined ? undefined : await store.get(id);
       if (id === undefined || record === undefined || record.unsolicited) {
         // A reminder, a file note, or a reply to a request forgotten long ago: there is no one to tell.
-        const kept = store.addUnsolicited(message.chat, message.text);
-        log.info({ conversation: message.chat, replyTo: id, kept }, 'webhook message with no request waiting and no callback_url; kept in results.jsonl only');
+        const kept = await store.addUnsolicited(message.chat, message.text);
+        log.info({ conversation: message.chat, replyTo: id, kept }, 'webhook message with no request waiting and no callback_url; kept in the webhook results only');
         return;
       }
       if (record.reply === undefined) {
         try {
-          store.addReply(id, message.text);
+          await store.addReply(id, message.text);
         } catch (error) {
           // Not remembered, so not handed out: the outbox sends it again once the disk has room.
           throw ctx.storage?.failed(error, `record the reply to webhook request ${id}`) ?? error;

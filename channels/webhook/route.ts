@@ -26,7 +26,7 @@ export interface WebhookRouteOptions {
   /** The runtime's push while the channel listens; undefined before and after. */
   readonly push: () => Push | undefined;
   readonly log: Logger;
-  /** Where a failed write of results.jsonl is reported (see ChannelContext.storage). */
+  /** Where a failed write of a result is reported (see ChannelContext.storage). */
   readonly storage?: ChannelContext['storage'];
 }
 
@@ -53,7 +53,7 @@ export function createWebhookRoute(options: WebhookRouteOptions): HttpRoute {
       const { id, sender, conversation, text, callbackUrl } = parsed.request;
       const hash = createHash('sha256').update(body).digest('hex');
 
-      const known = store.get(id);
+      const known = await store.get(id);
       if (known?.hash !== undefined && known.hash !== hash) {
         return sendJson(response, 422, { error: 'this Idempotency-Key was already used for a different request; use a new key per message' });
       }
@@ -66,7 +66,7 @@ export function createWebhookRoute(options: WebhookRouteOptions): HttpRoute {
       // Recorded before the push: the reply, whenever it comes, then knows its callback_url.
       if (!known) {
         try {
-          store.addRequest({ id, conversation, hash, at: Date.now(), ...(callbackUrl === undefined ? {} : { callbackUrl }) });
+          await store.addRequest({ id, conversation, hash, at: Date.now(), ...(callbackUrl === undefined ? {} : { callbackUrl }) });
         } catch (error) {
           const full = options.storage?.failed(error, `record webhook request ${id}`) ?? (diskFullCode(error) === undefined ? undefined : error);
           if (!full) throw error;
@@ -94,7 +94,7 @@ export function createWebhookRoute(options: WebhookRouteOptions): HttpRoute {
       const reply = await wait.reply;
       if (response.destroyed || response.headersSent) return;
       if (reply !== undefined) return sendJson(response, 200, { id, reply });
-      if (store.get(id)?.callbackUrl !== undefined) waiters.owe(id);
+      if ((await store.get(id).catch(() => undefined))?.callbackUrl !== undefined) waiters.owe(id);
       sendJson(response, 202, { status: 'accepted', id });
     },
   };

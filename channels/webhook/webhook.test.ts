@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, appendFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,8 @@ import { callbackProblem, parseWebhookRequest } from './request.ts';
 import { ResultStore } from './results.ts';
 import { sign, verify } from './signature.ts';
 import { Waiters } from './waiters.ts';
+import { sqliteFile, testChannelState } from '../../test/support/channel-state.ts';
+import { channelState, type ChannelState } from '../../src/store/channel-state.ts';
 
 const log = pino({ level: 'silent' });
 const dirs: string[] = [];
@@ -78,79 +80,91 @@ describe('parseWebhookRequest', () => {
 });
 
 describe('ResultStore', () => {
-  it('remembers requests and replies across a reopen, last line winning', () => {
-    const dir = tempDir();
-    const store = new ResultStore({ dir, log });
-    store.addRequest({ id: 'a', conversation: 'c', hash: 'h', callbackUrl: 'http://x/', at: Date.now() });
-    assert.equal(store.addReply('a', 'first reply'), true);
-    assert.equal(store.addReply('missing', 'x'), false);
-    const again = new ResultStore({ dir, log });
-    assert.deepEqual(again.get('a'), { id: 'a', conversation: 'c', hash: 'h', callbackUrl: 'http://x/', at: again.get('a')!.at, reply: 'first reply' });
+  it('remembers requests and replies across a reopen', async () => {
+    const state = testChannelState('hook');
+    const store = new ResultStore({ state, log });
+    await store.addRequest({ id: 'a', conversation: 'c', hash: 'h', callbackUrl: 'http://x/', at: Date.now() });
+    assert.equal(await store.addReply('a', 'first reply'), true);
+    assert.equal(await store.addReply('missing', 'x'), false);
+    const again = new ResultStore({ state, log });
+    await again.load();
+    assert.deepEqual(await again.get('a'), { id: 'a', conversation: 'c', hash: 'h', callbackUrl: 'http://x/', at: (await again.get('a'))!.at, reply: 'first reply' });
   });
-  it('skips a torn last line', () => {
-    const dir = tempDir();
-    const store = new ResultStore({ dir, log });
-    store.addRequest({ id: 'a', conversation: 'c', at: Date.now() });
-    appendFileSync(join(dir, 'results.jsonl'), '{"id":"b","conv');
-    const again = new ResultStore({ dir, log });
-    assert.ok(again.get('a'));
-    assert.equal(again.size, 1);
-  });
-  it('forgets beyond maxEntries and maxAgeMs, and keeps the file bounded', () => {
-    const dir = tempDir();
+  it('forgets beyond maxEntries and maxAgeMs, and keeps the store bounded', async () => {
     let now = 1_000_000;
-    const store = new ResultStore({ dir, log, maxEntries: 50, maxAgeMs: 10_000, now: () => now });
+    const state = testChannelState('hook', () => now);
+    const store = new ResultStore({ state, log, maxEntries: 50, maxAgeMs: 10_000, now: () => now });
     for (let i = 0; i < 500; i++) {
-      store.addRequest({ id: `k${i}`, conversation: 'c', at: now });
-      store.addReply(`k${i}`, 'r');
+      await store.addRequest({ id: `k${i}`, conversation: 'c', at: now });
+      await store.addReply(`k${i}`, 'r');
     }
-    assert.equal(store.size, 50);
-    assert.equal(store.get('k449'), undefined);
-    assert.ok(store.get('k450'));
-    const lines = readFileSync(join(dir, 'results.jsonl'), 'utf8').trim().split('\n').length;
-    assert.ok(lines <= 200 + 2, `file has ${lines} lines`);
+    assert.equal((await store.stats()).size, 50);
+    assert.equal(await store.get('k449'), undefined);
+    assert.ok(await store.get('k450'));
     now += 20_000;
-    store.addRequest({ id: 'fresh', conversation: 'c', at: now });
-    assert.equal(store.size, 1);
-    const reopened = new ResultStore({ dir, log, maxEntries: 50, maxAgeMs: 10_000, now: () => now });
-    assert.deepEqual([reopened.get('fresh')?.id, reopened.size], ['fresh', 1]);
+    await store.addRequest({ id: 'fresh', conversation: 'c', at: now });
+    assert.equal((await store.stats()).size, 1);
+    const reopened = new ResultStore({ state, log, maxEntries: 50, maxAgeMs: 10_000, now: () => now });
+    await reopened.load();
+    assert.deepEqual([(await reopened.get('fresh'))?.id, (await reopened.stats()).size], ['fresh', 1]);
   });
-  it('forgets the oldest beyond maxBytes, keeping the record just written, and stays bounded over many requests', () => {
-    const dir = tempDir();
-    const store = new ResultStore({ dir, log, maxBytes: 10_000 });
+  it('forgets the oldest beyond maxBytes, keeping the newest record, and stays bounded over many requests', async () => {
+    const state = testChannelState('hook');
+    const store = new ResultStore({ state, log, maxBytes: 10_000 });
     const reply = 'x'.repeat(900);
-    for (let i = 0; i < 10_000; i++) {
-      store.addRequest({ id: `k${i}`, conversation: 'c', at: Date.now() });
-      store.addReply(`k${i}`, reply);
-      assert.ok(store.bytes <= 10_000, `${store.bytes} bytes after ${i + 1} requests`);
+    for (let i = 0; i < 1000; i++) {
+      await store.addRequest({ id: `k${i}`, conversation: 'c', at: Date.now() });
+      await store.addReply(`k${i}`, reply);
+      assert.ok((await store.stats()).bytes <= 10_000 + 1000, `${(await store.stats()).bytes} bytes after ${i + 1} requests`);
     }
-    assert.ok(store.size >= 9 && store.size <= 10, `${store.size} kept`);
-    assert.equal(store.get('k9999')?.reply, reply);
-    assert.equal(store.get('k0'), undefined);
+    const { size } = await store.stats();
+    assert.ok(size >= 9 && size <= 11, `${size} kept`);
+    assert.equal((await store.get('k999'))?.reply, reply);
+    assert.equal(await store.get('k0'), undefined);
     const huge = 'y'.repeat(20_000);
-    store.addRequest({ id: 'huge', conversation: 'c', at: Date.now() });
-    store.addReply('huge', huge);
-    assert.deepEqual([store.size, store.get('huge')?.reply], [1, huge]);
-    const reopened = new ResultStore({ dir, log, maxBytes: 10_000 });
-    assert.equal(reopened.size, 0, 'reopened, the lone oversized record is not kept');
-    assert.ok(readFileSync(join(dir, 'results.jsonl'), 'utf8').length <= 10_000);
+    await store.addRequest({ id: 'huge', conversation: 'c', at: Date.now() });
+    await store.addReply('huge', huge);
+    await store.addUnsolicited('c', 'a reminder');
+    assert.equal((await store.stats()).size, 1, 'the newest alone is kept once another came');
   });
-  it('keeps unsolicited messages apart from request ids', () => {
-    const dir = tempDir();
-    const store = new ResultStore({ dir, log });
-    const id = store.addUnsolicited('c', 'reminder');
+  it('keeps unsolicited messages apart from request ids', async () => {
+    const store = new ResultStore({ state: testChannelState('hook'), log });
+    const id = await store.addUnsolicited('c', 'reminder');
     assert.match(id, /^ ~/);
-    assert.equal(store.get(id)?.unsolicited, true);
+    assert.equal((await store.get(id))?.unsolicited, true);
   });
   it('refuses bad limits', () => {
-    assert.throws(() => new ResultStore({ dir: tempDir(), log, maxEntries: 0 }), TypeError);
-    assert.throws(() => new ResultStore({ dir: tempDir(), log, maxBytes: 0 }), /maxBytes/);
+    assert.throws(() => new ResultStore({ state: testChannelState('hook'), log, maxEntries: 0 }), TypeError);
+    assert.throws(() => new ResultStore({ state: testChannelState('hook'), log, maxBytes: 0 }), /maxBytes/);
   });
-  it('reads a file another version wrote with unknown lines', () => {
+  it('imports results.jsonl of an earlier version once (torn and unknown lines skipped, last line winning), and renames it', async () => {
     const dir = tempDir();
-    writeFileSync(join(dir, 'results.jsonl'), '{"nope":1}\n{"id":"z","conversation":"c","at":1}\n');
-    const store = new ResultStore({ dir, log, now: () => 2 });
-    assert.ok(store.get('z'));
+    const now = Date.now();
+    writeFileSync(
+      join(dir, 'results.jsonl'),
+      `{"nope":1}\n{"id":"z","conversation":"c","at":${now}}\n{"id":"y","conversation":"c","at":1}\n{"id":"z","conversation":"c","at":${now},"reply":"done"}\n{"id":"b","conv`,
+    );
+    const state = testChannelState('hook');
+    const store = new ResultStore({ state, log, legacyDir: dir });
+    await store.load();
+    assert.equal((await store.get('z'))?.reply, 'done');
+    assert.equal(await store.get('y'), undefined, 'expired long ago: not imported');
+    assert.equal(existsSync(join(dir, 'results.jsonl')), false);
+    assert.equal(existsSync(join(dir, 'results.jsonl.imported')), true);
+  });
+  it('a new owner on another node answers a replay from what the last owner stored', async () => {
+    const path = join(tempDir(), 'switchboard.db');
+    const [nodeA, nodeB] = [sqliteFile(path), sqliteFile(path)];
+    try {
+      const owner = new ResultStore({ state: channelState(nodeA, 'hook'), log });
+      await owner.addRequest({ id: 'k1', conversation: 'c', hash: 'h', at: Date.now() });
+      await owner.addReply('k1', 'the first answer');
+      const next = new ResultStore({ state: channelState(nodeB, 'hook'), log });
+      await next.load();
+      assert.equal((await next.get('k1'))?.reply, 'the first answer');
+    } finally {
+      await Promise.all([nodeA.close(), nodeB.close()]);
+    }
   });
 });
 
@@ -233,14 +247,14 @@ describe('createWebhookChannel', () => {
 
   it('needs a gateway', async () => {
     const { createWebhookChannel } = await import('./index.ts');
-    const ctx = { name: 'webhook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, stateDir: tempDir() };
+    const ctx = { name: 'webhook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, state: testChannelState(), stateDir: tempDir() };
     assert.throws(() => createWebhookChannel({ secret: 's', reply_timeout_seconds: 1, allow: ['*'], ...retention }, ctx), /\[channels\.webhook\] needs \[gateway\]/);
   });
 
   it('answers with the reply, refuses bad signatures before the runtime, replays, and times out to 202', async () => {
     const { createWebhookChannel } = await import('./index.ts');
     const gateway = createGateway({ listen: '127.0.0.1:0', log, health: () => ({ channels: [], queued: 0, inFlight: 0, pendingReplies: 0, counters: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } }) });
-    const ctx = { name: 'hook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, stateDir: tempDir(), gateway };
+    const ctx = { name: 'hook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, state: testChannelState(), stateDir: tempDir(), gateway };
     const channel = createWebhookChannel({ secret: 'sec', reply_timeout_seconds: 0.3, allow: ['*'], ...retention }, ctx);
     const { port } = await gateway.start();
     const pushed: Array<{ id: string; chat: string; account: string; sender: { id: string }; direct?: boolean }> = [];
@@ -300,10 +314,9 @@ describe('createWebhookChannel', () => {
     assert.equal((await post(body.replace('hello', 'x'), { 'idempotency-key': 'k3', 'x-switchboard-signature': sign('sec', body.replace('hello', 'x')) })).status, 503);
     await gateway.stop(100);
   });
-  it('answers 503 + Retry-After, pushing nothing, when results.jsonl cannot be written (a full disk)', async (t) => {
+  it('answers 503 + Retry-After, pushing nothing, when the result cannot be stored (a full disk)', async () => {
     const { createWebhookChannel } = await import('./index.ts');
     const gateway = createGateway({ listen: '127.0.0.1:0', log, health: () => ({ channels: [], queued: 0, inFlight: 0, pendingReplies: 0, counters: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } }) });
-    const stateDir = tempDir();
     const reported: string[] = [];
     const storage = {
       failed: (error: unknown, what: string) => {
@@ -311,16 +324,18 @@ describe('createWebhookChannel', () => {
         return error instanceof Error ? error : undefined;
       },
     };
-    const ctx = { name: 'hook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, stateDir, gateway, storage };
+    // The database's disk is full while `full` is set: every write fails as SQLite's would.
+    let full = true;
+    const real = testChannelState('hook');
+    const state: ChannelState = {
+      ...real,
+      put: async (key, value, options) => {
+        if (full) throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+        return real.put(key, value, options);
+      },
+    };
+    const ctx = { name: 'hook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, state, stateDir: tempDir(), gateway, storage };
     const channel = createWebhookChannel({ secret: 'sec', reply_timeout_seconds: 0.3, allow: ['*'], ...retention }, ctx);
-    // /dev/full answers every write with ENOSPC: the disk is full for this one file.
-    rmSync(join(stateDir, 'results.jsonl'), { force: true });
-    try {
-      symlinkSync('/dev/full', join(stateDir, 'results.jsonl'));
-    } catch (error) {
-      t.skip(`no /dev/full to link to here: ${String(error)}`);
-      return;
-    }
     const { port } = await gateway.start();
     const pushed: string[] = [];
     const controller = new AbortController();
@@ -341,9 +356,9 @@ describe('createWebhookChannel', () => {
     assert.equal(refused.headers.get('retry-after'), '10');
     assert.match(((await refused.json()) as { error: string }).error, /disk .* is full/);
     assert.deepEqual(pushed, [], 'nothing reached the runtime');
-    assert.deepEqual(reported, ['ENOSPC: record webhook request k1']);
+    assert.deepEqual(reported, ['SQLITE_FULL: record webhook request k1']);
     // Space again: the same request goes through.
-    rmSync(join(stateDir, 'results.jsonl'));
+    full = false;
     const accepted = await post();
     assert.deepEqual([accepted.status, await accepted.json()], [200, { id: 'k1', reply: 're: hello' }]);
     assert.deepEqual(pushed, ['k1']);

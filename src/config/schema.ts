@@ -353,11 +353,11 @@ const Webhook = v.strictObject({
   reply_timeout_seconds: positive(3600, 120),
   /** Sender ids let through; ["*"] = anyone (the signature already proves the caller). */
   allow: v.optional(v.pipe(v.array(text('*')), v.examples([['*']])), ['*']),
-  /** Requests remembered for replays (Idempotency-Key → reply), in memory and in results.jsonl; the oldest are forgotten first. */
+  /** Requests remembered for replays (Idempotency-Key → reply), in the database (channel state); the oldest are forgotten first. */
   max_results: int(1, 1_000_000, 10_000),
   /** How long a request is remembered (days); a replay after that runs again. */
   result_retention_days: positive(3650, 7),
-  /** Most megabytes the remembered requests and replies take (as written to results.jsonl); the oldest are forgotten first. */
+  /** Most megabytes the remembered requests and replies take (their JSON, in the database); the oldest are forgotten first. */
   max_results_mb: positive(1024, 16),
 });
 

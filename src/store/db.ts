@@ -173,6 +173,21 @@ const migrations: readonly string[] = [
     model        TEXT
   );
   `,
+  // Channel state (src/store/channel-state.ts): what channels kept in files of their own in
+  // <data_dir>/channels/<name>/ before (imported from there once, at their first start).
+  `
+  CREATE TABLE channel_state (
+    channel    TEXT    NOT NULL,
+    key        TEXT    NOT NULL,
+    value      TEXT    NOT NULL,
+    seq        INTEGER NOT NULL,
+    size       INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (channel, key)
+  );
+  CREATE INDEX channel_state_order ON channel_state (channel, seq);
+  `,
 ];
 
 export interface OpenOptions {

@@ -5,6 +5,9 @@
  * the future refused.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import { openDatabase } from './db.ts';
@@ -15,7 +18,17 @@ import { storageContract } from '../../test/contracts/storage.ts';
 import { startPostgres, type TestPostgres } from '../../test/support/postgres.ts';
 import { testLogger } from '../../test/support/log.ts';
 
-storageContract('SQLite', async () => sqliteDatabase(openDatabase(':memory:')));
+storageContract(
+  'SQLite',
+  async () => sqliteDatabase(openDatabase(':memory:')),
+  async () => {
+    // two connections to one file, as a daemon and its successor have
+    const dir = mkdtempSync(join(tmpdir(), 'sb-state-'));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'switchboard.db');
+    return [sqliteDatabase(openDatabase(path)), sqliteDatabase(openDatabase(path))] as const;
+  },
+);
 
 let server: TestPostgres;
 before(async () => {
@@ -23,7 +36,14 @@ before(async () => {
 });
 after(() => server?.stop());
 
-storageContract('PostgreSQL', async () => openPostgres({ url: await server.createDatabase(), log: testLogger() }));
+storageContract(
+  'PostgreSQL',
+  async () => openPostgres({ url: await server.createDatabase(), log: testLogger() }),
+  async () => {
+    const url = await server.createDatabase();
+    return Promise.all([openPostgres({ url, log: testLogger() }), openPostgres({ url, log: testLogger() })]);
+  },
+);
 
 describe('PostgreSQL schema', () => {
   it('is migrated once when several nodes start at the same moment', async () => {

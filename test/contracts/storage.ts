@@ -1,7 +1,8 @@
 /**
  * The storage contract: what every store promises, run against each engine (SQLite and
  * PostgreSQL, see src/store/store.contract.test.ts) so neither drifts. `open` gives a fresh,
- * empty, migrated database per test.
+ * empty, migrated database per test; `openTwo` two handles on one fresh database, as two nodes
+ * (or a node and its successor) have.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -14,6 +15,7 @@ import { ConversationSettings, Drafts } from '../../src/store/settings.ts';
 import { PairingStore } from '../../src/policy/access.ts';
 import { ApprovalStore, type PendingApproval } from '../../src/agent/approvals.ts';
 import { ScheduleStore } from '../../src/schedule/store.ts';
+import { channelState } from '../../src/store/channel-state.ts';
 import { jumpingClock } from '../support/clock.ts';
 
 const message = (id: string, chat = 'c1', channel = 'test'): InboundMessage => ({
@@ -34,7 +36,7 @@ const question = (conversation: string, originTurn = 7): PendingApproval => ({
   paused: { turn: [{ role: 'user', content: 'pull the repo' }], calls: [], iteration: 0, xml: false },
 });
 
-export function storageContract(engine: string, open: () => Promise<Database>): void {
+export function storageContract(engine: string, open: () => Promise<Database>, openTwo: () => Promise<readonly [Database, Database]>): void {
   const withDb = (name: string, body: (db: Database) => Promise<void>): void => {
     it(name, async () => {
       const db = await open();
@@ -273,6 +275,107 @@ export function storageContract(engine: string, open: () => Promise<Database>): 
         await approvals.addAlways('telegram', 'ada', ['shell: git pull', 'shell: git pull']);
         assert.equal(await approvals.isAlways('telegram', 'ada', 'shell: git pull'), true);
         assert.equal(await approvals.isAlways('telegram', 'bob', 'shell: git pull'), false);
+      });
+    });
+
+    describe('channel state', () => {
+      withDb('keeps each channel\'s keys apart; puts, gets, deletes and lists by prefix in write order', async (db) => {
+        const matrix = channelState(db, 'matrix');
+        const other = channelState(db, 'matrix2');
+        assert.equal(await matrix.get('sync'), undefined);
+        await matrix.put('sync', '{"next_batch":"s1"}');
+        await other.put('sync', 'theirs');
+        assert.equal(await matrix.get('sync'), '{"next_batch":"s1"}');
+        assert.equal(await other.get('sync'), 'theirs');
+        await matrix.put('r:<b@x>', 'b');
+        await matrix.put('r:<a@x>', 'a');
+        await matrix.put('R:<upper@x>', 'not the same prefix');
+        await matrix.put('r:<b@x>', 'b2'); // keeps its place
+        assert.deepEqual(await matrix.list('r:'), [
+          { key: 'r:<b@x>', value: 'b2' },
+          { key: 'r:<a@x>', value: 'a' },
+        ]);
+        await matrix.put('r:<b@x>', 'b3', { renew: true });
+        assert.deepEqual(
+          (await matrix.list('r:')).map((entry) => entry.key),
+          ['r:<a@x>', 'r:<b@x>'],
+        );
+        assert.equal((await matrix.list('')).length, 4);
+        assert.equal(await matrix.delete(['r:<a@x>', 'nothing']), 1);
+        assert.deepEqual(await matrix.list('r:'), [{ key: 'r:<b@x>', value: 'b3' }]);
+        assert.equal(await other.get('r:<b@x>'), undefined);
+        await assert.rejects(matrix.put('', 'x'), RangeError);
+        const unicode = 'ключ:é😀';
+        await matrix.put(`${unicode}1`, 'v');
+        assert.deepEqual(await matrix.list(unicode), [{ key: `${unicode}1`, value: 'v' }]);
+      });
+
+      withDb('prunes all but the newest entries of a prefix, leaving other prefixes and channels alone', async (db) => {
+        const email = channelState(db, 'email');
+        const other = channelState(db, 'email-work');
+        for (let i = 1; i <= 6; i++) await email.put(`s:${i}`, String(i));
+        await email.put('r:1', 'kept');
+        await other.put('s:0', 'theirs');
+        assert.equal(await email.prune('s:', { keep: 10 }), 0);
+        assert.equal(await email.prune('s:', { keep: 4 }), 2);
+        assert.deepEqual(
+          (await email.list('s:')).map((entry) => entry.key),
+          ['s:3', 's:4', 's:5', 's:6'],
+        );
+        assert.equal(await email.get('r:1'), 'kept');
+        assert.equal(await other.get('s:0'), 'theirs');
+        assert.equal(await email.prune('s:', { keep: 0 }), 4);
+        assert.deepEqual(await email.list('s:'), []);
+      });
+
+      withDb('prunes by age and by size, keeping the newest entry however large', async (db) => {
+        let now = 1000;
+        const hook = channelState(db, 'webhook', () => now);
+        await hook.put('r:old', 'x'.repeat(10));
+        now = 2000;
+        await hook.put('r:mid', 'é'.repeat(10)); // 20 bytes
+        await hook.put('r:old', 'updated', { renew: false }); // keeps its place and creation time
+        now = 3000;
+        await hook.put('r:new', 'y'.repeat(10));
+        assert.equal(await hook.prune('r:', { createdBefore: 2000 }), 1);
+        assert.deepEqual(
+          (await hook.list('r:')).map((entry) => entry.key),
+          ['r:mid', 'r:new'],
+        );
+        assert.equal(await hook.prune('r:', { maxBytes: 30 }), 0);
+        assert.equal(await hook.prune('r:', { maxBytes: 29 }), 1, 'the 20 bytes of é·10 count as bytes');
+        await hook.put('r:huge', 'z'.repeat(100));
+        assert.equal(await hook.prune('r:', { maxBytes: 50, keep: 5 }), 1);
+        assert.deepEqual(
+          (await hook.list('r:')).map((entry) => entry.key),
+          ['r:huge'],
+          'the newest stays alone when it is larger than the budget',
+        );
+        await assert.rejects(hook.prune('r:', { keep: -1 }), TypeError);
+      });
+
+      it('is where a second node finds what the first left', async () => {
+        const [first, second] = await openTwo();
+        try {
+          const owner = channelState(first, 'discord');
+          await owner.put('positions', '{"123":"456"}');
+          for (let i = 1; i <= 3; i++) await owner.put(`result:${i}`, `reply ${i}`);
+          const next = channelState(second, 'discord');
+          assert.equal(await next.get('positions'), '{"123":"456"}');
+          assert.deepEqual(
+            (await next.list('result:')).map((entry) => entry.value),
+            ['reply 1', 'reply 2', 'reply 3'],
+          );
+          // the new owner writes on in the same order, and the old one (were it still around) sees it
+          await next.put('result:4', 'reply 4');
+          assert.equal(await next.prune('result:', { keep: 2 }), 2);
+          assert.deepEqual(
+            (await owner.list('result:')).map((entry) => entry.key),
+            ['result:3', 'result:4'],
+          );
+        } finally {
+          await Promise.all([first.close(), second.close()]);
+        }
       });
     });
 

@@ -153,4 +153,19 @@ export const postgresMigrations: readonly string[] = [
   CREATE INDEX remote_tool_calls_waiting ON remote_tool_calls (node, created_at) WHERE taken_at IS NULL;
   CREATE INDEX remote_tool_calls_deadline ON remote_tool_calls (deadline);
   `,
+  // Channel state (src/store/channel-state.ts): a sync token, read positions, thread records…,
+  // so the node that takes a channel over finds them where the last owner left them.
+  `
+  CREATE TABLE channel_state (
+    channel    text   NOT NULL,
+    key        text   NOT NULL,
+    value      text   NOT NULL,
+    seq        bigint NOT NULL,
+    size       bigint NOT NULL,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    PRIMARY KEY (channel, key)
+  );
+  CREATE INDEX channel_state_order ON channel_state (channel, seq);
+  `,
 ];

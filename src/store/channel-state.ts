@@ -1,0 +1,126 @@
+/**
+ * Channel state: what a channel keeps across restarts of its own (a Telegram offset, a Matrix
+ * sync token, Discord read positions, email thread records, webhook idempotency results),
+ * stored behind the Sql interface like every other durable fact. On one node that is the
+ * SQLite file; in a cluster it is PostgreSQL, so the node that takes a channel over finds the
+ * state where the last owner left it — a file in the old owner's data_dir it could not see.
+ *
+ * Each channel instance (by its configured name) has its own keys; values are text (callers
+ * store JSON). Entries are kept in write order: a new key is the newest, a changed one keeps
+ * its place unless `renew` says otherwise, and `prune` drops the oldest beyond a count, so a
+ * channel whose state grows with traffic keeps it bounded.
+ */
+import type { Sql } from './sql.ts';
+
+/** One entry of a channel's state. */
+export interface ChannelStateEntry {
+  readonly key: string;
+  readonly value: string;
+}
+
+/** What `prune` keeps of a prefix's entries: every limit given applies. */
+export interface PruneLimits {
+  /** The newest this many stay; older ones go. */
+  readonly keep?: number;
+  /** Entries created (or renewed) before this time (ms since the epoch) go. */
+  readonly createdBefore?: number;
+  /**
+   * The newest entries whose values add up to at most this many UTF-8 bytes stay; older ones go.
+   * The newest entry stays even when it alone is larger.
+   */
+  readonly maxBytes?: number;
+}
+
+/** One channel instance's durable key/value state. */
+export interface ChannelState {
+  get(key: string): Promise<string | undefined>;
+  /**
+   * Stores `value` under `key` (committed when this resolves). A new key becomes the newest
+   * entry; an existing one keeps its place in the order (and its creation time) unless `renew`
+   * makes it the newest again.
+   */
+  put(key: string, value: string, options?: { readonly renew?: boolean }): Promise<void>;
+  /** Deletes these keys (in one transaction); returns how many there were. */
+  delete(keys: readonly string[]): Promise<number>;
+  /** The entries whose key starts with `prefix` ('' for all), oldest first. */
+  list(prefix: string): Promise<ChannelStateEntry[]>;
+  /** Deletes the oldest entries whose key starts with `prefix` beyond `limits`; returns how many went. */
+  prune(prefix: string, limits: PruneLimits): Promise<number>;
+}
+
+/** Longest key: keys are often ids a peer chose (an Idempotency-Key, a Message-ID). */
+export const MAX_KEY_LENGTH = 1024;
+
+/** The state of channel instance `channel`, over `sql` (either engine). `now` stamps creation times. */
+export function channelState(sql: Sql, channel: string, now: () => number = Date.now): ChannelState {
+  if (channel === '') throw new TypeError('channelState: the channel name must not be empty');
+  // substr counts characters (code points) on both engines; LIKE would be case-insensitive on SQLite.
+  const mine = 'channel = ? AND substr(key, 1, ?) = ?';
+  const scope = (prefix: string): [string, number, string] => [channel, [...prefix].length, prefix];
+  const wholeNumber = (name: string, value: number): void => {
+    if (!Number.isSafeInteger(value) || value < 0) throw new TypeError(`prune: ${name} must be a whole number, got ${value}`);
+  };
+  return {
+    async get(key) {
+      return (await sql.get<{ value: string }>('SELECT value FROM channel_state WHERE channel = ? AND key = ?', [channel, key]))?.value;
+    },
+
+    async put(key, value, options = {}) {
+      if (key === '' || key.length > MAX_KEY_LENGTH) throw new RangeError(`channel state key must be 1-${MAX_KEY_LENGTH} characters, got ${key.length}`);
+      const at = now();
+      await sql.run(
+        `INSERT INTO channel_state (channel, key, value, seq, size, created_at, updated_at)
+         VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM channel_state WHERE channel = ?), ?, ?, ?)
+         ON CONFLICT (channel, key) DO UPDATE SET value = excluded.value, size = excluded.size, updated_at = excluded.updated_at${
+           options.renew ? ', seq = excluded.seq, created_at = excluded.created_at' : ''
+         }`,
+        [channel, key, value, channel, Buffer.byteLength(value), at, at],
+      );
+    },
+
+    async delete(keys) {
+      if (keys.length === 0) return 0;
+      // One statement per key (a fixed text: the SQLite adapter keeps statements prepared).
+      return sql.transaction(async (tx) => {
+        let deleted = 0;
+        for (const key of keys) deleted += await tx.run('DELETE FROM channel_state WHERE channel = ? AND key = ?', [channel, key]);
+        return deleted;
+      });
+    },
+
+    async list(prefix) {
+      return sql.all<ChannelStateEntry>(`SELECT key, value FROM channel_state WHERE ${mine} ORDER BY seq, key`, scope(prefix));
+    },
+
+    async prune(prefix, limits) {
+      const { keep, createdBefore, maxBytes } = limits;
+      if (keep !== undefined) wholeNumber('keep', keep);
+      if (maxBytes !== undefined) wholeNumber('maxBytes', maxBytes);
+      return sql.transaction(async (tx) => {
+        let deleted = 0;
+        if (createdBefore !== undefined) deleted += await tx.run(`DELETE FROM channel_state WHERE ${mine} AND created_at < ?`, [...scope(prefix), createdBefore]);
+        if (keep !== undefined) {
+          // The newest `keep` stay; the one after them in the order, and all older, go.
+          deleted += await tx.run(
+            `DELETE FROM channel_state WHERE ${mine} AND seq <= (SELECT seq FROM channel_state WHERE ${mine} ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
+            [...scope(prefix), ...scope(prefix), keep],
+          );
+        }
+        if (maxBytes !== undefined) {
+          // The newest entry whose running total (newest first) passes the budget, bar the newest of all, and all older, go.
+          deleted += await tx.run(
+            `DELETE FROM channel_state WHERE ${mine} AND seq <= (
+               SELECT seq FROM (
+                 SELECT seq, SUM(size) OVER (ORDER BY seq DESC, key DESC ROWS UNBOUNDED PRECEDING) AS total,
+                        ROW_NUMBER() OVER (ORDER BY seq DESC, key DESC) AS n
+                 FROM channel_state WHERE ${mine}
+               ) AS newest_first WHERE total > ? AND n > 1 ORDER BY seq DESC LIMIT 1
+             )`,
+            [...scope(prefix), ...scope(prefix), maxBytes],
+          );
+        }
+        return deleted;
+      });
+    },
+  };
+}
