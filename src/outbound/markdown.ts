@@ -12,7 +12,7 @@
  *   {@link INLINE_RUN} characters, cut at a line break or a space (each delimiter was
  *   scanned ahead to the end of its paragraph: 40 000 characters of `_a` took 3 s).
  */
-import { Lexer, type MarkedToken, type Token, type Tokens } from 'marked';
+import { Lexer, Tokenizer, type MarkedToken, type Token, type Tokens } from 'marked';
 
 export type { MarkedToken, Token, Tokens };
 
@@ -21,11 +21,22 @@ export const MAX_NESTING = 12;
 /** Columns a list line may be indented by. */
 export const MAX_INDENT = 48;
 /** Characters of inline markdown lexed at once (emphasis does not pair across runs). */
-export const INLINE_RUN = 2000;
+export const INLINE_RUN = 1000;
 /** Delimiters an inline text may hold and still be lexed whole, however long. */
 const MAX_DELIMITERS = 64;
 
-const options = { gfm: true } as const;
+/**
+ * marked's tokenizer without GFM's bare-URL links: a URL in the text stays text (every
+ * platform links it itself), and a link is only what was written as one.
+ */
+class TextUrls extends Tokenizer {
+  override url(): undefined {
+    return undefined;
+  }
+}
+
+/** A lexer of its own for each text (marked keeps state on the lexer, its options and its tokenizer). */
+const newLexer = (): Lexer => new Lexer({ gfm: true, tokenizer: new TextUrls() });
 
 /** Block tokens of `markdown`, their inline tokens lexed too. Never throws. */
 export function lex(markdown: string): MarkedToken[] {
@@ -42,7 +53,7 @@ export function lexBlocks(markdown: string): MarkedToken[] {
 
 /** Inline tokens of one run of inline markdown (a paragraph's text). */
 export function lexInline(markdown: string): MarkedToken[] {
-  const lexer = new Lexer(options);
+  const lexer = newLexer();
   const tokens: Token[] = [];
   inlineRuns(lexer, markdown, tokens);
   return tokens as MarkedToken[];
@@ -50,7 +61,7 @@ export function lexInline(markdown: string): MarkedToken[] {
 
 function lexWith(markdown: string, inline: boolean): MarkedToken[] {
   const source = normalize(markdown);
-  const lexer = new Lexer(options);
+  const lexer = newLexer();
   try {
     const tokens = lexer.blockTokens(source, []);
     if (inline) {
@@ -68,11 +79,12 @@ function inlineRuns(lexer: Lexer, source: string, into: Token[]): void {
   // a run with few delimiters is lexed whole: its cost is their number times its length
   while (source.length - at > INLINE_RUN && delimiters(source, at) > MAX_DELIMITERS) {
     const window = source.slice(at, at + INLINE_RUN);
-    const line = window.lastIndexOf('\n');
-    const space = window.lastIndexOf(' ');
-    const cut = line > INLINE_RUN / 2 ? line + 1 : space > INLINE_RUN / 2 ? space + 1 : INLINE_RUN;
-    lexer.inlineTokens(source.slice(at, at + cut), into);
-    at += cut;
+    // emphasis seldom spans a line, less often a sentence: cut at the last of those, else at a space
+    const half = INLINE_RUN / 2;
+    const cut = [window.lastIndexOf('\n'), window.lastIndexOf('. '), window.lastIndexOf(' ')].find((index) => index > half);
+    const end = cut === undefined ? INLINE_RUN : cut + 1;
+    lexer.inlineTokens(source.slice(at, at + end), into);
+    at += end;
   }
   lexer.inlineTokens(source.slice(at), into);
 }

@@ -82,7 +82,7 @@ const tokens = (text: string): string[] =>
   text
     .replace(/[\uE000\uE001]/g, ' ') // the HTML renderers' placeholders (HOLD_MARKERS): stripped by some renderers, kept by others
     .split(/\r\n?|\n/)
-    .filter((line) => !/^\s{0,3}(`{3,}|~{3,})/.test(line)) // a fence line: its info string is markup
+    .filter((line) => !/^(?:\s{0,3}>)*\s{0,3}(`{3,}|~{3,})/.test(line)) // a fence line (in a quote too): its info string is markup
     .join('\n')
     .match(/[\p{L}\p{N}]+/gu) ?? [];
 /** A text with every character outside printable ASCII as its code point (fast-check prints some invisibly). */
