@@ -97,11 +97,11 @@ function delimiters(source: string, from: number): number {
 }
 
 /**
- * The text as it is lexed: line breaks as `\n`, NUL as U+FFFD (as CommonMark asks), deep
+ * The text as it is lexed: line breaks as `\n`, deep
  * nesting guarded (see the module comment). One pass over the lines.
  */
 export function normalize(markdown: string): string {
-  return markdown.replace(/\r\n?/g, '\n').replace(/\0/g, '\uFFFD').split('\n').map(guardLine).join('\n');
+  return markdown.replace(/\r\n?/g, '\n').split('\n').map(guardLine).join('\n');
 }
 
 function guardLine(line: string): string {

@@ -1,16 +1,20 @@
 /**
- * Splits a reply into parts that fit a platform's message limit: on paragraph, then line, then
- * word boundaries, and only as a last resort inside a word (never inside a UTF-16 surrogate
- * pair). A code fence is never left open: a part that ends inside one closes it, and the next
- * part reopens it with the same info string, so every part renders on its own.
+ * Splits a reply into parts that fit a platform's message limit, between markdown blocks
+ * (paragraphs, lists, code blocks, tables, quotes, as marked lexes them), and only a block
+ * too long alone is cut: a list between its items, a table between its rows (its header
+ * repeated), anything else at a line break, else a space, else between code points (never
+ * inside a UTF-16 surrogate pair). A cut never leaves markup open: a code fence is closed
+ * and reopened with its info string, bold / italic / strikethrough / code spans are closed
+ * and reopened, so every part renders on its own.
  */
+import { lexBlocks, lexInline, type MarkedToken, type Token } from './markdown.ts';
 
 export interface SplitOptions {
   /** Size of a text as the platform counts it. @default UTF-16 length (Telegram, Discord) */
   readonly measure?: (text: string) => number;
 }
 
-const FENCE = /^\s{0,3}(`{3,}|~{3,})(.*)$/;
+type Measure = (text: string) => number;
 
 /** Parts of `text`, in order, each at most `limit` as measured. */
 export function splitMessage(text: string, limit: number, options: SplitOptions = {}): string[] {
@@ -18,83 +22,191 @@ export function splitMessage(text: string, limit: number, options: SplitOptions 
   if (!(limit >= 64)) throw new RangeError(`limit must be at least 64 (room for a reopened code fence), got ${limit}`);
   // a blank reply is no part at all, short or long (a platform refuses an empty message: Telegram with a 400)
   if (measure(text) <= limit) return text.trim() === '' ? [] : [text];
-  // Measuring every candidate part in full made a reply of 100 000 short lines take seconds
-  // (minutes with a rendering measure), blocking the daemon: parts are first built on sums of
-  // line sizes and checked once; only a measure that is far from additive needs the full way.
-  const parts = split(text, limit, measure, true);
-  return parts.every((part) => measure(part) <= limit) ? parts : split(text, limit, measure, false);
+  const pieces = lexBlocks(text).flatMap((token) => blockPieces(token, limit, measure));
+  return pack(pieces, limit, measure)
+    .map(tidy)
+    .filter((part) => part.trim() !== '');
+}
+
+interface Piece {
+  /** The text, with the line break or space cut at after it (dropped when a part ends there). */
+  readonly text: string;
+  /** Its size, that line break or space left out. */
+  readonly size: number;
+}
+
+const piece = (text: string, measure: Measure): Piece => ({ text, size: measure(text) });
+
+/** A block as pieces that each fit alone: the block itself, or the block cut. */
+function blockPieces(token: MarkedToken, limit: number, measure: Measure): Piece[] {
+  const size = measure(token.raw);
+  if (size <= limit) return [{ text: token.raw, size }];
+  if (token.type === 'list') return listPieces(token.items.map((item) => item.raw), token.raw, limit, measure);
+  if (token.type === 'table') return tablePieces(token.raw, limit, measure);
+  return cutBlock(token.raw, token.type === 'paragraph', limit, measure);
 }
 
 /**
- * The splitting itself. With `estimate`, a line joins the part when the part's size so far
- * plus the line's own size fits (exact when the measure is additive, as a length is); the
- * part is measured in full only when that sum does not fit.
+ * Parts from pieces, in order: a piece joins the part while the sizes summed fit (exact for
+ * an additive measure, as a length is); a part is then measured whole once, and only one
+ * over the limit (a measure far from additive) is packed again piece by piece, measured whole.
  */
-function split(text: string, limit: number, measure: (s: string) => number, estimate: boolean): string[] {
+function pack(pieces: readonly Piece[], limit: number, measure: Measure): string[] {
   const parts: string[] = [];
-  let lines: string[] = [];
-  let fence: Fence | undefined; // the fence open at the end of `lines`
-  let estimated = 0; // measure(lines.join('\n')), summed line by line since the last full measure
-
-  const size = (candidate: readonly string[], open: Fence | undefined): number => measure(candidate.join('\n')) + (open ? measure(`\n${open.marker}`) : 0);
-  const push = (line: string): void => {
-    estimated += (lines.length > 0 ? 1 : 0) + measure(line);
-    lines.push(line);
-  };
-  const fits = (line: string, open: Fence | undefined): boolean => {
-    const closing = open ? measure(`\n${open.marker}`) : 0;
-    if (estimate && estimated + (lines.length > 0 ? 1 : 0) + measure(line) + closing <= limit) return true;
-    const exact = size([...lines, line], open);
-    if (exact > limit) return false;
-    estimated = exact - closing - measure(line) - (lines.length > 0 ? 1 : 0);
-    return true;
-  };
-
-  // The line that reopens a fence in the next part: its opening line, or only its marker when
-  // that line is long (an opener longer than the limit made every later part too long).
-  const reopener = (open: Fence): string => (measure(open.opener) <= limit / 4 ? open.opener : open.marker);
-
+  let group: Piece[] = [];
+  let sum = 0;
   const flush = (): void => {
-    if (lines.length === 0) return;
-    // Prefer to end the part at its last paragraph break, when that keeps at least half of it.
-    const cut = paragraphCut(lines, measure, limit);
-    const keep = cut === undefined ? lines : lines.slice(0, cut);
-    const rest = cut === undefined ? [] : lines.slice(cut + 1);
-    // A part that ends inside a fence closes it; the next one reopens it (its first line opens it again).
-    const open = fenceAfter(keep);
-    parts.push([...keep, ...(open ? [open.marker] : [])].join('\n'));
-    lines = open ? [reopener(open), ...rest] : rest;
-    estimated = lines.length === 0 ? 0 : measure(lines.join('\n'));
-    fence = fenceAfter(lines);
+    if (group.length === 0) return;
+    const part = group.map((piece) => piece.text).join('');
+    if (group.length === 1 || measure(part) <= limit) parts.push(part);
+    else parts.push(...packExactly(group, limit, measure));
+    group = [];
+    sum = 0;
   };
-
-  for (const line of text.split('\n')) {
-    const nextFence = stepFence(line, fence);
-    if (fits(line, nextFence)) {
-      push(line);
-      fence = nextFence;
-      continue;
-    }
-    flush();
-    if (fits(line, nextFence)) {
-      push(line);
-      fence = nextFence;
-      continue;
-    }
-    // One line alone is too long: cut it by words (or by force), each piece on its own part.
-    // (a line that opens a fence needs room for its closing marker too)
-    const held = fence ?? nextFence;
-    for (const piece of cutLine(line, limit - size(lines, held) - 1 - (held ? measure(`\n${held.marker}`) : 0), limit - (fence ? measure(`${reopener(fence)}\n\n${fence.marker}`) : 0), measure)) {
-      // the piece may open a fence (an over-long opening line): its closing marker must fit too
-      if (lines.length > 0 && size([...lines, piece], stepFence(piece, fence)) > limit) flush();
-      push(piece);
-      fence = stepFence(piece, fence);
-    }
-    fence = nextFence;
+  for (const piece of pieces) {
+    if (sum + piece.size > limit) flush();
+    group.push(piece);
+    sum += piece.size;
   }
-  if (lines.length > 0) parts.push(lines.join('\n'));
-  return parts.filter((part) => part.trim() !== '');
+  flush();
+  return parts;
 }
+
+/** Packs pieces measuring each candidate part whole (the longest run that fits, found by bisection). */
+function packExactly(pieces: readonly Piece[], limit: number, measure: Measure): string[] {
+  const parts: string[] = [];
+  let from = 0;
+  while (from < pieces.length) {
+    const join = (to: number): string => pieces.slice(from, to).map((piece) => piece.text).join('');
+    let low = from + 1; // a piece alone fits
+    let high = pieces.length;
+    while (low < high) {
+      const mid = Math.ceil((low + high) / 2);
+      if (measure(join(mid)) <= limit) low = mid;
+      else high = mid - 1;
+    }
+    parts.push(join(low));
+    from = low;
+  }
+  return parts;
+}
+
+/** A part without the blank lines and trailing spaces left at its cut points. */
+function tidy(part: string): string {
+  return part.replace(/^\n+/, '').trimEnd();
+}
+
+// ---- cutting one block --------------------------------------------------------------------
+
+/** A list too long: its items, each cut when too long itself (what follows the last item stays with it). */
+function listPieces(items: readonly string[], raw: string, limit: number, measure: Measure): Piece[] {
+  const texts = [...items];
+  const used = texts.reduce((sum, item) => sum + item.length, 0);
+  texts[texts.length - 1] += raw.slice(used);
+  return texts.flatMap((item) => (measure(item) <= limit ? [piece(item, measure)] : cutBlock(item, false, limit, measure)));
+}
+
+/** A table too long: groups of rows, each behind the table's header and delimiter row. */
+function tablePieces(raw: string, limit: number, measure: Measure): Piece[] {
+  const lines = raw.replace(/\n+$/, '').split('\n');
+  const head = `${lines.slice(0, 2).join('\n')}\n`;
+  const room = limit - measure(head);
+  if (room < limit / 2) return cutBlock(raw, false, limit, measure);
+  const rows = lines.slice(2).map((line) => `${line}\n`);
+  const groups = pack(
+    rows.flatMap((row) => (measure(row) <= room ? [piece(row, measure)] : cutBlock(row, false, room, measure))),
+    room,
+    measure,
+  );
+  return groups.map((group) => piece(`${head}${tidy(group)}\n`, measure));
+}
+
+/**
+ * Cuts a block's text into pieces within `limit`: at the last line break that keeps at least
+ * half a piece, else the last space, else by force. Code fences left open at a cut are closed
+ * there and reopened after it; in a paragraph, so are emphasis and code spans.
+ */
+function cutBlock(text: string, paragraph: boolean, limit: number, measure: Measure): Piece[] {
+  const fence = firstFence(text);
+  // room for what a cut adds: a closing and a reopening fence, closing and reopening markers
+  const reserve = fence ? measure(`${reopener(fence, limit, measure)}\n\n${fence.marker}`) : paragraph ? measure('*'.repeat(16)) : 0;
+  const budget = Math.max(8, limit - reserve);
+  const spans = paragraph ? inlineSpans(text) : [];
+  const cuts = cutPoints(text, budget, measure, spans.filter((span) => span.atomic));
+  const pieces: Piece[] = [];
+  let open: Fence | undefined;
+  for (let i = 0; i < cuts.length; i++) {
+    const start = i === 0 ? 0 : skipSpace(text, cuts[i - 1]!);
+    const end = cuts[i]!;
+    const body = text.slice(start, end);
+    const before = open ? `${reopener(open, limit, measure)}\n` : '';
+    open = fenceAfter(body, open);
+    const after = open && end < text.length ? `\n${open.marker}` : '';
+    const marks = paragraph ? markers(spans, start, end, text.length) : { open: '', close: '' };
+    const marked = before + marks.open + body + marks.close + after;
+    const whole = measure(marked) <= limit ? marked : before + body + after;
+    const next = i + 1 < cuts.length ? skipSpace(text, end) : text.length;
+    pieces.push({ text: whole + text.slice(end, next), size: measure(whole) });
+  }
+  return pieces;
+}
+
+/** Where the next piece starts after a cut at `at`: past the line break or space cut at. */
+function skipSpace(text: string, at: number): number {
+  return text[at] === '\n' || text[at] === ' ' ? at + 1 : at;
+}
+
+/**
+ * End offsets of the pieces of `text`, each within `budget`: at a line break, else a space,
+ * else by force — never inside an atomic span (a link) when a cut before it keeps half a piece.
+ */
+function cutPoints(text: string, budget: number, measure: Measure, atomic: readonly Span[]): number[] {
+  const cuts: number[] = [];
+  let start = 0;
+  let next = 0; // the first atomic span that may end after `start`
+  for (;;) {
+    const end = start + largestPrefix(text, start, budget, measure);
+    if (end >= text.length) break;
+    const half = start + (end - start) / 2;
+    const line = text.lastIndexOf('\n', end);
+    const space = text.lastIndexOf(' ', end);
+    let cut = line > half ? line : space > half ? space : end;
+    while (next < atomic.length && atomic[next]!.end <= cut) next++;
+    const inside = atomic[next];
+    if (inside && inside.start < cut && inside.start > half) cut = text.lastIndexOf(' ', inside.start) > half ? text.lastIndexOf(' ', inside.start) : inside.start;
+    cuts.push(cut);
+    start = skipSpace(text, cut);
+  }
+  cuts.push(text.length);
+  return cuts;
+}
+
+/**
+ * How many characters of `text` from `start` fit `budget` (at least one), never ending between
+ * the halves of a surrogate pair. Gallops from `budget` characters up before it bisects, so a
+ * piece costs measures of about its own size, not of the whole text.
+ */
+function largestPrefix(text: string, start: number, budget: number, measure: Measure): number {
+  const available = text.length - start;
+  const fits = (n: number): boolean => measure(text.slice(start, start + n)) <= budget;
+  let low = 0; // fits (or nothing)
+  let high = Math.min(available, Math.max(1, budget));
+  while (high < available && fits(high)) {
+    low = high;
+    high = Math.min(available, high * 2);
+  }
+  if (high === available && fits(high)) return high;
+  while (high - low > 1) {
+    const mid = Math.floor((low + high) / 2);
+    if (fits(mid)) low = mid;
+    else high = mid;
+  }
+  const end = Math.max(1, low);
+  const code = text.charCodeAt(start + end - 1);
+  return code >= 0xd800 && code <= 0xdbff && end > 1 ? end - 1 : end;
+}
+
+// ---- fences -------------------------------------------------------------------------------
 
 interface Fence {
   /** The backticks or tildes that close it. */
@@ -103,74 +215,98 @@ interface Fence {
   readonly opener: string;
 }
 
+const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+
+/** The line that reopens a fence in the next part: its opening line, or only its marker when that line is long. */
+function reopener(fence: Fence, limit: number, measure: Measure): string {
+  return measure(fence.opener) <= limit / 4 ? fence.opener : fence.marker;
+}
+
 function stepFence(line: string, open: Fence | undefined): Fence | undefined {
   const match = FENCE.exec(line);
   if (!match) return open;
   const marker = match[1]!;
   if (open) return marker[0] === open.marker[0] && marker.length >= open.marker.length && match[2]!.trim() === '' ? undefined : open;
+  if (marker[0] === '`' && match[2]!.includes('`')) return undefined; // not a fence: an inline code span
   return { marker, opener: line.trimStart() };
 }
 
-function fenceAfter(lines: readonly string[]): Fence | undefined {
-  let open: Fence | undefined;
-  for (const line of lines) open = stepFence(line, open);
-  return open;
+/** The fence open after `text`, given the one open before it. */
+function fenceAfter(text: string, open: Fence | undefined): Fence | undefined {
+  let fence = open;
+  for (const line of text.split('\n')) fence = stepFence(line, fence);
+  return fence;
 }
 
-/** Index of the last blank line outside a fence past half the limit, if any. */
-function paragraphCut(lines: readonly string[], measure: (s: string) => number, limit: number): number | undefined {
-  let open: Fence | undefined;
-  let best: number | undefined;
-  let length = 0;
-  for (let i = 0; i < lines.length; i++) {
-    length += measure(lines[i]!) + 1;
-    if (lines[i]!.trim() === '' && !open && i > 0 && length >= limit / 2) best = i;
-    open = stepFence(lines[i]!, open);
+function firstFence(text: string): Fence | undefined {
+  for (const line of text.split('\n')) {
+    const fence = stepFence(line, undefined);
+    if (fence) return fence;
   }
-  return best;
+  return undefined;
 }
 
-/** Cuts one long line into pieces: at spaces when possible, else by force between code points. */
-function cutLine(line: string, firstRoom: number, room: number, measure: (s: string) => number): string[] {
-  const pieces: string[] = [];
-  let rest = line;
-  let budget = Math.max(8, firstRoom);
-  for (;;) {
-    let end = largestPrefix(rest, budget, measure);
-    if (end >= rest.length) break; // the rest fits
-    const space = rest.lastIndexOf(' ', end);
-    if (space > end / 2) end = space;
-    pieces.push(rest.slice(0, end));
-    rest = rest.slice(end);
-    if (rest.startsWith(' ')) rest = rest.slice(1);
-    budget = Math.max(8, room);
-  }
-  if (rest !== '') pieces.push(rest);
-  return pieces;
+// ---- inline markup across a cut -----------------------------------------------------------
+
+interface Span {
+  readonly start: number;
+  readonly end: number;
+  /** The markers that open and close it (`**`, `~~`, a run of backticks). */
+  readonly open: string;
+  readonly close: string;
+  /** A link or image: reopening cannot mend it, so no cut goes inside when it can be helped. */
+  readonly atomic: boolean;
 }
 
-/**
- * The longest prefix that fits `budget` (at least one character), never ending between the
- * halves of a surrogate pair. Gallops from `budget` characters up before it bisects, so a
- * piece costs measures of about its own size, not of the whole line (a line of a million
- * characters was measured whole for each of its pieces).
- */
-function largestPrefix(text: string, budget: number, measure: (s: string) => number): number {
-  const fits = (n: number): boolean => measure(text.slice(0, n)) <= budget;
-  let low = 0; // fits (or nothing)
-  let high = Math.min(text.length, Math.max(1, budget));
-  while (high < text.length && fits(high)) {
-    low = high;
-    high = Math.min(text.length, high * 2);
+/** The spans of a paragraph's inline markup, outer ones first, by offset. */
+function inlineSpans(text: string): Span[] {
+  const spans: Span[] = [];
+  const walk = (tokens: readonly Token[], from: number): void => {
+    let at = from;
+    for (const token of tokens as readonly MarkedToken[]) {
+      if (!text.startsWith(token.raw, at)) return; // tokens that do not retrace the text: no spans past here
+      const start = at;
+      spans.push(...spanOf(token, start));
+      if ((token.type === 'strong' || token.type === 'em' || token.type === 'del') && token.tokens.length > 0) {
+        walk(token.tokens, start + token.raw.indexOf(token.tokens[0]!.raw));
+      }
+      at = start + token.raw.length;
+    }
+  };
+  walk(lexInline(text), 0);
+  return spans;
+}
+
+function spanOf(token: MarkedToken, start: number): Span[] {
+  const end = start + token.raw.length;
+  switch (token.type) {
+    case 'strong':
+    case 'em':
+    case 'del': {
+      const content = token.tokens.map((child) => child.raw).join('');
+      const at = token.raw.indexOf(content);
+      return [{ start, end, open: token.raw.slice(0, at), close: token.raw.slice(at + content.length), atomic: false }];
+    }
+    case 'codespan': {
+      const ticks = /^`+/.exec(token.raw)![0];
+      return [{ start, end, open: ticks, close: ticks, atomic: false }];
+    }
+    case 'link':
+    case 'image':
+      return [{ start, end, open: '', close: '', atomic: true }];
+    default:
+      return [];
   }
-  if (high === text.length && fits(high)) return high;
-  // the answer is in [low, high): fits(low), not fits(high)
-  while (high - low > 1) {
-    const mid = Math.floor((low + high) / 2);
-    if (fits(mid)) low = mid;
-    else high = mid;
+}
+
+/** Markers to reopen at `start` and to close at `end` (the spans cut there). */
+function markers(spans: readonly Span[], start: number, end: number, length: number): { open: string; close: string } {
+  let open = '';
+  let close = '';
+  for (const span of spans) {
+    if (span.atomic) continue;
+    if (start > 0 && span.start < start && start < span.end) open += span.open;
+    if (end < length && span.start < end && end < span.end) close = span.close + close;
   }
-  const end = Math.max(1, low);
-  const code = text.charCodeAt(end - 1);
-  return code >= 0xd800 && code <= 0xdbff && end > 1 ? end - 1 : end;
+  return { open, close };
 }
