@@ -124,12 +124,13 @@ function tablePieces(raw: string, limit: number, measure: Measure): Piece[] {
 /**
  * Cuts a block's text into pieces within `limit`: at the last line break that keeps at least
  * half a piece, else the last space, else by force. Code fences left open at a cut are closed
- * there and reopened after it; in a paragraph, so are emphasis and code spans.
+ * there and reopened after it; in a paragraph, so are emphasis and code spans. Text cut at a
+ * space that would start a block in the next part (`~~~`, `# `, `> `) is escaped.
  */
 function cutBlock(text: string, paragraph: boolean, limit: number, measure: Measure): Piece[] {
   const fence = firstFence(text);
   // room for what a cut adds: a closing and a reopening fence, closing and reopening markers
-  const reserve = fence ? measure(`${reopener(fence, limit, measure)}\n\n${fence.marker}`) : paragraph ? measure('*'.repeat(16)) : 0;
+  const reserve = (fence ? measure(`${reopener(fence, limit, measure)}\n\n${fence.marker}`) : paragraph ? measure('*'.repeat(16)) : 0) + measure('\\');
   const budget = Math.max(8, limit - reserve);
   const spans = paragraph ? inlineSpans(text) : [];
   const cuts = cutPoints(text, budget, measure, spans.filter((span) => span.atomic));
@@ -138,11 +139,13 @@ function cutBlock(text: string, paragraph: boolean, limit: number, measure: Meas
   for (let i = 0; i < cuts.length; i++) {
     const start = i === 0 ? 0 : skipSpace(text, cuts[i - 1]!);
     const end = cuts[i]!;
-    const body = text.slice(start, end);
+    const marks = paragraph ? markers(spans, start, end, text.length) : { open: '', close: '' };
+    // text cut at a space starts a line in the next part: a "~~~" or "# " there would open a fence or a heading
+    const midLine = i > 0 && text[cuts[i - 1]!] !== '\n' && !open && marks.open === '' && /^[`~#>\-+*=|]/.test(text.slice(start, start + 1));
+    const body = (midLine ? '\\' : '') + text.slice(start, end);
     const before = open ? `${reopener(open, limit, measure)}\n` : '';
     open = fenceAfter(body, open);
     const after = open && end < text.length ? `\n${open.marker}` : '';
-    const marks = paragraph ? markers(spans, start, end, text.length) : { open: '', close: '' };
     const marked = before + marks.open + body + marks.close + after;
     const whole = measure(marked) <= limit ? marked : before + body + after;
     const next = i + 1 < cuts.length ? skipSpace(text, end) : text.length;
@@ -254,7 +257,7 @@ interface Span {
   /** The markers that open and close it (`**`, `~~`, a run of backticks). */
   readonly open: string;
   readonly close: string;
-  /** A link or image: reopening cannot mend it, so no cut goes inside when it can be helped. */
+  /** A link or image (or a long code span): reopening cannot mend it, so no cut goes inside when it can be helped. */
   readonly atomic: boolean;
 }
 
@@ -288,8 +291,9 @@ function spanOf(token: MarkedToken, start: number): Span[] {
       return [{ start, end, open: token.raw.slice(0, at), close: token.raw.slice(at + content.length), atomic: false }];
     }
     case 'codespan': {
+      // three backticks or more reopened at the start of a line would open a code fence instead
       const ticks = /^`+/.exec(token.raw)![0];
-      return [{ start, end, open: ticks, close: ticks, atomic: false }];
+      return [{ start, end, open: ticks, close: ticks, atomic: ticks.length >= 3 }];
     }
     case 'link':
     case 'image':
