@@ -24,6 +24,7 @@ export function measureDiscord(markdown: string): number {
 
 /** A block as written, or rewritten when it holds what Discord does not render (its line breaks after it kept). */
 function block(token: Token): string {
+  if (token.type === 'code') return closeFence(token.raw);
   if (!needsRewrite(token)) return token.raw;
   return rewrite(token as MarkedToken) + (/\n*$/.exec(token.raw)?.[0] ?? '');
 }
@@ -48,6 +49,16 @@ function rewrite(token: MarkedToken): string {
     default:
       return token.raw;
   }
+}
+
+/** A code fence the text leaves open (a reply cut short) closed: Discord would show its backticks. */
+function closeFence(raw: string): string {
+  const marker = /^ {0,3}(`{3,}|~{3,})/.exec(raw)?.[1];
+  if (marker === undefined) return raw; // indented code
+  const lines = raw.replace(/\n+$/, '').split('\n');
+  const last = lines.at(-1)!.trim();
+  const closed = lines.length > 1 && last.length >= marker.length && [...last].every((char) => char === marker[0]);
+  return closed ? raw : `${raw.replace(/\n+$/, '')}\n${marker}${/\n*$/.exec(raw)![0]}`;
 }
 
 const children = (tokens: readonly Token[]): string => tokens.map((token) => block(token)).join('').replace(/\n+$/, '');

@@ -42,7 +42,7 @@ function block(token: MarkedToken): string {
       return '———';
     case 'code':
       // the language tag is dropped: Slack would show it as the first line of code
-      return ['```', escapeSlack(token.text), '```'].join('\n');
+      return ['```', escapeSlack(unfenced(token.text)), '```'].join('\n');
     case 'table':
       return ['```', escapeSlack(tableLines(token).join('\n')), '```'].join('\n');
     case 'blockquote':
@@ -55,6 +55,9 @@ function block(token: MarkedToken): string {
       return escapeSlack(token.raw.replace(/\n+$/, ''));
   }
 }
+
+/** Code with its runs of three backticks broken by zero-width spaces: Slack would end the block at one. */
+const unfenced = (code: string): string => code.replace(/`{3,}/g, (run) => [...run].join('\u200b'));
 
 /** Inline markdown → mrkdwn; markers inside a word stay as written (Slack shows no emphasis there). */
 const inline: InlineRules = {

@@ -23,7 +23,7 @@ export const MAX_INDENT = 48;
 /** Characters of inline markdown lexed at once (emphasis does not pair across runs). */
 export const INLINE_RUN = 1000;
 /** Delimiters an inline text may hold and still be lexed whole, however long. */
-const MAX_DELIMITERS = 64;
+const MAX_DELIMITERS = 256;
 
 /**
  * marked's tokenizer without GFM's bare-URL links: a URL in the text stays text (every
@@ -262,7 +262,7 @@ export function listText(list: Tokens.List, bullet: string, render: (tokens: rea
 }
 
 /** Indents every line but the first by `width` spaces (a list item's continuation). */
-function hang(text: string, width: number): string {
+export function hang(text: string, width: number): string {
   return text.replace(/\n(?=[^\n])/g, `\n${' '.repeat(width)}`);
 }
 

@@ -7,7 +7,7 @@
  * and reopened with its info string, bold / italic / strikethrough / code spans are closed
  * and reopened, so every part renders on its own.
  */
-import { lexBlocks, lexInline, type MarkedToken, type Token } from './markdown.ts';
+import { hang, lexBlocks, lexInline, prefixLines, type MarkedToken, type Token, type Tokens } from './markdown.ts';
 
 export interface SplitOptions {
   /** Size of a text as the platform counts it. @default UTF-16 length (Telegram, Discord) */
@@ -22,28 +22,54 @@ export function splitMessage(text: string, limit: number, options: SplitOptions 
   if (!(limit >= 64)) throw new RangeError(`limit must be at least 64 (room for a reopened code fence), got ${limit}`);
   // a blank reply is no part at all, short or long (a platform refuses an empty message: Telegram with a 400)
   if (measure(text) <= limit) return text.trim() === '' ? [] : [text];
-  const pieces = lexBlocks(text).flatMap((token) => blockPieces(token, limit, measure));
-  return pack(pieces, limit, measure)
+  return pack(textPieces(text, limit, measure), limit, measure)
     .map(tidy)
     .filter((part) => part.trim() !== '');
 }
 
+/**
+ * A piece of the text that fits a part alone. A piece of a block cut in the middle carries
+ * the markup that makes it whole: `open` is written before it when it starts a part (a
+ * reopened fence, reopened emphasis), `close` after it when it ends one; in the middle of a
+ * part, where the next piece of the same block follows, neither is needed.
+ */
 interface Piece {
-  /** The text, with the line break or space cut at after it (dropped when a part ends there). */
+  readonly open: string;
   readonly text: string;
-  /** Its size, that line break or space left out. */
+  readonly close: string;
+  /** The line break or space cut at, after the text: kept between pieces in one part. */
+  readonly gap: string;
+  /** Size of `open + text + close`. */
   readonly size: number;
 }
 
-const piece = (text: string, measure: Measure): Piece => ({ text, size: measure(text) });
+const piece = (text: string, measure: Measure): Piece => ({ open: '', text, close: '', gap: '', size: measure(text) });
+
+/** The text of a part made of `pieces`. */
+function join(pieces: readonly Piece[]): string {
+  const last = pieces.length - 1;
+  return pieces[0]!.open + pieces.map((piece, i) => piece.text + (i < last ? piece.gap : '')).join('') + pieces[last]!.close;
+}
 
 /** A block as pieces that each fit alone: the block itself, or the block cut. */
 function blockPieces(token: MarkedToken, limit: number, measure: Measure): Piece[] {
   const size = measure(token.raw);
-  if (size <= limit) return [{ text: token.raw, size }];
-  if (token.type === 'list') return listPieces(token.items.map((item) => item.raw), token.raw, limit, measure);
-  if (token.type === 'table') return tablePieces(token.raw, limit, measure);
-  return cutBlock(token.raw, token.type === 'paragraph', limit, measure);
+  if (size <= limit) return [{ open: '', text: token.raw, close: '', gap: '', size }];
+  switch (token.type) {
+    case 'list':
+      return listPieces(token, limit, measure);
+    case 'blockquote':
+      return nestedPieces(token.text, (text) => prefixLines(text, '> '), limit, measure);
+    case 'table':
+      return tablePieces(token.raw, limit, measure);
+    default:
+      return cutBlock(token.raw, token.type === 'paragraph', limit, measure);
+  }
+}
+
+/** Pieces of the blocks of a text, each within `limit`. */
+function textPieces(text: string, limit: number, measure: Measure): Piece[] {
+  return lexBlocks(text).flatMap((token) => blockPieces(token, limit, measure));
 }
 
 /**
@@ -57,9 +83,8 @@ function pack(pieces: readonly Piece[], limit: number, measure: Measure): string
   let sum = 0;
   const flush = (): void => {
     if (group.length === 0) return;
-    const part = group.map((piece) => piece.text).join('');
-    if (group.length === 1 || measure(part) <= limit) parts.push(part);
-    else parts.push(...packExactly(group, limit, measure));
+    const part = join(group);
+    parts.push(...(group.length === 1 || measure(part) <= limit ? [part] : packExactly(group, limit, measure)));
     group = [];
     sum = 0;
   };
@@ -72,23 +97,35 @@ function pack(pieces: readonly Piece[], limit: number, measure: Measure): string
   return parts;
 }
 
-/** Packs pieces measuring each candidate part whole (the longest run that fits, found by bisection). */
+/** Packs pieces measuring each candidate part whole (the longest run that fits). */
 function packExactly(pieces: readonly Piece[], limit: number, measure: Measure): string[] {
   const parts: string[] = [];
-  let from = 0;
-  while (from < pieces.length) {
-    const join = (to: number): string => pieces.slice(from, to).map((piece) => piece.text).join('');
-    let low = from + 1; // a piece alone fits
-    let high = pieces.length;
-    while (low < high) {
-      const mid = Math.ceil((low + high) / 2);
-      if (measure(join(mid)) <= limit) low = mid;
-      else high = mid - 1;
-    }
-    parts.push(join(low));
-    from = low;
+  for (let from = 0; from < pieces.length; ) {
+    const to = from + longestRun(pieces.length - from, (count) => measure(join(pieces.slice(from, from + count))) <= limit);
+    parts.push(join(pieces.slice(from, to)));
+    from = to;
   }
   return parts;
+}
+
+/**
+ * The largest count in [1, available] that `fits` (1 when none does). Gallops up from 1
+ * before it bisects, so it measures about as much as the run it finds, not all that is left.
+ */
+function longestRun(available: number, fits: (count: number) => boolean): number {
+  let low = 1;
+  let high = 2;
+  while (high <= available && fits(high)) {
+    low = high;
+    high *= 2;
+  }
+  high = Math.min(high, available + 1); // fits(low); not fits(high), or high is past the end
+  while (high - low > 1) {
+    const mid = Math.floor((low + high) / 2);
+    if (fits(mid)) low = mid;
+    else high = mid;
+  }
+  return low;
 }
 
 /** A part without the blank lines and trailing spaces left at its cut points. */
@@ -98,27 +135,66 @@ function tidy(part: string): string {
 
 // ---- cutting one block --------------------------------------------------------------------
 
-/** A list too long: its items, each cut when too long itself (what follows the last item stays with it). */
-function listPieces(items: readonly string[], raw: string, limit: number, measure: Measure): Piece[] {
-  const texts = [...items];
-  const used = texts.reduce((sum, item) => sum + item.length, 0);
-  texts[texts.length - 1] += raw.slice(used);
-  return texts.flatMap((item) => (measure(item) <= limit ? [piece(item, measure)] : cutBlock(item, false, limit, measure)));
+/** A list too long: its items, an item too long cut as blocks behind its bullet (what follows the last item stays with it). */
+function listPieces(list: Tokens.List, limit: number, measure: Measure): Piece[] {
+  const used = list.items.reduce((sum, item) => sum + item.raw.length, 0);
+  const pieces = list.items.flatMap((item) => {
+    if (measure(item.raw) <= limit) return [piece(item.raw, measure)];
+    const marker = ITEM_MARKER.exec(item.raw)?.[0] ?? '';
+    const content = marker === '' ? item.raw : item.text;
+    // the item's first piece behind its bullet; the others as its text (in the part of the first, lazy lines of it)
+    // (a blank line after those: "2. b" after text would continue it, not start an item)
+    return nestedPieces(content, (text, first) => (first ? marker + hang(text, marker.length) : `${text}\n`), limit, measure);
+  });
+  const last = pieces.pop()!;
+  return [...pieces, { ...last, gap: last.gap + list.raw.slice(used) }];
 }
 
-/** A table too long: groups of rows, each behind the table's header and delimiter row. */
+/** A list item's bullet or number, its task box and the spaces after them. */
+const ITEM_MARKER = /^ {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]+\[[ xX]\])?[ \t]+/;
+
+/**
+ * Pieces of a container's content (a quote's, a list item's), cut as blocks of their own
+ * and each wrapped back (`> `, the bullet). The content is cut to the limit less what the
+ * wrapping adds to one line, then to less while a wrapped piece is still too long (the
+ * wrapping adds to every line); at last a wrapped piece still too long is cut as text.
+ */
+function nestedPieces(content: string, wrap: (text: string, first: boolean) => string, limit: number, measure: Measure): Piece[] {
+  const wrapped = (inner: number): string[] =>
+    pack(textPieces(content, inner, measure), inner, measure)
+      .map(tidy)
+      .filter((text) => text.trim() !== '')
+      .map((text, i) => `${wrap(text, i === 0)}\n`);
+  // each try takes off what the last one went over by
+  for (let inner = limit - measure(wrap('', true)) - 1, tries = 0; inner >= 32 && tries < 8; tries++) {
+    const pieces = wrapped(inner).map((text) => piece(text, measure));
+    const over = Math.max(...pieces.map((each) => each.size)) - limit;
+    if (over <= 0) return pieces;
+    inner -= over;
+  }
+  return wrapped(32).flatMap((text) => (measure(text) <= limit ? [piece(text, measure)] : cutBlock(text, false, limit, measure)));
+}
+
+/** A table too long: runs of rows, each behind the table's header and delimiter row. */
 function tablePieces(raw: string, limit: number, measure: Measure): Piece[] {
   const lines = raw.replace(/\n+$/, '').split('\n');
-  const head = `${lines.slice(0, 2).join('\n')}\n`;
-  const room = limit - measure(head);
-  if (room < limit / 2) return cutBlock(raw, false, limit, measure);
-  const rows = lines.slice(2).map((line) => `${line}\n`);
-  const groups = pack(
-    rows.flatMap((row) => (measure(row) <= room ? [piece(row, measure)] : cutBlock(row, false, room, measure))),
-    room,
-    measure,
-  );
-  return groups.map((group) => piece(`${head}${tidy(group)}\n`, measure));
+  const head = lines.slice(0, 2);
+  const rows = lines.slice(2);
+  const table = (from: number, to: number): string => `${[...head, ...rows.slice(from, to)].join('\n')}\n`;
+  if (rows.length === 0 || measure(table(0, 0)) > limit / 2) return cutBlock(raw, false, limit, measure);
+  const pieces: Piece[] = [];
+  for (let from = 0; from < rows.length; ) {
+    if (measure(table(from, from + 1)) > limit) {
+      pieces.push(...cutBlock(`${rows[from]}\n`, false, limit, measure)); // a row too long even alone: cut as text
+      from++;
+      continue;
+    }
+    // (the widths of a rendered table's columns depend on all its rows: every run is measured whole)
+    const to = from + longestRun(rows.length - from, (count) => measure(table(from, from + count)) <= limit);
+    pieces.push(piece(table(from, to), measure));
+    from = to;
+  }
+  return pieces;
 }
 
 /**
@@ -129,11 +205,18 @@ function tablePieces(raw: string, limit: number, measure: Measure): Piece[] {
  */
 function cutBlock(text: string, paragraph: boolean, limit: number, measure: Measure): Piece[] {
   const fence = firstFence(text);
-  // room for what a cut adds: a closing and a reopening fence, closing and reopening markers
-  const reserve = (fence ? measure(`${reopener(fence, limit, measure)}\n\n${fence.marker}`) : paragraph ? measure('*'.repeat(16)) : 0) + measure('\\');
-  const budget = Math.max(8, limit - reserve);
   const spans = paragraph ? inlineSpans(text) : [];
-  const cuts = cutPoints(text, budget, measure, spans.filter((span) => span.atomic));
+  // room for what a cut adds: a closing and a reopening fence, closing and reopening markers, an escape
+  const markup = fence ? measure(`${reopener(fence, limit, measure)}\n\n${fence.marker}`) : spans.some((span) => !span.atomic) ? measure('*'.repeat(16)) : 0;
+  const budget = Math.max(8, limit - markup - measure('\\'));
+  const clean = (cut: number): boolean => {
+    if (spans.some((span) => !span.atomic && ((cut > span.start && cut < span.start + span.open.length) || (cut > span.end - span.close.length && cut < span.end)))) return false; // inside a marker
+    const next = skipSpace(text, cut);
+    const close = markers(spans, 0, cut, text.length).close;
+    const open = markers(spans, next, text.length, text.length).open;
+    return !(close !== '' && close[0] === text[cut - 1]) && !(open !== '' && open.at(-1) === text[next]);
+  };
+  const cuts = cutPoints(text, budget, limit - measure('\\'), measure, spans.filter((span) => span.atomic), clean);
   const pieces: Piece[] = [];
   let open: Fence | undefined;
   for (let i = 0; i < cuts.length; i++) {
@@ -141,18 +224,20 @@ function cutBlock(text: string, paragraph: boolean, limit: number, measure: Meas
     const end = cuts[i]!;
     const marks = paragraph ? markers(spans, start, end, text.length) : { open: '', close: '' };
     // text cut at a space starts a line in the next part: a "~~~" or "# " there would open a fence or a heading
-    const midLine = i > 0 && text[cuts[i - 1]!] !== '\n' && !open && marks.open === '' && /^[`~#>\-+*=|]/.test(text.slice(start, start + 1));
-    const body = (midLine ? '\\' : '') + text.slice(start, end);
-    const before = open ? `${reopener(open, limit, measure)}\n` : '';
+    const midLine = i > 0 && text[cuts[i - 1]!] !== '\n' && !open && marks.open === '' && BLOCK_START.test(text.slice(start, start + 8));
+    const body = text.slice(start, end);
+    const before = (open ? `${reopener(open, limit, measure)}\n` : '') + (midLine ? '\\' : '');
     open = fenceAfter(body, open);
     const after = open && end < text.length ? `\n${open.marker}` : '';
-    const marked = before + marks.open + body + marks.close + after;
-    const whole = measure(marked) <= limit ? marked : before + body + after;
-    const next = i + 1 < cuts.length ? skipSpace(text, end) : text.length;
-    pieces.push({ text: whole + text.slice(end, next), size: measure(whole) });
+    const gap = text.slice(end, i + 1 < cuts.length ? skipSpace(text, end) : text.length);
+    const size = measure(before + marks.open + body + marks.close + after);
+    pieces.push(size <= limit ? { open: before + marks.open, text: body, close: marks.close + after, gap, size } : { open: before, text: body, close: after, gap, size: measure(before + body + after) });
   }
   return pieces;
 }
+
+/** What opens a block at the start of a line: a fence, a heading, a quote, a bullet. */
+const BLOCK_START = /^(?:`{3}|~{3}|#{1,6}(?![^ \t])|>|[-+*](?![^ \t]))/;
 
 /** Where the next piece starts after a cut at `at`: past the line break or space cut at. */
 function skipSpace(text: string, at: number): number {
@@ -161,9 +246,12 @@ function skipSpace(text: string, at: number): number {
 
 /**
  * End offsets of the pieces of `text`, each within `budget`: at a line break, else a space,
- * else by force — never inside an atomic span (a link) when a cut before it keeps half a piece.
+ * else by force — at an earlier space when the markers closed or reopened there would run into
+ * the text's own (`*a*` + `*`), and not inside an atomic span (a link) when it can be helped
+ * (see {@link aroundSpan}).
+ * `room` is the size a piece may reach when no markup is reopened around it.
  */
-function cutPoints(text: string, budget: number, measure: Measure, atomic: readonly Span[]): number[] {
+function cutPoints(text: string, budget: number, room: number, measure: Measure, atomic: readonly Span[], clean: (cut: number) => boolean): number[] {
   const cuts: number[] = [];
   let start = 0;
   let next = 0; // the first atomic span that may end after `start`
@@ -174,14 +262,39 @@ function cutPoints(text: string, budget: number, measure: Measure, atomic: reado
     const line = text.lastIndexOf('\n', end);
     const space = text.lastIndexOf(' ', end);
     let cut = line > half ? line : space > half ? space : end;
+    if (!clean(cut)) cut = cleaner(text, cut, half, start, clean) ?? cut;
     while (next < atomic.length && atomic[next]!.end <= cut) next++;
     const inside = atomic[next];
-    if (inside && inside.start < cut && inside.start > half) cut = text.lastIndexOf(' ', inside.start) > half ? text.lastIndexOf(' ', inside.start) : inside.start;
+    if (inside && inside.start < cut) cut = aroundSpan(text, inside, start, half, (end) => measure(text.slice(start, end)) <= room) ?? cut;
     cuts.push(cut);
     start = skipSpace(text, cut);
   }
   cuts.push(text.length);
   return cuts;
+}
+
+/** A clean cut before `cut`: at one of the spaces before it past `half`, else a few characters before it. */
+function cleaner(text: string, cut: number, half: number, start: number, clean: (cut: number) => boolean): number | undefined {
+  for (let tries = 0, space = cut; tries < 8; tries++) {
+    space = text.lastIndexOf(' ', space - 1);
+    if (space <= half) break;
+    if (clean(space)) return space;
+  }
+  for (let at = cut - 1; at > start && at >= cut - 16; at--) if (clean(at)) return at;
+  return undefined;
+}
+
+/**
+ * A cut outside an atomic span the cut falls into: before it (at a space) when that keeps
+ * half a piece, else after it when the piece still fits `room`, else before it if that
+ * leaves anything in the piece, else none.
+ */
+function aroundSpan(text: string, span: Span, start: number, half: number, fits: (end: number) => boolean): number | undefined {
+  const space = text.lastIndexOf(' ', span.start);
+  const before = space > start ? space : span.start;
+  if (before > half) return before;
+  if (fits(span.end)) return span.end;
+  return before > start ? before : undefined;
 }
 
 /**

@@ -1,0 +1,144 @@
+/**
+ * Properties of splitting and rendering markdown, for every channel: on structured replies
+ * (paragraphs with emphasis, code spans and links, headings, lists, task lists, code fences,
+ * tables, quotes) and on any text, the splitter's parts stay within the channel's limit,
+ * every part renders to balanced markup on its own, and no text is lost — the visible text
+ * of the parts, joined, is the visible text of the reply, whitespace at the cuts aside.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { DISCORD_LIMIT, measureDiscord, renderDiscord } from '../../channels/discord/render.ts';
+import { renderHtml as emailHtml } from '../../channels/email/render.ts';
+import { MATRIX_LIMIT, measure as matrixMeasure, renderHtml as matrixHtml } from '../../channels/matrix/render.ts';
+import { measureMrkdwn, renderMrkdwn } from '../../channels/slack/render.ts';
+import { measure as telegramMeasure, renderHtml as telegramHtml, TELEGRAM_LIMIT } from '../../channels/telegram/render.ts';
+import { inlineText, lex, type MarkedToken, type Token } from '../../src/outbound/markdown.ts';
+import { splitMessage } from '../../src/outbound/split.ts';
+import { fuzz, markdownText } from '../support/fuzz.ts';
+
+// ---- structured replies -------------------------------------------------------------------
+
+const word = fc.oneof(
+  // (no stray intraword "*" as in "2*3": CommonMark may pair it with one far away, and a cut
+  // between the two changes that pairing — the "any text" properties below have such text)
+  { weight: 6, arbitrary: fc.constantFrom('alpha', 'beta', 'gamma', 'δέλτα', '😀', 'snake_case', '2 * 3', 'a<b', 'x&y', 'ok.') },
+  { weight: 1, arbitrary: fc.integer({ min: 20, max: 300 }).map((n) => 'z'.repeat(n)) },
+);
+const words = (max: number): fc.Arbitrary<string> => fc.array(word, { minLength: 1, maxLength: max }).map((list) => list.join(' '));
+const inline = fc.oneof(
+  { weight: 5, arbitrary: words(12) },
+  { weight: 1, arbitrary: words(6).map((text) => `**${text}**`) },
+  { weight: 1, arbitrary: words(6).map((text) => `*${text}*`) },
+  { weight: 1, arbitrary: words(6).map((text) => `~~${text}~~`) },
+  { weight: 1, arbitrary: words(4).map((text) => `\`${text}\``) },
+  // (short labels: a link longer than a part cannot be kept whole, and is cut as text)
+  { weight: 1, arbitrary: fc.array(fc.constantFrom('alpha', 'beta', 'δέλτα', '😀'), { minLength: 1, maxLength: 3 }).map((label) => `[${label.join(' ')}](https://example.org/${label.length})`) },
+);
+const paragraph = fc.array(inline, { minLength: 1, maxLength: 20 }).map((parts) => parts.join(' '));
+const block = fc.oneof(
+  { weight: 6, arbitrary: paragraph },
+  { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 1, max: 6 }), words(6)).map(([level, text]) => `${'#'.repeat(level)} ${text}`) },
+  { weight: 2, arbitrary: fc.tuple(fc.boolean(), fc.array(fc.tuple(fc.constantFrom('', '[ ] ', '[x] '), paragraph), { minLength: 1, maxLength: 12 })).map(([ordered, items]) => items.map(([box, text], i) => `${ordered ? `${i + 1}.` : '-'} ${box}${text}`).join('\n')) },
+  { weight: 2, arbitrary: fc.tuple(fc.constantFrom('```', '```ts', '~~~', '````md'), fc.array(words(10), { maxLength: 40 })).map(([fence, lines]) => [fence, ...lines, fence.replace(/[^`~]/g, '')].join('\n')) },
+  { weight: 1, arbitrary: fc.array(fc.tuple(words(3), words(3)), { minLength: 1, maxLength: 30 }).map((rows) => ['| name | value |', '| --- | --- |', ...rows.map(([a, b]) => `| ${a} | ${b} |`)].join('\n')) },
+  { weight: 1, arbitrary: fc.array(paragraph, { minLength: 1, maxLength: 4 }).map((lines) => lines.map((line) => `> ${line}`).join('\n')) },
+  { weight: 1, arbitrary: fc.constant('---') },
+);
+const reply = fc.array(block, { minLength: 1, maxLength: 10 }).map((blocks) => blocks.join('\n\n'));
+
+// ---- what a reader sees ---------------------------------------------------------------------
+
+/**
+ * The text a markdown shows, markup left out and whitespace removed: inline text, code,
+ * table cells (not the header: a table cut between parts repeats it), no bullets or numbers.
+ */
+function visible(markdown: string): string {
+  const walk = (tokens: readonly Token[]): string =>
+    (tokens as readonly MarkedToken[])
+      .map((token) => {
+        switch (token.type) {
+          case 'paragraph':
+          case 'heading':
+          case 'text':
+            return token.tokens ? inlineText(token.tokens) : token.text;
+          case 'code':
+            return token.text;
+          case 'table':
+            return token.rows.map((row) => row.map((cell) => inlineText(cell.tokens)).join('')).join('');
+          case 'blockquote':
+            return walk(token.tokens);
+          case 'list':
+            return token.items.map((item) => walk(item.tokens)).join('');
+          case 'space':
+          case 'hr':
+          case 'checkbox':
+            return '';
+          default:
+            return token.raw;
+        }
+      })
+      .join('');
+  // (a table row too long for any part is sent as its text, pipes shown)
+  return walk(lex(markdown)).replace(/[\s|]+/g, '');
+}
+
+// ---- balanced output, per platform ----------------------------------------------------------
+
+/** Whether every tag is closed in order (void tags excepted). */
+function balancedHtml(html: string): boolean {
+  const stack: string[] = [];
+  for (const match of html.matchAll(/<(\/?)([a-z][a-z0-9]*)\b[^>]*?(\/?)>/gi)) {
+    const name = match[2]!.toLowerCase();
+    if (match[3] === '/' || ['br', 'hr', 'img', 'meta'].includes(name)) continue;
+    if (match[1] === '') stack.push(name);
+    else if (stack.pop() !== name) return false;
+  }
+  return stack.length === 0;
+}
+
+/** Whether the markdown a platform gets back (Discord, Slack) has its code fences closed. */
+function fencesClosed(text: string): boolean {
+  let open: string | undefined;
+  for (const line of text.split('\n')) {
+    const match = /^ {0,3}(`{3,}|~{3,})(.*)$/.exec(line);
+    if (!match || (match[1]![0] === '`' && match[2]!.includes('`') && open === undefined)) continue;
+    if (open === undefined) open = match[1];
+    else if (match[1]![0] === open[0] && match[1]!.length >= open.length && match[2]!.trim() === '') open = undefined;
+  }
+  return open === undefined;
+}
+
+const channels = [
+  { name: 'telegram', limit: TELEGRAM_LIMIT, measure: telegramMeasure, balanced: (part: string) => balancedHtml(telegramHtml(part)) },
+  { name: 'discord', limit: DISCORD_LIMIT, measure: measureDiscord, balanced: (part: string) => fencesClosed(renderDiscord(part)) },
+  { name: 'slack', limit: 4000, measure: measureMrkdwn, balanced: (part: string) => fencesClosed(renderMrkdwn(part)) && !/[<>]/.test(renderMrkdwn(part).replace(/<(?:https?:|mailto:)[^<>]*>/g, '').replace(/^(?:> ?)+/gm, '')) },
+  { name: 'matrix', limit: MATRIX_LIMIT, measure: matrixMeasure, balanced: (part: string) => balancedHtml(matrixHtml(part)) },
+  { name: 'email', limit: 2000, measure: (part: string) => part.length, balanced: (part: string) => balancedHtml(emailHtml(part)) },
+  { name: 'small', limit: 64, measure: (part: string) => part.length, balanced: (part: string) => balancedHtml(telegramHtml(part)) },
+  { name: 'utf8 bytes', limit: 300, measure: (part: string) => Buffer.byteLength(part, 'utf8'), balanced: (part: string) => balancedHtml(matrixHtml(part)) },
+] as const;
+
+describe('markdown split and render (properties)', () => {
+  for (const channel of channels) {
+    it(`${channel.name}: parts within ${channel.limit}, each balanced, no text lost`, (t) => {
+      fuzz(t, `markdown ${channel.name}`, reply, (text) => {
+        const parts = splitMessage(text, channel.limit, { measure: channel.measure });
+        for (const part of parts) {
+          assert.ok(channel.measure(part) <= channel.limit, `a part of ${channel.measure(part)} > ${channel.limit}`);
+          assert.ok(channel.balanced(part), `unbalanced: ${JSON.stringify(part.slice(0, 200))}`);
+        }
+        assert.equal(visible(parts.join('\n\n')), visible(text), 'the parts show what the reply shows');
+      }, { runs: channel.limit > 1000 ? 30 : 100 });
+    });
+
+    it(`${channel.name}: any text splits within the limit into balanced parts`, (t) => {
+      fuzz(t, `markdown any ${channel.name}`, markdownText(), (text) => {
+        for (const part of splitMessage(text, channel.limit, { measure: channel.measure })) {
+          assert.ok(channel.measure(part) <= channel.limit, `a part of ${channel.measure(part)} > ${channel.limit}`);
+          assert.ok(channel.balanced(part), `unbalanced: ${JSON.stringify(part.slice(0, 200))}`);
+        }
+      }, { runs: channel.limit > 1000 ? 30 : 100 });
+    });
+  }
+});
