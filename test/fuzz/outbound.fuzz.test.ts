@@ -82,7 +82,6 @@ describe('splitter (fuzz)', () => {
 /** Tokens of letters and digits: what no renderer may drop (markup, link targets and a fence's info string aside). */
 const tokens = (text: string): string[] =>
   text
-    .replace(/[\uE000\uE001]/g, ' ') // the HTML renderers' placeholders (HOLD_MARKERS): stripped by some renderers, kept by others
     .split(/\r\n?|\n/)
     .filter((line) => !/^(?:\s{0,3}>)*\s{0,3}(`{3,}|~{3,})/.test(line)) // a fence line (in a quote too): its info string is markup
     .join('\n')
