@@ -154,10 +154,9 @@ function listPieces(list: Tokens.List, limit: number, measure: Measure): Piece[]
 const ITEM_MARKER = /^ {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]+\[[ xX]\])?[ \t]+/;
 
 /**
- * Pieces of a container's content (a quote's, a list item's), cut as blocks of their own
- * and each wrapped back (`> `, the bullet). The content is cut to the limit less what the
- * wrapping adds to one line, then to less while a wrapped piece is still too long (the
- * wrapping adds to every line); at last a wrapped piece still too long is cut as text.
+ * Pieces of a container's content (a quote's, a list item's), cut as blocks of their own to
+ * the limit less what wrapping adds to a line, and each wrapped back (`> `, the bullet); a
+ * wrapped piece still too long (wrapping adds to every line) is cut as text.
  */
 function nestedPieces(content: string, wrap: (text: string, first: boolean) => string, limit: number, measure: Measure): Piece[] {
   const wrapped = (inner: number): string[] =>
@@ -165,14 +164,12 @@ function nestedPieces(content: string, wrap: (text: string, first: boolean) => s
       .map(tidy)
       .filter((text) => text.trim() !== '')
       .map((text, i) => `${wrap(text, i === 0)}\n`);
-  // each try takes off what the last one went over by
-  for (let inner = limit - measure(wrap('', true)) - 1, tries = 0; inner >= 32 && tries < 8; tries++) {
-    const pieces = wrapped(inner).map((text) => piece(text, measure));
-    const over = Math.max(...pieces.map((each) => each.size)) - limit;
-    if (over <= 0) return pieces;
-    inner -= over;
-  }
-  return wrapped(32).flatMap((text) => (measure(text) <= limit ? [piece(text, measure)] : cutBlock(text, false, limit, measure)));
+  const inner = Math.max(32, limit - measure(wrap('', true)) - 1);
+  let texts = wrapped(inner);
+  // once more with the room less what the widest went over by (more tries were exponential in the depth of nesting)
+  const over = Math.max(...texts.map((text) => measure(text))) - limit;
+  if (over > 0) texts = wrapped(Math.max(32, inner - over));
+  return texts.flatMap((text) => (measure(text) <= limit ? [piece(text, measure)] : cutBlock(text, false, limit, measure)));
 }
 
 /** A table too long: runs of rows, each behind the table's header and delimiter row. */
