@@ -24,6 +24,7 @@ export function splitMessage(text: string, limit: number, options: SplitOptions 
   if (measure(text) <= limit) return text.trim() === '' ? [] : [text];
   return pack(textPieces(text, limit, measure), limit, measure)
     .map(tidy)
+    .flatMap((part) => (measure(part) <= limit ? [part] : forced(part, limit, measure)))
     .filter((part) => part.trim() !== '');
 }
 
@@ -126,6 +127,12 @@ function longestRun(available: number, fits: (count: number) => boolean): number
     else high = mid;
   }
   return low;
+}
+
+/** The last resort for a part the cutting above left too long: cut as plain text, markup or not. */
+function forced(part: string, limit: number, measure: Measure): string[] {
+  const cuts = cutPoints(part, limit, limit, measure, [], () => true);
+  return cuts.map((end, i) => part.slice(i === 0 ? 0 : skipSpace(part, cuts[i - 1]!), end));
 }
 
 /** A part without the blank lines and trailing spaces left at its cut points. */
