@@ -231,7 +231,7 @@ function cutBlock(text: string, paragraph: boolean, limit: number, measure: Meas
     const midLine = i > 0 && text[cuts[i - 1]!] !== '\n' && !open && marks.open === '' && BLOCK_START.test(text.slice(start, start + 8));
     const body = text.slice(start, end);
     const before = (open ? `${reopener(open, limit, measure)}\n` : '') + (midLine ? '\\' : '');
-    open = fenceAfter(body, open);
+    open = fenceAfter((midLine ? '\\' : '') + body, open); // (an escaped "```" opens nothing)
     const after = open && end < text.length ? `\n${open.marker}` : '';
     const gap = text.slice(end, i + 1 < cuts.length ? skipSpace(text, end) : text.length);
     const size = measure(before + marks.open + body + marks.close + after);
