@@ -3,13 +3,11 @@
  * `switchboard` entry point. Checks the Node version before anything native is loaded
  * (better-sqlite3 on an old Node crashes instead of failing cleanly), then runs the CLI.
  */
-const major = Number(process.versions.node.split('.')[0]);
-if (major < 22) {
-  process.stderr.write(
-    `switchboard needs Node.js 22 or newer; this is ${process.version}.\n` +
-      'Run it through npm (npm start, npm run chat, npx switchboard …), which uses the Node that npm install brought,\n' +
-      'or use bin/switchboard, or install Node 22+.\n',
-  );
+import { nodeVersionProblem } from './node-version.ts';
+
+const problem = nodeVersionProblem(process.versions.node);
+if (problem !== undefined) {
+  process.stderr.write(problem);
   process.exit(1);
 }
 const { main } = await import('./main.ts');

@@ -2,7 +2,7 @@
  * The composition root: config becomes objects here and nowhere else. Each channel's
  * module is imported only when that channel is configured.
  */
-import { existsSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Channel, ChannelContext } from '../src/channel.ts';
@@ -14,7 +14,7 @@ import { createTurnMemory } from '../src/agent/memory-context.ts';
 import { ConfigError, loadConfig, locateConfig } from '../src/config/load.ts';
 import { tuneHeap } from './heap.ts';
 import type { ChannelPolicyConfig, Config } from '../src/config/schema.ts';
-import { createLogger, type Logger } from '../src/log.ts';
+import { createLogger, createLogTail, type Logger } from '../src/log.ts';
 import { defaultDeliveryOptions } from '../src/runtime/delivery.ts';
 import { Runtime, type ChannelPolicy, type RuntimeOptions } from '../src/runtime/runtime.ts';
 import { ConversationSettings } from '../src/store/settings.ts';
@@ -23,6 +23,8 @@ import { Scheduler } from '../src/schedule/scheduler.ts';
 import { ScheduleStore } from '../src/schedule/store.ts';
 import { PairingStore } from '../src/policy/access.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
+import { sqliteDatabase } from '../src/store/sqlite-sql.ts';
+import type { Database } from '../src/store/sql.ts';
 import { lockDataDir } from '../src/store/lock.ts';
 import { explainIn, makeDirectory, withFileContext } from '../src/store/files.ts';
 import { StorageHealth } from '../src/store/storage.ts';
@@ -36,6 +38,7 @@ import { buildMemory } from './compose/memory.ts';
 import { buildProvider } from './compose/provider.ts';
 import { buildTools, type BuiltTools } from './compose/tools.ts';
 import { announceReady } from './ready.ts';
+import { configPort, consoleStaticDir, lazyConsole, nodeName, recordRecalls } from './console.ts';
 import { createReloader, createRouteTable, type ConfigDiff, type Prepared, type RouteTable } from './reload.ts';
 
 /** `chat` exits with this (EX_TEMPFAIL: try again later) when a message could not be answered. */
@@ -111,6 +114,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const startedAt = performance.now();
   const file = locateConfig(options.configFlag === undefined ? {} : { flag: options.configFlag });
   const { config } = loadConfig(file);
+  const clustered = options.mode === 'start' && config.store.kind === 'postgres';
   tuneHeap(config.runtime.heap);
   // Refuse an exposed gateway before anything opens (exit 78).
   const gatewayConfig = options.mode === 'start' ? config.gateway : undefined;
@@ -130,8 +134,13 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       },
     ]);
   }
+  // The web console (served by the gateway, loaded on its first request) keeps the last log
+  // lines for its live tail, and adds the browser chat as the `web` channel.
+  const consoleOn = gatewayConfig !== undefined && gatewayConfig.console;
+  const logTail = consoleOn ? createLogTail() : undefined;
   // With the terminal in use, stdout is the conversation: logs go to stderr.
   const log = createLogger({
+    ...(logTail ? { tap: logTail } : {}),
     level: options.mode === 'chat' ? logLevel(config, 'error', options.verbose ? 'info' : undefined) : logLevel(config, 'info', options.verbose ? 'debug' : undefined),
     format: config.log.format,
     stream: names.includes('terminal') ? process.stderr : process.stdout,
@@ -161,9 +170,23 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const storage = new StorageHealth({ dataDir, log: log.child({ component: 'storage' }) });
   // Read only when scraped, so the closure over the runtime built below is fine.
   const metrics = createSwitchboardMetrics({ channels: names, health: () => runtime.health(), eventLoopLag: gatewayConfig !== undefined });
-  const approvals = new ApprovalStore(db);
-  const schedules = new ScheduleStore(db);
-  const memory = await buildMemory({ config, db, dbPath, dataDir, freshDatabase, log });
+  const maxInFlight = config.runtime.max_in_flight > 0 ? config.runtime.max_in_flight : Math.min(64, Math.max(8, names.length * 4));
+  let cluster: Awaited<ReturnType<typeof import('./compose/cluster.ts')['openCluster']>> | undefined;
+  if (clustered) {
+    try {
+      cluster = await (await import('./compose/cluster.ts')).openCluster(config, log, maxInFlight);
+    } catch (error) {
+      db.close();
+      lock.release();
+      throw error;
+    }
+  }
+  const database = cluster?.database ?? sqliteDatabase(db);
+  const approvals = new ApprovalStore(database);
+  const schedules = new ScheduleStore(database);
+  const memory = await buildMemory({ config, db, dbPath, dataDir, freshDatabase, log, ...(cluster ? { shared: cluster.database } : {}) });
+  // Recall is remembered per turn for the console's transcripts (only when it is on).
+  const recalled = consoleOn ? recordRecalls(memory.memory) : undefined;
   const buildEndpoint = async (from: Config): Promise<Provider> => createMeteredProvider(await buildProvider(from, log), { meter: metrics, label: from.provider.kind });
   // The tools (the delegate tool) reach the model through this, so a reload that only
   // changes the provider does not rebuild the tools (and drop remote-tool clients).
@@ -198,7 +221,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         ? {}
         : {
             memory: createTurnMemory({
-              memory: memory.memory,
+              memory: recalled?.memory ?? memory.memory,
               autoRecall: from.memory.auto_recall,
               limit: from.memory.recall_limit,
               minScore: from.memory.min_relevance,
@@ -220,7 +243,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         listen: gatewayConfig.listen,
         ...(gatewayConfig.token === undefined ? {} : { token: gatewayConfig.token }),
         log: log.child({ component: 'gateway' }),
-        health: () => runtime.health(),
+        health: () => ({ ...runtime.health(), ...(cluster ? { cluster: { node: cluster.node, nodes: cluster.nodes() } } : {}) }),
         metrics: () => metrics.render(),
         maxBodyBytes: gatewayConfig.max_body_kb * 1024,
       })
@@ -249,12 +272,21 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       return channel;
     }),
   );
-  const settings = new ConversationSettings(db);
-  const maxInFlight = config.runtime.max_in_flight > 0 ? config.runtime.max_in_flight : Math.min(64, Math.max(8, channels.length * 4));
+  const webChannel = consoleOn ? await buildWebChannel() : undefined;
+  if (webChannel) channels.push(webChannel);
+  async function buildWebChannel() {
+    const { createWebChannel } = await import('../channels/web/index.ts');
+    const stateDir = join(dataDir, 'channels', 'web');
+    makeDirectory(stateDir);
+    return createWebChannel({ name: 'web', log: log.child({ channel: 'web' }), assistantName: config.agent.name, attachments, stateDir, storage });
+  }
+  const pairing = new PairingStore(database);
+  const settings = new ConversationSettings(database);
   const runtime = new Runtime({
-    db,
+    database,
     log,
-    channels,
+    // cluster mode: each channel is added when this node takes its lease
+    channels: cluster ? [] : channels,
     agent: (input) => parts.agent(input),
     maxInFlight,
     maxQueued: config.runtime.max_queued,
@@ -267,17 +299,18 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     },
     delivery: defaultDeliveryOptions,
     events: metrics.runtimeEvents,
-    pairing: new PairingStore(db),
+    pairing,
     storage,
+    ...(cluster ? { queue: cluster.queue, onReplyRecorded: cluster.onReplyRecorded } : {}),
     ...turnSettings(config),
   });
   function turnSettings(from: Config): { policies: Map<string, ChannelPolicy>; commands: NonNullable<RuntimeOptions['commands']>; historyTurns: number; turnTimeoutMs: number } {
     return {
-      policies: channelPolicies(from, channelNames(from, options.mode)),
+      policies: channelPolicies(from, channelNames(from, options.mode), webChannel !== undefined),
       commands: {
         models: configuredModels(from),
         model: (conversation) => settings.model(conversation),
-        setModel: (conversation, model) => settings.setModel(conversation, model),
+        setModel: (tx, conversation, model) => settings.in(tx).setModel(conversation, model),
       },
       historyTurns: from.agent.history_turns,
       turnTimeoutMs: from.agent.turn_timeout_seconds * 1000,
@@ -338,11 +371,55 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       staged.commit();
     }
   }
+  if (gateway && consoleOn) {
+    gateway.setFallback(
+      lazyConsole(async () => {
+        const { createConsoleQueries } = await import('../src/console/queries.ts');
+        const { statusReport } = gatewayModule!;
+        const { listTools } = await import('../src/tools/sources.ts');
+        const current = (): Config => reloader?.current() ?? config;
+        const version = packageVersion();
+        return {
+          log: log.child({ component: 'console' }),
+          token: () => (gatewayConfig!.token === undefined || gatewayConfig!.token === '' ? undefined : gatewayConfig!.token),
+          sessionMs: gatewayConfig!.session_hours * 3_600_000,
+          staticDir: consoleStaticDir(),
+          maxJsonBytes: Math.min(64 * 1024, gatewayConfig!.max_body_kb * 1024),
+          // Awaited: the runtime's reads may become asynchronous (the PostgreSQL backend).
+          overview: async () => ({
+            status: statusReport(
+              { ...runtime.health(), ...(cluster ? { cluster: { node: cluster.node, nodes: cluster.nodes() } } : {}) },
+              Math.round(Date.now() - process.uptime() * 1000),
+              process.uptime() * 1000,
+              version,
+            ),
+            model: current().provider.model,
+            node: cluster?.node ?? nodeName(),
+            activity: metrics.activity.minutes(),
+          }),
+          restartChannel: (name) => runtime.restartChannel(name),
+          queries: createConsoleQueries(database),
+          pairing,
+          approvals,
+          allowLists: () => Object.fromEntries(channelNames(current(), 'start').filter((name) => name !== 'terminal').map((name) => [name, (current().channels[name] as ChannelPolicyConfig | undefined)?.allow])),
+          memory: memory.memory,
+          tools: () => listTools(parts.tools.sources).tools.map(({ name, description, source }) => ({ name, description, source })),
+          remoteClients: () => parts.tools.remote?.clients().map((client) => client.id) ?? [],
+          toolCalls: () => metrics.activity.toolCalls(),
+          ...(logTail ? { logs: logTail } : {}),
+          ...(reloader ? { config: configPort({ file, current, reload: () => reloader.reload() }) } : {}),
+          ...(webChannel ? { chat: webChannel } : {}),
+          ...(recalled ? { recalls: recalled.recalls } : {}),
+        };
+      }),
+    );
+  }
   /** Closes what start opened, when it cannot go on. */
   const abandon = async (): Promise<void> => {
     await parts.tools.close();
     metrics.close();
     await memory.close();
+    await cluster?.leave();
     db.close();
     lock.release();
   };
@@ -378,6 +455,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       void scheduler
         .stop()
         .then(() => runtime.stop())
+        .then(() => cluster?.leave())
         .then(() => parts.tools.close())
         .then(() => gateway?.stop(1000))
         .then(() => memory.close())
@@ -423,7 +501,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     };
   });
 
-  runtime.start();
+  await runtime.start();
+  await cluster?.join(runtime, channels);
   scheduler.start();
   // Logged also while a channel keeps failing, naming it (app/ready.ts).
   announceReady({
@@ -436,8 +515,10 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
 }
 
 /** The conversation policy of each configured chat channel (the terminal has none: it is exempt from access rules; chat commands work there too). */
-function channelPolicies(config: Config, names: ReadonlyArray<keyof Config['channels']>): Map<string, ChannelPolicy> {
+function channelPolicies(config: Config, names: ReadonlyArray<keyof Config['channels']>, web = false): Map<string, ChannelPolicy> {
   const policies = new Map<string, ChannelPolicy>();
+  // The browser chat: only signed-in operators can post, so everyone who reaches it is allowed; replies stream.
+  if (web) policies.set('web', { allow: ['*'], mentionOnly: false, stream: true });
   for (const name of names) {
     if (name === 'terminal') continue;
     const section = config.channels[name] as ChannelPolicyConfig | undefined;
@@ -473,6 +554,18 @@ function logLevel(config: Config, fallback: Level, verbose?: Level): Level {
   return verbose ?? config.log.level ?? fallback;
 }
 
+/** The version in package.json (for the console's Overview). */
+function packageVersion(): string | undefined {
+  for (const path of ['../package.json', '../../package.json']) {
+    try {
+      return (JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { version: string }).version;
+    } catch {
+      // try the next
+    }
+  }
+  return undefined;
+}
+
 function safeUsername(): string {
   try {
     return userInfo().username || 'local';
@@ -496,26 +589,37 @@ function openOperatorDatabase(configFlag: string | undefined): { config: Config;
   return { config, dataDir, dbPath, db };
 }
 
-/** The memory for `switchboard memory …` (no hygiene pass). */
+/** The shared database of a cluster config (`[store] kind = "postgres"`), for an operator command; undefined for SQLite. */
+async function operatorShared(config: Config, log: Logger): Promise<Database | undefined> {
+  if (config.store.kind !== 'postgres') return undefined;
+  const { openPostgres } = await import('../src/store/postgres/sql.ts');
+  return openPostgres({ url: config.store.url!, log, maxConnections: 2 });
+}
+
+/** The memory for `switchboard memory …` (no hygiene pass); in a cluster, PostgreSQL's. */
 export async function openOperatorMemory(configFlag: string | undefined): Promise<{ memory: Memory; close(): Promise<void> }> {
   const { config, dataDir, dbPath, db } = openOperatorDatabase(configFlag);
   const log = createLogger({ level: logLevel(config, 'warn'), format: config.log.format, stream: process.stderr });
-  const built = await buildMemory({ config, db, dbPath, dataDir, freshDatabase: false, log, hygiene: false });
+  const shared = await operatorShared(config, log);
+  const built = await buildMemory({ config, db, dbPath, dataDir, freshDatabase: false, log, hygiene: false, ...(shared ? { shared } : {}) });
   return {
     memory: built.memory,
     close: async () => {
       await built.close();
+      await shared?.close();
       db.close();
     },
   };
 }
 
-/** The pairing store for `switchboard pairing …`. */
+/** The pairing store for `switchboard pairing …`; in a cluster, PostgreSQL's. */
 export async function openOperatorPairing(configFlag: string | undefined): Promise<{ pairing: PairingStore; close(): Promise<void> }> {
-  const { db } = openOperatorDatabase(configFlag);
+  const { config, db } = openOperatorDatabase(configFlag);
+  const shared = await operatorShared(config, createLogger({ level: logLevel(config, 'warn'), format: config.log.format, stream: process.stderr }));
   return {
-    pairing: new PairingStore(db),
+    pairing: new PairingStore(shared ?? sqliteDatabase(db)),
     close: async () => {
+      await shared?.close();
       db.close();
     },
   };

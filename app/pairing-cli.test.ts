@@ -3,6 +3,7 @@ import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
 import { PairingStore } from '../src/policy/access.ts';
 import { openDatabase } from '../src/store/db.ts';
+import { sqliteDatabase } from '../src/store/sqlite-sql.ts';
 import { runPairingCommand } from './pairing-cli.ts';
 
 async function run(args: string[], pairing: PairingStore): Promise<{ code: number; out: string; err: string }> {
@@ -18,21 +19,21 @@ async function run(args: string[], pairing: PairingStore): Promise<{ code: numbe
 
 describe('switchboard pairing', () => {
   it('lists waiting requests and approves one by channel and code', async () => {
-    const pairing = new PairingStore(openDatabase(':memory:'));
+    const pairing = new PairingStore(sqliteDatabase(openDatabase(':memory:')));
     assert.match((await run(['list'], pairing)).out, /No pairing requests are waiting/);
-    const { code } = pairing.requestCode('telegram', 'u42');
+    const { code } = await pairing.requestCode('telegram', 'u42');
     assert.match((await run(['list'], pairing)).out, new RegExp(`^telegram\\t${code}\\tu42\\t`));
     const approved = await run(['approve', 'telegram', code], pairing);
     assert.equal(approved.code, 0);
     assert.match(approved.out, /Approved u42 on telegram/);
-    assert.equal(pairing.isApproved('telegram', 'u42'), true);
+    assert.equal(await pairing.isApproved('telegram', 'u42'), true);
     const again = await run(['approve', 'telegram', code], pairing);
     assert.equal(again.code, 1);
     assert.match(again.err, /no waiting request with code/);
   });
 
   it('exits 2 on usage errors', async () => {
-    const pairing = new PairingStore(openDatabase(':memory:'));
+    const pairing = new PairingStore(sqliteDatabase(openDatabase(':memory:')));
     for (const args of [[], ['frob'], ['approve', 'telegram'], ['list', 'x']]) assert.equal((await run(args, pairing)).code, 2, JSON.stringify(args));
   });
 });

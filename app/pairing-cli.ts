@@ -38,13 +38,13 @@ export async function runPairingCommand(
   const { pairing, close } = await open();
   try {
     if (sub === 'list') {
-      const pending = pairing.pending();
+      const pending = await pairing.pending();
       if (pending.length === 0) out.write('No pairing requests are waiting.\n');
       for (const request of pending) out.write(`${request.channel}\t${request.code}\t${request.senderId}\t${new Date(request.createdAt).toISOString()}\n`);
       return 0;
     }
     const [channel, code] = rest as [string, string];
-    const sender = pairing.approve(channel, code);
+    const sender = await pairing.approve(channel, code);
     if (sender === undefined) {
       err.write(`switchboard pairing: no waiting request with code ${code} on channel ${channel} (codes expire after an hour; the sender gets a new one by writing again); see switchboard pairing list\n`);
       return 1;

@@ -8,6 +8,7 @@ import type { Channel } from '../src/channel.ts';
 import { createReloader, diffConfig, effectiveConfig, stableJson } from './reload.ts';
 import { testLogger } from '../test/support/log.ts';
 import { openDatabase } from '../src/store/db.ts';
+import { sqliteDatabase } from '../src/store/sqlite-sql.ts';
 import { Runtime } from '../src/runtime/runtime.ts';
 import { defaultSupervisorOptions } from '../src/runtime/supervisor.ts';
 import { createMemoryChannel } from '../test/support/memory-channel.ts';
@@ -127,7 +128,7 @@ describe('Runtime channel swaps', () => {
   it('replaces, adds and removes channels while running; a reconfigured agent takes the next turn', async () => {
     const first = createMemoryChannel('mem');
     const runtime = new Runtime({
-      db: openDatabase(join(dir, 'swap.db')),
+      database: sqliteDatabase(openDatabase(join(dir, 'swap.db'))),
       log: testLogger(),
       channels: [first],
       agent: agent('old'),
@@ -139,7 +140,7 @@ describe('Runtime channel swaps', () => {
       supervisor: defaultSupervisorOptions,
       delivery: { attemptsPerRound: 2, initialBackoffMs: 5, maxBackoffMs: 20 },
     });
-    runtime.start();
+    await runtime.start();
     await runtime.ready;
     await first.inject({ id: '1', text: 'a' });
     await first.waitForSent(1);

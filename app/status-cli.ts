@@ -113,7 +113,14 @@ export function formatStatus(report: StatusReport, now: number): string {
     for (const note of channel.notes ?? []) lines.push(`    note: ${note}`);
   }
   if (report.storage) lines.push(`✗ Disk full (${report.storage.code}) since ${report.storage.since}: new messages are refused (${report.storage.refused} writes so far); free space in the data_dir`);
-  lines.push(`Work: ${report.queued} queued · ${report.inFlight} in flight · ${report.pendingReplies} replies waiting to be sent`);
+  lines.push(`Work: ${report.queued} queued${report.cluster ? ' (whole cluster)' : ''} · ${report.inFlight} in flight · ${report.pendingReplies} replies waiting to be sent`);
+  if (report.cluster) {
+    lines.push(`Cluster (this node: ${report.cluster.node}):`);
+    for (const node of report.cluster.nodes) {
+      const held = node.channels.length > 0 ? `holds ${node.channels.join(', ')}` : 'holds no channel';
+      lines.push(`  ${node.node}  ${node.alive ? 'alive' : 'gone '}  ${held} · ${node.inFlight} in flight · ${node.turns} turns · ${node.version}`);
+    }
+  }
   const t = report.totals;
   lines.push(`Since start: ${t.received} received · ${t.answered} answered · ${t.failed} failed · ${t.ignored} ignored · ${t.duplicates} duplicates · ${t.sent} sent`);
   return `${lines.join('\n')}\n`;

@@ -19,12 +19,13 @@ import { ScheduleStore } from '../src/schedule/store.ts';
 import { openDatabase } from '../src/store/db.ts';
 import { startFakeOpenAI } from '../test/fixtures/fake-openai.ts';
 import { cleanSchema } from '../src/providers/schema-clean.ts';
+import { sqliteDatabase } from '../src/store/sqlite-sql.ts';
 
 const log = pino({ level: 'silent' });
 const workspace = mkdtempSync(join(tmpdir(), 'sb-bench-agent-'));
 const db = openDatabase(':memory:');
-const approvals = new ApprovalStore(db);
-const schedules = new ScheduleStore(db);
+const approvals = new ApprovalStore(sqliteDatabase(db));
+const schedules = new ScheduleStore(sqliteDatabase(db));
 
 const config = parseConfig(
   `[provider]\nkind = "openai"\nmodel = "bench"\n[agents.research]\ndescription = "Researches a question on the web and reports back with sources."\ntools = ["web_fetch", "http_request"]\n`,

@@ -33,6 +33,7 @@ import { Runtime } from '../src/runtime/runtime.ts';
 import { defaultSupervisorOptions } from '../src/runtime/supervisor.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
 import { createClockTool } from '../src/tools/clock.ts';
+import { sqliteDatabase } from '../src/store/sqlite-sql.ts';
 import {
   CLI,
   FAKE_SERVER_FLAG,
@@ -247,7 +248,7 @@ async function startRig(label: string, agent: TurnHandler, log: Logger = silentL
   const db = openDatabase(join(tempDir(label), 'switchboard.db'), { durability: 'normal' });
   const channel = createBenchChannel();
   const runtime = new Runtime({
-    db,
+    database: sqliteDatabase(db),
     log,
     channels: [channel],
     agent,
@@ -259,7 +260,7 @@ async function startRig(label: string, agent: TurnHandler, log: Logger = silentL
     supervisor: defaultSupervisorOptions,
     delivery: defaultDeliveryOptions,
   });
-  runtime.start();
+  await runtime.start();
   await within(runtime.ready, READY_TIMEOUT_MS, 'runtime ready');
   const push = await channel.pushed;
   return {
@@ -377,7 +378,7 @@ async function benchThroughput(baseUrl: string): Promise<ThroughputResults> {
   const infoLog = pino({ level: 'info', base: { pid: process.pid } }, pino.destination({ dest: '/dev/null', sync: true }));
   const logged = await throughput('8 conversations, info JSON logs', zeroLatencyAgent, 8, THROUGHPUT_N, infoLog);
 
-  const approvals = new ApprovalStore(openDatabase(':memory:'));
+  const approvals = new ApprovalStore(sqliteDatabase(openDatabase(':memory:')));
   const agent = createAgent({
     provider: createOpenAIProvider({ baseUrl, model: 'bench', timeoutMs: 30_000 }),
     runner: createToolRunner({

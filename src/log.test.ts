@@ -53,3 +53,30 @@ describe('logger', () => {
     assert.doesNotMatch(text, /^\{/);
   });
 });
+
+describe('createLogTail (the console’s live log)', () => {
+  it('gets every line the log writes, redacted as in the file, and keeps the last ones', async () => {
+    const { createLogTail } = await import('./log.ts');
+    const tail = createLogTail(3);
+    const seen: string[] = [];
+    tail.subscribe((line) => seen.push(line.msg));
+    const log = createLogger({ level: 'info', format: 'json', stream: capture().stream, tap: tail });
+    log.child({ channel: 'irc' }).info({ token: 'hunter2' }, 'one');
+    log.debug('below the level');
+    for (const msg of ['two', 'three', 'four']) log.warn(msg);
+    assert.deepEqual(seen, ['one', 'two', 'three', 'four']);
+    const lines = tail.lines();
+    assert.deepEqual(lines.map((l) => l.msg), ['two', 'three', 'four']);
+    assert.equal(lines[0]?.level, 40);
+  });
+
+  it('redacts secrets in the tailed line', async () => {
+    const { createLogTail } = await import('./log.ts');
+    const tail = createLogTail();
+    createLogger({ level: 'info', format: 'json', stream: capture().stream, tap: tail }).child({ channel: 'irc' }).info({ token: 'hunter2' }, 'one');
+    const [line] = tail.lines();
+    assert.equal(line?.channel, 'irc');
+    assert.ok(!line?.line.includes('hunter2'));
+    assert.match(line?.line ?? '', /\[redacted\]/);
+  });
+});

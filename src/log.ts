@@ -21,6 +21,73 @@ export interface LoggerOptions {
   readonly stream?: Writable & { isTTY?: boolean; fd?: number };
   /** Pretty format only: each entry on one line, its fields inline (beside a conversation). @default false */
   readonly singleLine?: boolean;
+  /** Also gets every line as written to the log (JSON, secrets already redacted): the console's live tail. */
+  readonly tap?: LogTail;
+}
+
+/** One log line as the console shows it. */
+export interface TailLine {
+  readonly seq: number;
+  readonly level: number;
+  readonly time: number;
+  readonly msg: string;
+  readonly channel?: string;
+  /** The whole line (JSON, redacted). */
+  readonly line: string;
+}
+
+/**
+ * The last `max` log lines in memory, and who listens for new ones (the web console's Logs
+ * page). Lines arrive already serialized and redacted by pino; a listener must not throw.
+ */
+export interface LogTail {
+  write(line: string): void;
+  lines(): TailLine[];
+  subscribe(listener: (line: TailLine) => void): () => void;
+}
+
+export function createLogTail(max = 500): LogTail {
+  const lines: TailLine[] = [];
+  const listeners = new Set<(line: TailLine) => void>();
+  let seq = 0;
+  return {
+    write(chunk) {
+      for (const text of chunk.split('\n')) {
+        if (text.trim() === '') continue;
+        let parsed: { level?: unknown; time?: unknown; msg?: unknown; channel?: unknown } = {};
+        try {
+          parsed = JSON.parse(text) as typeof parsed;
+        } catch {
+          // not JSON: kept as the message
+        }
+        const entry: TailLine = {
+          seq: ++seq,
+          level: typeof parsed.level === 'number' ? parsed.level : 30,
+          time: typeof parsed.time === 'number' ? parsed.time : Date.now(),
+          msg: typeof parsed.msg === 'string' ? parsed.msg : text,
+          ...(typeof parsed.channel === 'string' ? { channel: parsed.channel } : {}),
+          line: text,
+        };
+        lines.push(entry);
+        if (lines.length > max) lines.shift();
+        for (const listener of listeners) listener(entry);
+      }
+    },
+    lines: () => [...lines],
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
+
+/** Sends what the logger writes to `main` and, as JSON, to the tail. */
+function withTap(main: DestinationStream, tap: LogTail | undefined): DestinationStream {
+  if (!tap) return main;
+  return pino.multistream([
+    { level: 'trace', stream: main },
+    { level: 'trace', stream: { write: (line: string) => tap.write(line) } },
+  ]);
 }
 
 export function createLogger(options: LoggerOptions): Logger {
@@ -35,10 +102,10 @@ export function createLogger(options: LoggerOptions): Logger {
   if (!pretty) {
     const destination: DestinationStream =
       typeof stream.fd === 'number' ? pino.destination({ fd: stream.fd, sync: true }) : (stream as DestinationStream);
-    return pino(base, destination);
+    return pino(base, withTap(destination, options.tap));
   }
   // pino-pretty is loaded only for a human at a terminal; daemons never pay for it.
   const require = createRequire(import.meta.url);
   const pinoPretty = require('pino-pretty') as (options: Record<string, unknown>) => DestinationStream;
-  return pino(base, pinoPretty({ destination: stream, sync: true, colorize: stream.isTTY === true, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l', singleLine: options.singleLine === true, ...(options.singleLine ? { errorLikeObjectKeys: ['err'] } : {}) }));
+  return pino(base, withTap(pinoPretty({ destination: stream, sync: true, colorize: stream.isTTY === true, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l', singleLine: options.singleLine === true, ...(options.singleLine ? { errorLikeObjectKeys: ['err'] } : {}) }), options.tap));
 }

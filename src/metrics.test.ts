@@ -4,6 +4,7 @@
  * parsed back.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { after, describe, it } from 'node:test';
 import { testLogger } from '../test/support/log.ts';
 import { createAgent } from './agent/agent.ts';
@@ -17,6 +18,7 @@ import { ProviderError, type ChatRequest, type Provider } from './provider.ts';
 import { createMeteredProvider } from './providers/metered.ts';
 import { Runtime } from './runtime/runtime.ts';
 import { openDatabase } from './store/db.ts';
+import { sqliteDatabase } from './store/sqlite-sql.ts';
 import { ok, type Tool } from './tool.ts';
 
 interface Sample {
@@ -36,6 +38,7 @@ function parsePrometheus(text: string): { samples: Sample[]; types: Map<string, 
     if (meta) {
       if (meta[1] === 'TYPE') {
         assert.ok(['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(meta[3]!), line);
+        assert.ok(!types.has(meta[2]!), `family declared twice: ${meta[2]}`);
         types.set(meta[2]!, meta[3]!);
       }
       continue;
@@ -101,8 +104,88 @@ describe('MetricsRegistry', () => {
   });
 });
 
+describe('process and Node.js series (prom-client names)', () => {
+  it('serves CPU, memory, file descriptors, start time, GC pauses, event-loop lag, heap and version, each once with a sane value', async () => {
+    const metrics = createSwitchboardMetrics();
+    after(() => metrics.close());
+    metrics.render(); // the first scrape starts the setImmediate lag measurement the next one reports
+    await new Promise((resolve) => setTimeout(resolve, 60)); // the delay timer's first tick only sets its baseline
+    // Work for the CPU counters and the delay histogram, garbage for the GC observer.
+    const until = performance.now() + 150;
+    let kept: number[][] = [];
+    while (performance.now() < until) kept = [...kept.slice(-10), Array.from({ length: 10_000 }, (_, i) => i)];
+    assert.ok(kept.length > 0);
+    await new Promise((resolve) => setTimeout(resolve, 100)); // GC entries reach the observer asynchronously; the delay timer ticks
+    const text = metrics.render();
+    const { samples, types } = parsePrometheus(text);
+    const one = (name: string, labels: Record<string, string> = {}): number => {
+      const found = samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+      assert.equal(found.length, 1, `${name} ${JSON.stringify(labels)}: ${found.length} samples`);
+      assert.ok(Number.isFinite(found[0]!.value), `${name} is ${found[0]!.value}`);
+      return found[0]!.value;
+    };
+    const cpuUser = one('process_cpu_user_seconds_total');
+    const cpuSystem = one('process_cpu_system_seconds_total');
+    assert.ok(cpuUser >= 0.1, `user CPU ${cpuUser}`); // at least the 150 ms busy loop
+    assert.ok(Math.abs(one('process_cpu_seconds_total') - cpuUser - cpuSystem) < 0.05);
+    for (const name of ['process_cpu_user_seconds_total', 'process_cpu_system_seconds_total', 'process_cpu_seconds_total']) assert.equal(types.get(name), 'counter', name);
+    const start = one('process_start_time_seconds');
+    assert.ok(Math.abs(start - (Date.now() / 1000 - process.uptime())) <= 1, `start time ${start}`);
+    const rss = one('process_resident_memory_bytes');
+    assert.ok(rss > 20e6 && rss < 2e9, `rss ${rss}`);
+    assert.ok(one('process_virtual_memory_bytes') >= rss);
+    assert.ok(one('process_heap_bytes') > 1e6);
+    const fds = one('process_open_fds');
+    assert.ok(fds >= 3 && fds <= one('process_max_fds'), `${fds} open fds`);
+    assert.ok(one('nodejs_heap_size_used_bytes') <= one('nodejs_heap_size_total_bytes'));
+    assert.ok(one('nodejs_external_memory_bytes') > 0);
+    assert.ok(one('nodejs_heap_space_size_used_bytes', { space: 'new' }) >= 0);
+    assert.ok(one('nodejs_heap_space_size_total_bytes', { space: 'old' }) > 0);
+    assert.ok(one('nodejs_heap_space_size_available_bytes', { space: 'old' }) >= 0);
+    const [major, minor, patch] = process.versions.node.split('.');
+    assert.equal(one('nodejs_version_info', { version: process.version, major: major!, minor: minor!, patch: patch! }), 1);
+    // The busy loop blocked the loop ~150 ms: the max delay shows it, and the order holds.
+    const lag = Object.fromEntries(['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'].map((stat) => [stat, one(`nodejs_eventloop_lag_${stat}_seconds`)]));
+    assert.ok(lag.max! >= 0.1 && lag.max! < 5, `max lag ${lag.max}`);
+    assert.ok(lag.min! <= lag.p50! && lag.p50! <= lag.p90! && lag.p90! <= lag.p99! && lag.p99! <= lag.max!, JSON.stringify(lag));
+    assert.ok(one('nodejs_eventloop_lag_seconds') >= 0);
+    assert.equal(one('switchboard_event_loop_lag_seconds', { stat: 'max' }), lag.max);
+    // GC pauses: a histogram by kind, cumulative buckets ending in +Inf = count.
+    assert.equal(types.get('nodejs_gc_duration_seconds'), 'histogram');
+    const kinds = new Set(samples.filter((s) => s.name === 'nodejs_gc_duration_seconds_count').map((s) => s.labels.kind));
+    assert.ok(kinds.has('minor'), `GC kinds seen: ${[...kinds].join(', ')}`);
+    for (const kind of kinds) {
+      const buckets = samples.filter((s) => s.name === 'nodejs_gc_duration_seconds_bucket' && s.labels.kind === kind);
+      assert.deepEqual(buckets.map((b) => b.labels.le), ['0.001', '0.01', '0.1', '1', '2', '5', '+Inf']);
+      for (let i = 1; i < buckets.length; i++) assert.ok(buckets[i]!.value >= buckets[i - 1]!.value);
+      const count = one('nodejs_gc_duration_seconds_count', { kind: kind! });
+      assert.ok(count >= 1);
+      assert.equal(buckets.at(-1)!.value, count);
+      const sum = one('nodejs_gc_duration_seconds_sum', { kind: kind! });
+      assert.ok(sum > 0 && sum / count < 1, `${kind}: ${count} pauses, ${sum} s`);
+    }
+    // Prometheus' own linter, where it is installed (Debian: apt-get install prometheus).
+    const promtool = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    if (promtool.error === undefined) assert.deepEqual([promtool.status, promtool.stdout + promtool.stderr], [0, ''], 'promtool check metrics');
+    // The next scrape covers only the time since this one: no busy loop, so far less delay.
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    assert.ok(value(parsePrometheus(metrics.render()).samples, 'nodejs_eventloop_lag_max_seconds')! < lag.max!);
+  });
+
+  it('without sampling (no gateway), starts no timer or GC observer: lag reads 0 and no GC series appear', async () => {
+    const metrics = createSwitchboardMetrics({ eventLoopLag: false });
+    after(() => metrics.close());
+    Array.from({ length: 200_000 }, (_, i) => ({ i }));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const { samples } = parsePrometheus(metrics.render());
+    assert.equal(value(samples, 'nodejs_eventloop_lag_max_seconds'), 0);
+    assert.equal(samples.filter((s) => s.name.startsWith('nodejs_gc_duration_seconds')).length, 0);
+    assert.ok(value(samples, 'process_cpu_seconds_total')! > 0);
+  });
+});
+
 describe('switchboard metrics after real traffic', () => {
-  const db = openDatabase(':memory:');
+  const database = sqliteDatabase(openDatabase(':memory:'));
 
   it('counts messages, turns, provider calls and errors, tool calls and restarts', async () => {
     // The runtime needs the metrics' hooks and the metrics read the runtime's health: the
@@ -123,7 +206,7 @@ describe('switchboard metrics after real traffic', () => {
       },
     };
     const echo: Tool = { name: 'echo', description: 'echoes', parameters: { type: 'object', properties: { text: { type: 'string' } } }, execute: async (args) => ok(String(args.text)) };
-    const approvals = new ApprovalStore(db);
+    const approvals = new ApprovalStore(database);
     const runner = meterToolRunner(
       createToolRunner({ tools: [echo], validator: createArgsValidator(), decide: () => ({ kind: 'allow' }), alwaysApproved: () => false, timeoutMs: 5000 }),
       metrics,
@@ -163,7 +246,7 @@ describe('switchboard metrics after real traffic', () => {
       async send() {},
     };
     const runtime = new Runtime({
-      db,
+      database,
       log: testLogger(),
       channels: [chat, flaky],
       agent,
@@ -177,7 +260,7 @@ describe('switchboard metrics after real traffic', () => {
       events: metrics.runtimeEvents,
     });
     const gateway = createGateway({ listen: '127.0.0.1:0', log: testLogger(), health: () => runtime.health(), metrics: () => metrics.render() });
-    runtime.start();
+    await runtime.start();
     await runtime.ready;
     const { port } = await gateway.start();
 
@@ -218,5 +301,28 @@ describe('switchboard metrics after real traffic', () => {
     assert.ok(value(samples, 'process_resident_memory_bytes')! > 1_000_000);
     for (const stat of ['p50', 'p99', 'max']) assert.ok(value(samples, 'switchboard_event_loop_lag_seconds', { stat })! >= 0, stat);
     assert.ok(value(samples, 'switchboard_uptime_seconds')! >= 0);
+  });
+});
+
+describe('createActivity (the console’s last hour)', () => {
+  it('counts per minute, keeps 60 minutes, and gives latency percentiles', async () => {
+    const { createActivity } = await import('./metrics.ts');
+    let now = Date.UTC(2026, 0, 1, 12, 0, 0);
+    const activity = createActivity(() => now);
+    activity.received();
+    activity.sent();
+    for (const ms of [100, 200, 300, 400, 1000]) activity.turn(ms);
+    activity.providerError();
+    const [first] = activity.minutes();
+    assert.deepEqual({ ...first }, { at: now, received: 1, sent: 1, providerErrors: 1, turns: 5, p50: 300, p95: 1000 });
+    for (let i = 0; i < 70; i++) {
+      now += 60_000;
+      activity.received();
+    }
+    const minutes = activity.minutes();
+    assert.equal(minutes.length, 60);
+    assert.ok(minutes.every((m) => m.received === 1 && m.p50 === undefined));
+    activity.toolCall({ tool: 'shell', outcome: 'ok', ms: 5, at: now });
+    assert.equal(activity.toolCalls()[0]?.tool, 'shell');
   });
 });

@@ -5,8 +5,8 @@
  * labels; {@link createSwitchboardMetrics} declares the daemon's own set (what `/metrics`
  * serves) and the hooks that feed it.
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { ToolRunner } from './agent/tool-runner.ts';
+import { registerProcessMetrics } from './process-metrics.ts';
 import type { RuntimeEvents, RuntimeHealth } from './runtime/runtime.ts';
 
 type Labels = Readonly<Record<string, string>>;
@@ -68,14 +68,20 @@ const ordered = (labelNames: readonly string[], labels: Labels): Labels => Objec
 export class MetricsRegistry {
   readonly #families = new Map<string, Family>();
 
-  /** A monotonically increasing count. Name it `…_total`. */
-  counter(name: string, help: string, labelNames: readonly string[] = []): Counter {
+  /**
+   * A monotonically increasing count. Name it `…_total`. With `collect`, the series are read at
+   * scrape time from a total kept elsewhere (CPU seconds) and `inc` is not used.
+   */
+  counter(name: string, help: string, labelNames: readonly string[] = [], collect?: () => Iterable<readonly [Labels, number]>): Counter {
     const series = new Map<string, { labels: Labels; value: number }>();
     this.#add({
       name,
       help,
       type: 'counter',
-      lines: () => [...series.values()].map(({ labels, value }) => `${name}${labelText(labels)} ${formatValue(value)}`),
+      lines: () => {
+        const current = collect ? [...collect()].map(([labels, value]) => ({ labels: ordered(labelNames, labels), value })) : [...series.values()];
+        return current.map(({ labels, value }) => `${name}${labelText(labels)} ${formatValue(value)}`);
+      },
     }, labelNames);
     return {
       inc: (labels = {}, value = 1) => {
@@ -174,7 +180,106 @@ export type ToolOutcome = 'ok' | 'error' | 'effect' | 'rejected';
 /** Where the metered provider and the tool-runner wrapper report. */
 export interface AgentMeter {
   providerCall(provider: string, seconds: number, error?: ProviderErrorReason): void;
-  toolCall(tool: string, outcome: ToolOutcome): void;
+  /** `ms`: how long the call ran (when measured). */
+  toolCall(tool: string, outcome: ToolOutcome, ms?: number): void;
+}
+
+/** One minute of activity (the console's charts). */
+export interface ActivityMinute {
+  /** Start of the minute, ms since the epoch. */
+  readonly at: number;
+  readonly received: number;
+  readonly sent: number;
+  readonly providerErrors: number;
+  readonly turns: number;
+  /** Turn latency percentiles in ms (undefined when no turn ended that minute). */
+  readonly p50?: number;
+  readonly p95?: number;
+}
+
+/** A finished tool call, newest first in {@link ActivityLog.toolCalls}. */
+export interface ToolCallRecord {
+  readonly tool: string;
+  readonly outcome: ToolOutcome;
+  readonly ms?: number;
+  readonly at: number;
+}
+
+/**
+ * The last hour of activity, per minute, in a fixed ring of 60 buckets, and the last 200 tool
+ * calls: what the web console charts. Kept in process; a few KB whatever the traffic
+ * (latencies are sampled: at most 256 per minute).
+ */
+export interface ActivityLog {
+  minutes(now?: number): ActivityMinute[];
+  toolCalls(): ToolCallRecord[];
+}
+
+const minuteMs = 60_000;
+const maxLatencySamples = 256;
+const maxToolCalls = 200;
+
+interface Bucket {
+  at: number;
+  received: number;
+  sent: number;
+  providerErrors: number;
+  turns: number;
+  latencies: number[];
+}
+
+/** The activity ring behind {@link ActivityLog}; `record*` are cheap and never throw. */
+export function createActivity(clock: () => number = Date.now): ActivityLog & {
+  received(): void;
+  sent(): void;
+  turn(ms: number): void;
+  providerError(): void;
+  toolCall(record: ToolCallRecord): void;
+} {
+  const ring: Bucket[] = [];
+  const calls: ToolCallRecord[] = [];
+  const bucket = (): Bucket => {
+    const at = Math.floor(clock() / minuteMs) * minuteMs;
+    const last = ring[ring.length - 1];
+    if (last && last.at === at) return last;
+    const fresh = { at, received: 0, sent: 0, providerErrors: 0, turns: 0, latencies: [] };
+    ring.push(fresh);
+    if (ring.length > 60) ring.shift();
+    return fresh;
+  };
+  const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+  return {
+    received: () => void bucket().received++,
+    sent: () => void bucket().sent++,
+    providerError: () => void bucket().providerErrors++,
+    turn(ms) {
+      const current = bucket();
+      current.turns++;
+      if (current.latencies.length < maxLatencySamples) current.latencies.push(ms);
+      else current.latencies[Math.floor(Math.random() * maxLatencySamples)] = ms;
+    },
+    toolCall(record) {
+      calls.unshift(record);
+      if (calls.length > maxToolCalls) calls.pop();
+    },
+    minutes(now = clock()) {
+      const since = Math.floor(now / minuteMs) * minuteMs - 59 * minuteMs;
+      return ring
+        .filter((b) => b.at >= since)
+        .map((b) => {
+          const sorted = [...b.latencies].sort((x, y) => x - y);
+          return {
+            at: b.at,
+            received: b.received,
+            sent: b.sent,
+            providerErrors: b.providerErrors,
+            turns: b.turns,
+            ...(sorted.length > 0 ? { p50: percentile(sorted, 50), p95: percentile(sorted, 95) } : {}),
+          };
+        });
+    },
+    toolCalls: () => [...calls],
+  };
 }
 
 export interface SwitchboardMetricsOptions {
@@ -183,19 +288,22 @@ export interface SwitchboardMetricsOptions {
   /** Channel names whose message counters start at 0 (so the series exist before traffic). */
   readonly channels?: readonly string[];
   /**
-   * Sample event-loop delay (a 20 ms timer for as long as the daemon runs). Off when nothing can
-   * scrape the metrics (no gateway): an idle daemon should not wake up 50 times a second. @default true
+   * Sample event-loop delay (a 20 ms timer for as long as the daemon runs) and GC pauses. Off
+   * when nothing can scrape the metrics (no gateway): an idle daemon should not wake up 50 times
+   * a second. @default true
    */
   readonly eventLoopLag?: boolean;
 }
 
 export interface SwitchboardMetrics extends AgentMeter {
   readonly registry: MetricsRegistry;
+  /** The last hour per minute and the recent tool calls (the web console's charts). */
+  readonly activity: ActivityLog;
   /** Pass as `new Runtime({ events })`. */
   readonly runtimeEvents: RuntimeEvents;
   /** The `/metrics` body. */
   render(): string;
-  /** Stops the event-loop delay monitor. */
+  /** Stops the event-loop delay monitor and the GC observer. */
   close(): void;
 }
 
@@ -204,8 +312,8 @@ const providerBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120];
 
 /**
  * The daemon's metrics. Gauges read at scrape time: queue depth, turns in flight, channel up,
- * RSS, uptime, event-loop lag (p50 / p99 / max since the previous scrape, from
- * `monitorEventLoopDelay`).
+ * uptime, event-loop lag (p50 / p99 / max since the previous scrape, from
+ * `monitorEventLoopDelay`); and the standard process and Node.js series (src/process-metrics.ts).
  *
  * @example
  * const metrics = createSwitchboardMetrics({ health: () => runtime.health(), channels: names });
@@ -239,49 +347,57 @@ export function createSwitchboardMetrics(options: SwitchboardMetricsOptions = {}
   const toolSeries = new Set<string>();
   const restarts = registry.counter('switchboard_channel_restarts_total', 'Channel listener restarts, by channel.', ['channel']);
   for (const channel of options.channels ?? []) restarts.inc({ channel }, 0);
-  registry.gauge('process_resident_memory_bytes', 'Resident set size of the process.', [], () => [[{}, process.memoryUsage.rss()]]);
-  registry.gauge('nodejs_heap_size_used_bytes', 'V8 heap in use on the main thread.', [], () => [[{}, process.memoryUsage().heapUsed]]);
-  registry.gauge('nodejs_heap_size_total_bytes', 'V8 heap allocated on the main thread.', [], () => [[{}, process.memoryUsage().heapTotal]]);
-  registry.gauge('nodejs_external_memory_bytes', 'Memory outside the V8 heap held by JavaScript objects (Buffers, native handles).', [], () => [[{}, process.memoryUsage().external]]);
   registry.gauge('switchboard_uptime_seconds', 'Seconds since the metrics (and the daemon) started.', [], () => [[{}, (performance.now() - startedAt) / 1000]]);
-  // The histogram records the time between two ticks of a `resolution` ms timer, so an idle loop
-  // reads ~20 ms: the delay is what exceeds the interval.
-  const resolutionMs = 20;
-  const loop = monitorEventLoopDelay({ resolution: resolutionMs });
-  if (options.eventLoopLag ?? true) loop.enable();
-  const delay = (nanoseconds: number): number => Math.max(0, nanoseconds / 1e9 - resolutionMs / 1000);
-  registry.gauge('switchboard_event_loop_lag_seconds', 'Event-loop delay since the previous scrape: p50, p99 and max.', ['stat'], () => {
-    const values = [
-      [{ stat: 'p50' }, delay(loop.percentile(50))],
-      [{ stat: 'p99' }, delay(loop.percentile(99))],
-      [{ stat: 'max' }, delay(loop.max)],
-    ] as const;
-    loop.reset();
-    // Before the first sample the histogram reports NaN-ish extremes; report 0 instead.
-    return values.map(([labels, value]) => [labels, Number.isFinite(value) && value >= 0 ? value : 0] as const);
+  // CPU, memory, file descriptors, GC pauses, event-loop delay, under prom-client's names.
+  const processMetrics = registerProcessMetrics(registry, { sample: options.eventLoopLag ?? true });
+  registry.gauge('switchboard_event_loop_lag_seconds', 'Event-loop delay since the previous scrape: p50, p99 and max (also nodejs_eventloop_lag_*_seconds).', ['stat'], () => {
+    const { p50, p99, max } = processMetrics.lag;
+    return [
+      [{ stat: 'p50' }, p50],
+      [{ stat: 'p99' }, p99],
+      [{ stat: 'max' }, max],
+    ];
   });
 
+  const activity = createActivity();
   return {
     registry,
+    activity,
     runtimeEvents: {
-      onReceived: (channel) => received.inc({ channel }),
-      onSent: (channel) => sent.inc({ channel }),
-      onTurn: (_channel, ms, outcome) => turns.observe({ outcome }, ms / 1000),
+      onReceived: (channel) => {
+        received.inc({ channel });
+        activity.received();
+      },
+      onSent: (channel) => {
+        sent.inc({ channel });
+        activity.sent();
+      },
+      onTurn: (_channel, ms, outcome) => {
+        turns.observe({ outcome }, ms / 1000);
+        activity.turn(ms);
+      },
       onRestart: (channel) => restarts.inc({ channel }),
     },
     providerCall(provider, seconds, error) {
       providerLatency.observe({ provider }, seconds);
-      if (error !== undefined) providerErrors.inc({ provider, reason: error });
+      if (error !== undefined) {
+        providerErrors.inc({ provider, reason: error });
+        activity.providerError();
+      }
     },
-    toolCall(tool, outcome) {
+    toolCall(tool, outcome, ms) {
+      activity.toolCall({ tool, outcome, at: Date.now(), ...(ms === undefined ? {} : { ms }) });
       // Remote clients name their own tools: past maxToolSeries names, new ones count as "other"
       // so months of changing names cannot grow the series without end.
       if (!toolSeries.has(tool) && toolSeries.size >= maxToolSeries) tool = 'other';
       else toolSeries.add(tool);
       tools.inc({ tool, outcome });
     },
-    render: () => registry.render(),
-    close: () => loop.disable(),
+    render: () => {
+      processMetrics.scrape();
+      return registry.render();
+    },
+    close: () => processMetrics.close(),
   };
 }
 
@@ -298,12 +414,14 @@ export function meterToolRunner(runner: ToolRunner, meter: Pick<AgentMeter, 'too
     prepare: (call, ctx) => runner.prepare(call, ctx),
     async run(prepared, ctx) {
       const tool = runner.tools.some((t) => t.name === prepared.call.name) ? prepared.call.name : '(unknown)';
+      const started = performance.now();
+      const ms = (): number => Math.round(performance.now() - started);
       try {
         const result = await runner.run(prepared, ctx);
-        meter.toolCall(tool, prepared.outcome === 'done' ? 'rejected' : result.kind);
+        meter.toolCall(tool, prepared.outcome === 'done' ? 'rejected' : result.kind, ms());
         return result;
       } catch (error) {
-        meter.toolCall(tool, 'error');
+        meter.toolCall(tool, 'error', ms());
         throw error;
       }
     },

@@ -67,7 +67,7 @@ describe('wall clock jumps under a running daemon (libfaketime)', () => {
 
   async function uptime(): Promise<number> {
     const report = (await (await fetch(statusUrl)).json()) as { uptimeSeconds: number; startedAt: string; channels: Array<{ restarts: number }> };
-    assert.deepEqual(report.channels.map((channel) => channel.restarts), [0], 'no channel restarted');
+    assert.deepEqual(report.channels.map((channel) => channel.restarts), report.channels.map(() => 0), 'no channel restarted');
     return report.uptimeSeconds;
   }
 

@@ -74,7 +74,8 @@ describe('gateway (end to end)', () => {
     const json = await runCli(['status', '--json', '--config', config.file], { env });
     assert.equal(json.code, 0, json.stderr);
     const report = JSON.parse(json.stdout) as { channels: Array<{ name: string; state: string }> };
-    assert.deepEqual(report.channels.map((c) => [c.name, c.state]), [['telegram', 'running']]);
+    // `web` is the console's browser chat ([gateway] console = true by default).
+    assert.deepEqual(report.channels.map((c) => [c.name, c.state]), [['telegram', 'running'], ['web', 'running']]);
   });
 
   it('offers a tool registered over /ws/tools to the model, and lists it in /api/tools', async () => {

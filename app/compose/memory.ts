@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../src/config/schema.ts';
 import type { EmbeddingProvider, Memory } from '../../src/memory.ts';
 import type { Db } from '../../src/store/db.ts';
+import type { Sql } from '../../src/store/sql.ts';
 
 export interface BuiltMemory {
   readonly memory: Memory;
@@ -26,6 +27,8 @@ export interface MemoryDeps {
   readonly log: Logger;
   /** Run the hygiene pass (at start and on a timer). Off for one-shot operator commands. @default true */
   readonly hygiene?: boolean;
+  /** Cluster mode: the shared PostgreSQL database, where memories live instead of the SQLite (or Markdown) backend. */
+  readonly shared?: Sql;
 }
 
 export async function buildMemory(deps: MemoryDeps): Promise<BuiltMemory> {
@@ -33,7 +36,15 @@ export async function buildMemory(deps: MemoryDeps): Promise<BuiltMemory> {
   const log = deps.log.child({ component: 'memory' });
   let memory: Memory;
   let deleteOlderThan: ((category: string, beforeMs: number) => Promise<number> | number) | undefined;
-  switch (settings.backend) {
+  switch (deps.shared && settings.backend !== 'none' ? 'postgres' : settings.backend) {
+    case 'postgres': {
+      const { createPostgresMemory } = await import('../../src/memory/postgres.ts');
+      if (settings.backend === 'markdown') log.info('[store] kind = "postgres": memories are kept in PostgreSQL (shared by every node), not in Markdown files');
+      const postgres = createPostgresMemory({ sql: deps.shared!, log, ...((await embeddings(deps, log)) ?? {}), vectorWeight: settings.vector_weight, keywordWeight: settings.keyword_weight });
+      memory = postgres;
+      deleteOlderThan = (category, before) => postgres.deleteOlderThan(category, before);
+      break;
+    }
     case 'none': {
       const { createNoneMemory } = await import('../../src/memory/none.ts');
       return { memory: createNoneMemory(), close: async () => undefined };
@@ -61,7 +72,7 @@ export async function buildMemory(deps: MemoryDeps): Promise<BuiltMemory> {
   }
   const snapshotFile = join(deps.dataDir, 'MEMORY_SNAPSHOT.md');
   const { createHygiene, hydrateFromSnapshot } = await import('../../src/memory/snapshot.ts');
-  if (deps.freshDatabase && settings.backend === 'sqlite' && existsSync(snapshotFile)) {
+  if (deps.freshDatabase && settings.backend === 'sqlite' && !deps.shared && existsSync(snapshotFile)) {
     const restored = await hydrateFromSnapshot(memory, snapshotFile);
     log.info({ restored, snapshot: snapshotFile }, 'fresh database: core memories restored from the snapshot');
   }

@@ -92,7 +92,7 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
     deps,
     guard: () => (guard ??= import('../../src/security/ssrf.ts').then(({ createSsrfGuard }) => createSsrfGuard({ allowHosts: security.allow_hosts }))),
   };
-  const validator = createArgsValidator();
+  const validator = createArgsValidator({ log: deps.log.child({ component: 'tool-args' }) });
   const limiter = createRateLimiter({ limit: security.max_tool_calls_per_hour, windowMs: 3_600_000, maxKeys: security.rate_limit_senders });
   const built = new Map<ToolName, Tool[]>();
   const toolsNamed = async (names: readonly ToolName[]): Promise<Tool[]> => {

@@ -66,6 +66,9 @@ describe('email inbound: threads and subjects', () => {
     assert.equal(threadRoot({ inReplyTo: '<parent@x>', messageId: '<me@x>' }), '<parent@x>');
     assert.equal(threadRoot({ messageId: '<me@x>' }), '<me@x>');
     assert.deepEqual(messageIds('<a@x>  <b@x>\r\n <c@x>'), ['<a@x>', '<b@x>', '<c@x>']);
+    // a broken References header (fuzz seed 1887759513) can reach here as another shape: no ids, no crash
+    assert.deepEqual(messageIds({ value: '<a@x>' } as unknown as string), []);
+    assert.deepEqual(messageIds(['<a@x>', 7 as unknown as string]), ['<a@x>']);
   });
 
   it('makes "Re:" subjects without piling prefixes up', () => {

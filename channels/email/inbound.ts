@@ -62,8 +62,8 @@ export function firstAddress(field: AddressObject | AddressObject[] | undefined)
 
 /** Message-IDs in a header value, with their angle brackets. */
 export function messageIds(value: string | readonly string[] | undefined): string[] {
-  if (value === undefined) return [];
-  const text = typeof value === 'string' ? value : value.join(' ');
+  // mailparser's types say string or string[]; a broken header can give other shapes (an object, a number): no ids then
+  const text = typeof value === 'string' ? value : Array.isArray(value) ? value.filter((id) => typeof id === 'string').join(' ') : '';
   return text.match(/<[^<>\s]+>/g) ?? [];
 }
 

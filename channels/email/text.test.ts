@@ -51,4 +51,10 @@ describe('email text: quoted history and signatures', () => {
     assert.match(text, /^> old stuff$/m);
     assert.equal(stripQuotesAndSignature(text), 'Hello there, see the plan [https://x.example/a].');
   });
+
+  it('reads text nested as deep as real mail, and survives thousands of unclosed tags (fuzz seed 1232040579)', () => {
+    assert.equal(htmlToPlain(`${'<div>'.repeat(100)}deep text${'</div>'.repeat(100)}`).trim(), 'deep text');
+    assert.doesNotThrow(() => htmlToPlain('<tool_call>{'.repeat(4000)));
+    assert.doesNotThrow(() => htmlToPlain('<div>'.repeat(20_000)));
+  });
 });

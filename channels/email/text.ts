@@ -9,6 +9,9 @@ import { convert } from 'html-to-text';
 export function htmlToPlain(html: string): string {
   return convert(html, {
     wordwrap: false,
+    // Mail nests a few dozen levels at most; thousands of unclosed tags (hostile or broken) would
+    // overflow the stack in html-to-text's recursion (fuzz seed 1232040579). Deeper nodes are dropped.
+    limits: { maxDepth: 200 },
     selectors: [
       { selector: 'img', format: 'skip' },
       { selector: 'a', options: { hideLinkHrefIfSameAsText: true, ignoreHref: false } },

@@ -12,6 +12,8 @@ import { createArgsValidator } from './validate.ts';
 import type { ToolCallingMode } from './loop.ts';
 import { createClockTool } from '../tools/clock.ts';
 import { openDatabase } from '../store/db.ts';
+import { sqliteDatabase } from '../store/sqlite-sql.ts';
+import type { Database } from '../store/sql.ts';
 
 interface MakeOptions {
   tools?: Tool[];
@@ -23,7 +25,8 @@ interface MakeOptions {
 }
 
 function makeAgent(provider: Provider, options: MakeOptions = {}) {
-  const approvals = new ApprovalStore(openDatabase(':memory:'));
+  const database = sqliteDatabase(openDatabase(':memory:'));
+  const approvals = new ApprovalStore(database);
   const runner = createToolRunner({
     tools: options.tools ?? [],
     validator: createArgsValidator(),
@@ -41,12 +44,13 @@ function makeAgent(provider: Provider, options: MakeOptions = {}) {
     maxToolIterations: options.maxToolIterations ?? 10,
     toolCalling: options.toolCalling ?? 'native',
   });
-  return { agent, approvals };
+  return { agent, approvals, committed: (output: TurnOutput) => commitTurn(database, output) };
 }
 
-/** Plays the runtime's part: run the turn's atomic writes. */
-const committed = (output: TurnOutput): TurnOutput => {
-  output.commit?.();
+/** Plays the runtime's part: run the turn's atomic writes, in one transaction. */
+const commitTurn = async (database: Database, output: TurnOutput): Promise<TurnOutput> => {
+  const commit = output.commit;
+  if (commit) await database.transaction((tx) => commit(tx));
   return output;
 };
 
@@ -272,17 +276,17 @@ describe('agent: approvals in the conversation', () => {
   it('asks, then runs the call and finishes the turn when the same person says yes', async () => {
     const { tool, runs } = makeRisky();
     const provider = scripted({ text: 'Deploying now.', toolCalls: [{ id: 'c1', name: 'deploy', arguments: '{"cmd":"v2"}' }] }, { text: 'Deployed v2.' });
-    const { agent, approvals } = makeAgent(provider, { tools: [tool], decide: askMedium });
-    const first = committed(await agent(input('deploy v2 please', 1)));
+    const { agent, approvals, committed } = makeAgent(provider, { tools: [tool], decide: askMedium });
+    const first = await committed(await agent(input('deploy v2 please', 1)));
     assert.match(first.reply, /I need your approval before I run this:\n• deploy: v2\nReply yes, no, or always/);
     assert.deepEqual(first.messages, [], 'nothing goes to history while the turn waits');
     assert.equal(runs.length, 0);
-    assert.ok(approvals.pending('mem:a:c'));
+    assert.ok(await approvals.pending('mem:a:c'));
 
-    const second = committed(await agent(input('yes', 2)));
+    const second = await committed(await agent(input('yes', 2)));
     assert.equal(second.reply, 'Deployed v2.');
     assert.deepEqual(runs, ['v2']);
-    assert.equal(approvals.pending('mem:a:c'), undefined);
+    assert.equal(await approvals.pending('mem:a:c'), undefined);
     assert.deepEqual(
       second.messages.map((m) => m.role),
       ['user', 'assistant', 'tool', 'assistant'],
@@ -294,9 +298,9 @@ describe('agent: approvals in the conversation', () => {
   it('tells the model when the person says no, and never runs the call', async () => {
     const { tool, runs } = makeRisky();
     const provider = scripted({ toolCalls: [{ id: 'c1', name: 'deploy', arguments: '{"cmd":"v3"}' }] }, { text: 'OK, not deploying.' });
-    const { agent } = makeAgent(provider, { tools: [tool], decide: askMedium });
-    committed(await agent(input('deploy v3', 1)));
-    const answer = committed(await agent(input('no', 2)));
+    const { agent, committed } = makeAgent(provider, { tools: [tool], decide: askMedium });
+    await committed(await agent(input('deploy v3', 1)));
+    const answer = await committed(await agent(input('no', 2)));
     assert.equal(answer.reply, 'OK, not deploying.');
     assert.equal(runs.length, 0);
     assert.match(provider.requests[1]!.messages.find((m) => m.role === 'tool')!.content, /declined/);
@@ -305,9 +309,9 @@ describe('agent: approvals in the conversation', () => {
   it('treats another reply as declined and hands the model what the person wrote', async () => {
     const { tool, runs } = makeRisky();
     const provider = scripted({ toolCalls: [{ id: 'c1', name: 'deploy', arguments: '{"cmd":"v4"}' }] }, { text: 'Understood.' });
-    const { agent } = makeAgent(provider, { tools: [tool], decide: askMedium });
-    committed(await agent(input('deploy v4', 1)));
-    committed(await agent(input('wait, deploy v5 instead', 2)));
+    const { agent, committed } = makeAgent(provider, { tools: [tool], decide: askMedium });
+    await committed(await agent(input('deploy v4', 1)));
+    await committed(await agent(input('wait, deploy v5 instead', 2)));
     assert.equal(runs.length, 0);
     assert.match(provider.requests[1]!.messages.find((m) => m.role === 'tool')!.content, /wait, deploy v5 instead/);
   });
@@ -321,31 +325,31 @@ describe('agent: approvals in the conversation', () => {
       { text: 'done 2' },
       { toolCalls: [{ id: 'c3', name: 'deploy', arguments: '{"cmd":"v7"}' }] },
     );
-    const { agent } = makeAgent(provider, { tools: [tool], decide: askMedium });
-    committed(await agent(input('deploy v6', 1)));
-    assert.equal(committed(await agent(input('always', 2))).reply, 'done 1');
-    assert.equal(committed(await agent(input('deploy v6 again', 3))).reply, 'done 2', 'no question the second time');
-    assert.match(committed(await agent(input('now v7', 4))).reply, /deploy: v7/, 'a different call is asked again');
+    const { agent, committed } = makeAgent(provider, { tools: [tool], decide: askMedium });
+    await committed(await agent(input('deploy v6', 1)));
+    assert.equal((await committed(await agent(input('always', 2)))).reply, 'done 1');
+    assert.equal((await committed(await agent(input('deploy v6 again', 3)))).reply, 'done 2', 'no question the second time');
+    assert.match((await committed(await agent(input('now v7', 4)))).reply, /deploy: v7/, 'a different call is asked again');
     assert.deepEqual(runs, ['v6', 'v6']);
   });
 
   it('only the person who was asked can answer; others get ordinary turns', async () => {
     const { tool, runs } = makeRisky();
     const provider = scripted({ toolCalls: [{ id: 'c1', name: 'deploy', arguments: '{"cmd":"v8"}' }] }, { text: 'hello Bob' });
-    const { agent, approvals } = makeAgent(provider, { tools: [tool], decide: askMedium });
-    committed(await agent(input('deploy v8', 1)));
+    const { agent, approvals, committed } = makeAgent(provider, { tools: [tool], decide: askMedium });
+    await committed(await agent(input('deploy v8', 1)));
     const bob = { ...input('yes', 2), message: { ...message, id: 'm2', text: 'yes', sender: { id: 'bob' } } };
-    assert.equal(committed(await agent(bob)).reply, 'hello Bob');
+    assert.equal((await committed(await agent(bob))).reply, 'hello Bob');
     assert.equal(runs.length, 0);
-    assert.ok(approvals.pending('mem:a:c'), 'still waiting for Ada');
+    assert.ok(await approvals.pending('mem:a:c'), 'still waiting for Ada');
   });
 
   it('starts afresh when the message that asked is re-run after a crash', async () => {
     const { tool } = makeRisky();
     const provider = scripted({ toolCalls: [{ id: 'c1', name: 'deploy', arguments: '{"cmd":"v9"}' }] }, { toolCalls: [{ id: 'c2', name: 'deploy', arguments: '{"cmd":"v9"}' }] });
-    const { agent } = makeAgent(provider, { tools: [tool], decide: askMedium });
-    committed(await agent(input('deploy v9', 7)));
-    const rerun = committed(await agent(input('deploy v9', 7)));
+    const { agent, committed } = makeAgent(provider, { tools: [tool], decide: askMedium });
+    await committed(await agent(input('deploy v9', 7)));
+    const rerun = await committed(await agent(input('deploy v9', 7)));
     assert.match(rerun.reply, /deploy: v9/, 'asked again, not treated as an answer');
     assert.equal(provider.requests.length, 2);
   });

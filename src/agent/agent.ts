@@ -13,6 +13,7 @@ import { sanitizeReply } from './sanitize.ts';
 import type { ToolRunner } from './tool-runner.ts';
 import type { TurnMemory } from './memory-context.ts';
 import { whoOf } from '../memory.ts';
+import type { Sql } from '../store/sql.ts';
 
 export interface TurnInput {
   readonly message: InboundMessage;
@@ -36,8 +37,8 @@ export interface TurnOutput {
   readonly reply: string;
   /** This turn's messages (the user's first) to append to the history. */
   readonly messages: readonly ChatMessage[];
-  /** Writes that must commit atomically with the turn (runs inside its transaction). */
-  readonly commit?: () => void;
+  /** Writes that must commit atomically with the turn: run inside its transaction, on `tx`. */
+  readonly commit?: (tx: Sql) => Promise<void>;
   /** Workspace files to send after the reply (the send_file tool). */
   readonly files?: readonly OutboundFile[];
 }
@@ -99,8 +100,8 @@ export function createAgent(options: AgentOptions): TurnHandler {
         ...(options.toolCalling === 'auto' ? { onXmlFallback: () => (xmlFallback = true) } : {}),
       });
 
-    const pending = options.approvals.pending(conversation);
-    const clearPending = (): void => options.approvals.clear(conversation);
+    const pending = await options.approvals.pending(conversation);
+    const clearPending = (tx: Sql): Promise<void> => options.approvals.in(tx).clear(conversation);
     if (pending && pending.originTurn !== turnId && pending.senderId === message.sender.id) {
       const answer = parseAnswer(message.text);
       const summaries = pending.paused.calls.flatMap((call) => (call.outcome === 'ask' ? [call.summary] : []));
@@ -110,9 +111,9 @@ export function createAgent(options: AgentOptions): TurnHandler {
       const calls = pending.paused.calls.map((call) => call.call);
       const turn = [...pending.paused.turn, ...resultMessages(calls, results, pending.paused.xml)];
       const outcome = await loop(turn, pending.paused.iteration + 1, pending.paused.xml);
-      return finish(outcome, () => {
-        clearPending();
-        if (answer === 'always') options.approvals.addAlways(message.channel, message.sender.id, summaries);
+      return finish(outcome, async (tx) => {
+        await clearPending(tx);
+        if (answer === 'always') await options.approvals.in(tx).addAlways(message.channel, message.sender.id, summaries);
       });
     }
     // A pending question from this very message means it is being re-run after a crash: start afresh.
@@ -121,7 +122,7 @@ export function createAgent(options: AgentOptions): TurnHandler {
     await options.memory?.save(message, who, log);
     return finish(outcome, stale ? clearPending : undefined);
 
-    function finish(outcome: LoopOutcome, before?: () => void): TurnOutput {
+    function finish(outcome: LoopOutcome, before?: (tx: Sql) => Promise<void>): TurnOutput {
       const sent = files.length > 0 ? { files } : {};
       if (outcome.kind === 'done') return { reply: sanitizeReply(outcome.reply), messages: outcome.turn, ...sent, ...(before ? { commit: before } : {}) };
       const next: PendingApproval = {
@@ -137,9 +138,9 @@ export function createAgent(options: AgentOptions): TurnHandler {
         reply: approvalQuestion(questions),
         messages: [],
         ...sent,
-        commit: () => {
-          before?.();
-          options.approvals.save(next);
+        commit: async (tx) => {
+          await before?.(tx);
+          await options.approvals.in(tx).save(next);
         },
       };
     }

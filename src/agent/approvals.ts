@@ -1,12 +1,12 @@
 /**
  * Approvals for risky tool calls, asked in the conversation itself. A paused turn is stored
- * in SQLite (so the question survives a restart) and resumed by the same person's answer:
+ * in the database (so the question survives a restart) and resumed by the same person's answer:
  * yes, no or always ("always" is remembered for that exact call summary). The model can
  * never approve its own call: only an inbound message from the person resumes the turn.
  */
 import { outlived, systemClock, type Clock } from '../clock.ts';
 import type { ChatMessage } from '../provider.ts';
-import type { Db } from '../store/db.ts';
+import type { Sql } from '../store/sql.ts';
 import type { PreparedCall } from './tool-runner.ts';
 
 /** A turn stopped at a model response whose calls wait for the person. */
@@ -41,71 +41,71 @@ export interface ApprovalStoreOptions {
 }
 
 export class ApprovalStore {
-  readonly #get;
-  readonly #save;
-  readonly #clear;
-  readonly #isAlways;
-  readonly #addAlways;
+  readonly #sql: Sql;
   readonly #ttlMs: number;
   readonly #clock: Clock;
-  /** Monotonic time this process first saw each pending question, by conversation and stamp. */
-  readonly #seen = new Map<string, number>();
+  /** Monotonic time this process first saw each pending question, by conversation and stamp (shared with `in(tx)` views). */
+  readonly #seen: Map<string, number>;
 
-  constructor(db: Db, options: ApprovalStoreOptions = {}) {
+  constructor(sql: Sql, options: ApprovalStoreOptions = {}, seen = new Map<string, number>()) {
     this.#ttlMs = options.ttlMs ?? 86_400_000;
     if (!(this.#ttlMs > 0)) throw new TypeError(`ApprovalStore: ttlMs must be positive, got ${String(options.ttlMs)}`);
     this.#clock = options.clock ?? systemClock;
-    this.#get = db.prepare<[string], { conversation: string; origin_turn: number; channel: string; sender_id: string; state: string; created_at: number }>(
-      'SELECT conversation, origin_turn, channel, sender_id, state, created_at FROM approvals_pending WHERE conversation = ?',
-    );
-    this.#save = db.prepare<[string, number, string, string, string, number]>(
-      'INSERT OR REPLACE INTO approvals_pending (conversation, origin_turn, channel, sender_id, state, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-    );
-    this.#clear = db.prepare<[string]>('DELETE FROM approvals_pending WHERE conversation = ?');
-    this.#isAlways = db.prepare<[string, string, string], { one: number }>(
-      'SELECT 1 AS one FROM approvals_always WHERE channel = ? AND sender_id = ? AND summary = ?',
-    );
-    this.#addAlways = db.prepare<[string, string, string, number]>(
-      'INSERT OR IGNORE INTO approvals_always (channel, sender_id, summary, created_at) VALUES (?, ?, ?, ?)',
-    );
+    this.#sql = sql;
+    this.#seen = seen;
+  }
+
+  /** The same store inside a transaction (see Sql.transaction). */
+  in(tx: Sql): ApprovalStore {
+    return new ApprovalStore(tx, { ttlMs: this.#ttlMs, clock: this.#clock }, this.#seen);
   }
 
   /** The conversation's open question; undefined when there is none or it expired (then it is dropped). */
-  pending(conversation: string): PendingApproval | undefined {
-    const row = this.#get.get(conversation);
+  async pending(conversation: string): Promise<PendingApproval | undefined> {
+    const row = await this.#sql.get<{ conversation: string; origin_turn: number; channel: string; sender_id: string; state: string; created_at: number }>(
+      'SELECT conversation, origin_turn, channel, sender_id, state, created_at FROM approvals_pending WHERE conversation = ?',
+      [conversation],
+    );
     if (!row) return undefined;
     const key = `${conversation}\n${row.created_at}`;
     const seen = this.#seen.get(key) ?? this.#clock.monotonic();
     if (outlived(row.created_at, this.#ttlMs, this.#clock, seen)) {
-      this.clear(conversation);
+      await this.clear(conversation);
       return undefined;
     }
     this.#seen.set(key, seen);
     return { conversation: row.conversation, originTurn: row.origin_turn, channel: row.channel, senderId: row.sender_id, paused: JSON.parse(row.state) as PausedTurn };
   }
 
-  save(pending: PendingApproval): void {
+  async save(pending: PendingApproval): Promise<void> {
     const now = this.#clock.now();
     this.#forget(pending.conversation);
     this.#seen.set(`${pending.conversation}\n${now}`, this.#clock.monotonic());
-    this.#save.run(pending.conversation, pending.originTurn, pending.channel, pending.senderId, JSON.stringify(pending.paused), now);
+    await this.#sql.run(
+      `INSERT INTO approvals_pending (conversation, origin_turn, channel, sender_id, state, created_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (conversation) DO UPDATE SET origin_turn = excluded.origin_turn, channel = excluded.channel, sender_id = excluded.sender_id,
+         state = excluded.state, created_at = excluded.created_at`,
+      [pending.conversation, pending.originTurn, pending.channel, pending.senderId, JSON.stringify(pending.paused), now],
+    );
   }
 
-  clear(conversation: string): void {
+  async clear(conversation: string): Promise<void> {
     this.#forget(conversation);
-    this.#clear.run(conversation);
+    await this.#sql.run('DELETE FROM approvals_pending WHERE conversation = ?', [conversation]);
   }
 
   #forget(conversation: string): void {
     for (const key of this.#seen.keys()) if (key.startsWith(`${conversation}\n`)) this.#seen.delete(key);
   }
 
-  isAlways(channel: string, senderId: string, summary: string): boolean {
-    return this.#isAlways.get(channel, senderId, summary) !== undefined;
+  async isAlways(channel: string, senderId: string, summary: string): Promise<boolean> {
+    return (await this.#sql.get('SELECT 1 AS one FROM approvals_always WHERE channel = ? AND sender_id = ? AND summary = ?', [channel, senderId, summary])) !== undefined;
   }
 
-  addAlways(channel: string, senderId: string, summaries: readonly string[]): void {
-    for (const summary of summaries) this.#addAlways.run(channel, senderId, summary, this.#clock.now());
+  async addAlways(channel: string, senderId: string, summaries: readonly string[]): Promise<void> {
+    for (const summary of summaries) {
+      await this.#sql.run('INSERT INTO approvals_always (channel, sender_id, summary, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING', [channel, senderId, summary, this.#clock.now()]);
+    }
   }
 }
 

@@ -36,7 +36,7 @@ export interface ToolRunnerOptions {
   /** The autonomy policy. */
   readonly decide: (assessment: ToolAssessment) => ToolDecision;
   /** Whether this person said "always" to this exact summary before. */
-  readonly alwaysApproved: (ctx: ToolContext, summary: string) => boolean;
+  readonly alwaysApproved: (ctx: ToolContext, summary: string) => boolean | Promise<boolean>;
   /** Per-sender limit on tool calls; omitted = unlimited. */
   readonly rateLimit?: (senderKey: string) => { ok: true } | { ok: false; retryAfterMs: number };
   /** Per call, unless the tool sets its own. */
@@ -110,7 +110,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         const limit = options.rateLimit(`${ctx.channel}:${ctx.senderId}`);
         if (!limit.ok) return done(call, `Tool-call limit reached for this person; try again in ${Math.ceil(limit.retryAfterMs / 60_000)} min. Tell the person.`);
       }
-      if (decision.kind === 'ask' && !options.alwaysApproved(ctx, assessment.summary)) {
+      if (decision.kind === 'ask' && !(await options.alwaysApproved(ctx, assessment.summary))) {
         return { call, outcome: 'ask', args: record, summary: assessment.summary };
       }
       return { call, outcome: 'run', args: record };

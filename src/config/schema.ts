@@ -206,6 +206,10 @@ const Gateway = v.strictObject({
   max_body_kb: int(1, 65_536, 1024),
   /** Absent = no remote tools. */
   remote_tools: v.optional(RemoteTools),
+  /** Serve the web console and browser chat at / (loaded on the first request). */
+  console: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
+  /** How long a console sign-in lasts (hours). */
+  session_hours: int(1, 720, 12),
 });
 
 const McpServer = v.pipe(
@@ -357,6 +361,23 @@ const Webhook = v.strictObject({
   max_results_mb: positive(1024, 16),
 });
 
+/** Where durable state lives: SQLite in data_dir (one machine), or PostgreSQL (one or more nodes, see [cluster]). */
+const Store = v.pipe(v.strictObject({
+  kind: choice(['sqlite', 'postgres'], 'sqlite'),
+  /** kind = "postgres": the server, e.g. postgres://switchboard:${PGPASSWORD}@db.internal:5432/switchboard. */
+  url: v.optional(v.pipe(v.string(), v.regex(/^postgres(?:ql)?:\/\/\S+$/, 'a postgres:// connection string'), v.examples(['postgres://switchboard:secret@db.internal:5432/switchboard']))),
+  /** kind = "postgres": connections this node keeps open at most. */
+  max_connections: int(2, 200, 10),
+}), v.check((store) => store.kind !== 'postgres' || store.url !== undefined, 'kind = "postgres" needs url (postgres://user:password@host:5432/database)'));
+
+/** Several nodes on one PostgreSQL ([store] kind = "postgres"). */
+const Cluster = v.strictObject({
+  /** This node's name in status and metrics. Default: the host name. */
+  node: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, 'a node name: letters, digits, ., _ and - (at most 63)'), v.examples(['host-a']))),
+  /** How soon another node takes over a channel (and a turn) whose node died. */
+  failover_seconds: int(3, 600, 15),
+});
+
 const Channels = v.strictObject({
   terminal: v.optional(Terminal),
   telegram: v.optional(Telegram),
@@ -379,6 +400,8 @@ export const ConfigSchema = v.strictObject({
   memory: v.optional(MemoryConfig, {}),
   agents: v.optional(v.record(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/, 'a name of lowercase letters, digits, _ and - (starting with a letter, at most 32)')), SubAgent), {}),
   runtime: v.optional(Runtime, {}),
+  store: v.optional(Store, {}),
+  cluster: v.optional(Cluster, {}),
   /** Absent = no HTTP gateway. */
   gateway: v.optional(Gateway),
   mcp: v.optional(Mcp, {}),
@@ -398,6 +421,8 @@ export type WebhookConfig = v.InferOutput<typeof Webhook>;
 export type MatrixConfig = v.InferOutput<typeof Matrix>;
 export type IrcConfig = v.InferOutput<typeof Irc>;
 export type EmailConfig = v.InferOutput<typeof Email>;
+export type StoreConfig = v.InferOutput<typeof Store>;
+export type ClusterConfig = v.InferOutput<typeof Cluster>;
 /** The policy keys every chat channel section has. */
 export type ChannelPolicyConfig = Pick<TelegramConfig, 'allow'> & Partial<Pick<TelegramConfig, 'mention_only' | 'stream'>>;
 export type ToolName = (typeof toolNames)[number];

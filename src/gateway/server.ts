@@ -32,8 +32,16 @@ export interface GatewayOptions {
   readonly startedAt?: number;
 }
 
+/**
+ * Takes every request no exact route matched (the web console: `/`, its assets and `/api/console/…`).
+ * It reads the body itself (with its own limits) and does its own authentication.
+ */
+export type FallbackHandler = (request: IncomingMessage, response: ServerResponse) => Promise<void>;
+
 /** The gateway: register routes, then `start`. */
 export interface Gateway extends GatewayRoutes {
+  /** Sets the handler for requests no exact route matched (instead of 404). */
+  setFallback(handler: FallbackHandler): void;
   /** Starts listening; resolves with the bound address. */
   start(): Promise<{ host: string; port: number }>;
   /** Stops accepting, ends idle keep-alive connections, and waits up to `graceMs` for requests in progress. */
@@ -62,6 +70,11 @@ export interface StatusReport {
   readonly totals: RuntimeHealth['counters'];
   /** Present while the data_dir's disk is full. */
   readonly storage?: { readonly writable: false; readonly code: string; readonly since: string; readonly refused: number };
+  /** Cluster mode: this node and every node (which channels each holds, its turns in flight). */
+  readonly cluster?: {
+    readonly node: string;
+    readonly nodes: ReadonlyArray<{ readonly node: string; readonly alive: boolean; readonly channels: readonly string[]; readonly inFlight: number; readonly turns: number; readonly seenAt: number; readonly version: string }>;
+  };
 }
 
 const loopbackNames = new Set(['localhost', 'ip6-localhost', 'ip6-loopback']);
@@ -118,14 +131,15 @@ function tokenMatches(header: string | undefined, token: string): boolean {
   return secretsEqual(match[1]!, token);
 }
 
-/** Answers with a JSON body (errors are `{"error": "…"}`). */
+/** A request body over the limit (answer 413 and close: the rest is not read). */
+export class BodyTooLarge extends Error {}
 
-class BodyTooLarge extends Error {}
-
-function readBody(request: IncomingMessage, max: number): Promise<Buffer> {
+/** Reads at most `max` bytes of a request body; rejects with BodyTooLarge past that. */
+export function readBody(request: IncomingMessage, max: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(request.headers['content-length']);
     if (Number.isFinite(declared) && declared > max) {
+      request.resume();
       reject(new BodyTooLarge());
       return;
     }
@@ -179,6 +193,7 @@ export function statusReport(health: RuntimeHealth, startedAt: number, uptimeMs:
     pendingReplies: health.pendingReplies,
     totals: health.counters,
     ...(health.storage?.writable === false ? { storage: { writable: false, code: health.storage.code!, since: iso(health.storage.since)!, refused: health.storage.refused ?? 0 } } : {}),
+    ...(health.cluster ? { cluster: health.cluster } : {}),
   };
 }
 
@@ -201,6 +216,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   const routes = new Map<string, Map<string, HttpRoute>>();
   const upgrades = new Map<string, UpgradeRoute>();
   let server: Server | undefined;
+  let fallback: FallbackHandler | undefined;
 
   const addRoute = (route: HttpRoute): void => {
     if (!route.path.startsWith('/')) throw new TypeError(`gateway route path must start with "/", got ${JSON.stringify(route.path)}`);
@@ -249,6 +265,16 @@ export function createGateway(options: GatewayOptions): Gateway {
   async function onRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = (request.url ?? '/').split('?')[0]!;
     const byMethod = routes.get(path);
+    if (!byMethod && fallback) {
+      try {
+        await fallback(request, response);
+      } catch (error) {
+        log.error({ err: error, path }, 'gateway fallback failed');
+        if (!response.headersSent) sendJson(response, 500, { error: 'internal error; see the daemon log' });
+        else response.destroy();
+      }
+      return;
+    }
     if (!byMethod) {
       request.resume();
       sendJson(response, 404, { error: `no such endpoint: ${path}` });
@@ -302,6 +328,9 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   return {
     addRoute,
+    setFallback(handler) {
+      fallback = handler;
+    },
     addUpgrade(route) {
       if (upgrades.has(route.path)) throw new TypeError(`gateway upgrade ${route.path} is registered twice`);
       upgrades.set(route.path, route);

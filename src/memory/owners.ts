@@ -8,10 +8,11 @@ import type { MemoryScope, MemoryWho } from '../memory.ts';
 /**
  * SQL condition on table alias `alias` binding `@person` and `@conversation` (see
  * `ownerParams`): true only for the caller's own, the conversation's and shared memories.
+ * `param` spells a placeholder: `() => '?'` for positional ones (person, then conversation).
  */
-export function ownerFilter(alias: string): string {
+export function ownerFilter(alias: string, param: (name: 'person' | 'conversation') => string = (name) => `@${name}`): string {
   const a = alias;
-  return `((${a}.scope = 'person' AND ${a}.owner = @person) OR (${a}.scope = 'conversation' AND ${a}.owner = @conversation) OR (${a}.scope = 'shared' AND ${a}.owner = ''))`;
+  return `((${a}.scope = 'person' AND ${a}.owner = ${param('person')}) OR (${a}.scope = 'conversation' AND ${a}.owner = ${param('conversation')}) OR (${a}.scope = 'shared' AND ${a}.owner = ''))`;
 }
 
 /** The parameters `ownerFilter` binds. */

@@ -11,7 +11,7 @@
  * - Every read on someone's behalf is filtered to their person memories, the conversation's
  *   and the shared ones (owners.ts), in SQL and in the index partitions.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import type { Logger } from '../log.ts';
 import {
@@ -22,7 +22,6 @@ import {
   type MemoryEntry,
   type MemoryFilter,
   type MemoryHealth,
-  type MemoryScope,
   type MemoryWho,
   type RecallOptions,
   type StoreInput,
@@ -66,55 +65,20 @@ export interface SqliteMemory extends Memory {
   close(): Promise<void>;
 }
 
-/** `forget(key, 'operator')` matched several memories (one per owner); forget one by id. */
-export class AmbiguousKeyError extends Error {
-  readonly key: string;
-  readonly matches: number;
-  constructor(key: string, matches: number) {
-    super(`the key "${key}" belongs to ${matches} memories (different owners); forget one by its id`);
-    this.name = 'AmbiguousKeyError';
-    this.key = key;
-    this.matches = matches;
-  }
-}
+import { AmbiguousKeyError, defaultKey, entryOf, scopes, type MemoryRow } from './keys.ts';
 
-/** A key for content stored without one: a slug of its first words and a hash of all of it. */
-export function defaultKey(content: string): string {
-  const words = content.normalize('NFKC').toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
-  let slug = '';
-  for (const word of words) {
-    const next = slug === '' ? [...word].slice(0, 24).join('') : `${slug}-${word}`;
-    if (slug !== '' && next.length > 24) break;
-    slug = next;
-  }
-  const hash = createHash('sha256').update(content).digest('hex').slice(0, 8);
-  return slug === '' ? hash : `${slug}-${hash}`;
-}
+export { AmbiguousKeyError, defaultKey };
 
 /** Creates the backend and starts its recall workers and (with `embeddings`) background embedder. */
 export function createSqliteMemory(options: SqliteMemoryOptions): SqliteMemory {
   return new SqliteMemoryBackend(options);
 }
 
-interface Row {
+interface Row extends MemoryRow {
   readonly rowid: number;
-  readonly id: string;
-  readonly key: string;
-  readonly content: string;
-  readonly category: string;
-  readonly scope: MemoryScope;
-  readonly owner: string;
-  readonly created_at: number;
-  readonly updated_at: number;
 }
 
 const columns = 'm.rowid AS rowid, m.id, m.key, m.content, m.category, m.scope, m.owner, m.created_at, m.updated_at';
-const scopes: readonly MemoryScope[] = ['person', 'conversation', 'shared'];
-
-function entryOf(row: Row, score?: number): MemoryEntry {
-  const entry = { id: row.id, key: row.key, content: row.content, category: row.category, scope: row.scope, owner: row.owner, createdAt: row.created_at, updatedAt: row.updated_at };
-  return score === undefined ? entry : { ...entry, score };
-}
 
 function nonNegative(name: string, value: number): number {
   if (!Number.isFinite(value) || value < 0) throw new TypeError(`memory option ${name} must be a finite number ≥ 0, got ${JSON.stringify(value)}`);

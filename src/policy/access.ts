@@ -3,13 +3,13 @@
  * is exempt). With `allow = ["<sender id>", …]` (or `["*"]`) only those senders get through.
  * Without `allow`, an unknown sender's direct message gets a one-time pairing code and nothing
  * else; once the operator approves that code, the sender is allowed from then on (stored in
- * SQLite). In groups, only messages that address the bot get through when `mention_only`.
+ * the database). In groups, only messages that address the bot get through when `mention_only`.
  * Denied senders' messages never reach the model.
  */
 import { randomInt } from 'node:crypto';
 import type { InboundMessage } from '../channel.ts';
 import { outlived, systemClock, type Clock } from '../clock.ts';
-import type { Db } from '../store/db.ts';
+import type { Sql } from '../store/sql.ts';
 
 export interface AccessOptions {
   /** Sender ids let through; `["*"]` = anyone; undefined = pairing. */
@@ -51,77 +51,74 @@ export interface PairingOptions {
  *   hourly (see Runtime), so a code it knows lives at most twice `codeTtlMs` whatever the clock does.
  */
 export class PairingStore {
-  readonly #get;
-  readonly #insert;
-  readonly #approve;
-  readonly #pending;
-  readonly #delete;
+  readonly #sql: Sql;
   readonly #ttlMs: number;
   readonly #clock: Clock;
   /** Monotonic time this process first saw each pending code, by channel, sender and code. */
   readonly #seen = new Map<string, number>();
 
-  constructor(db: Db, options: PairingOptions = {}) {
+  constructor(sql: Sql, options: PairingOptions = {}) {
     this.#ttlMs = options.codeTtlMs ?? 3_600_000;
     if (!(this.#ttlMs > 0)) throw new TypeError(`PairingStore: codeTtlMs must be positive, got ${String(options.codeTtlMs)}`);
     this.#clock = options.clock ?? systemClock;
-    this.#delete = db.prepare<[string, string, string]>('DELETE FROM pairing WHERE channel = ? AND sender_id = ? AND code = ? AND approved_at IS NULL');
-    this.#get = db.prepare<[string, string], { code: string; approved_at: number | null }>('SELECT code, approved_at FROM pairing WHERE channel = ? AND sender_id = ?');
-    this.#insert = db.prepare<[string, string, string, number]>('INSERT OR IGNORE INTO pairing (channel, sender_id, code, created_at) VALUES (?, ?, ?, ?)');
-    this.#approve = db.prepare<[number, string, string], { sender_id: string }>(
-      'UPDATE pairing SET approved_at = ? WHERE channel = ? AND code = ? AND approved_at IS NULL RETURNING sender_id',
-    );
-    this.#pending = db.prepare<[], { channel: string; sender_id: string; code: string; created_at: number }>(
-      'SELECT channel, sender_id, code, created_at FROM pairing WHERE approved_at IS NULL ORDER BY created_at',
-    );
+    this.#sql = sql;
   }
 
-  isApproved(channel: string, senderId: string): boolean {
-    return (this.#get.get(channel, senderId)?.approved_at ?? null) !== null;
+  #row(channel: string, senderId: string): Promise<{ code: string; approved_at: number | null } | undefined> {
+    return this.#sql.get('SELECT code, approved_at FROM pairing WHERE channel = ? AND sender_id = ?', [channel, senderId]);
+  }
+
+  #pendingRows(): Promise<Array<{ channel: string; sender_id: string; code: string; created_at: number }>> {
+    return this.#sql.all('SELECT channel, sender_id, code, created_at FROM pairing WHERE approved_at IS NULL ORDER BY created_at');
+  }
+
+  async isApproved(channel: string, senderId: string): Promise<boolean> {
+    return ((await this.#row(channel, senderId))?.approved_at ?? null) !== null;
   }
 
   /** The sender's code, and whether it was just created (only then is it sent). */
-  requestCode(channel: string, senderId: string): { code: string; created: boolean } {
-    this.expire();
+  async requestCode(channel: string, senderId: string): Promise<{ code: string; created: boolean }> {
+    await this.expire();
     const now = this.#clock.now();
-    const existing = this.#get.get(channel, senderId);
-    if (existing) return { code: existing.code, created: false };
     for (let attempt = 0; attempt < 10; attempt++) {
+      const existing = await this.#row(channel, senderId);
+      if (existing) return { code: existing.code, created: false };
       const code = newCode();
-      try {
-        if (this.#insert.run(channel, senderId, code, now).changes === 1) {
-          this.#seen.set(seenKey(channel, senderId, code), this.#clock.monotonic());
-          return { code, created: true };
-        }
-      } catch (error) {
-        if (!String((error as Error).message).includes('UNIQUE')) throw error; // a code clash: draw again
+      // nothing inserted: another node paired this sender meanwhile (read it above next time), or the code clashed (draw again)
+      if ((await this.#sql.run('INSERT INTO pairing (channel, sender_id, code, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING', [channel, senderId, code, now])) === 1) {
+        this.#seen.set(seenKey(channel, senderId, code), this.#clock.monotonic());
+        return { code, created: true };
       }
     }
     throw new Error('could not draw an unused pairing code');
   }
 
   /** Approves a code; returns the sender it belonged to, or undefined when there is no such pending code. */
-  approve(channel: string, code: string): string | undefined {
-    this.expire();
-    return this.#approve.get(this.#clock.now(), channel, code.trim().toUpperCase())?.sender_id;
+  async approve(channel: string, code: string): Promise<string | undefined> {
+    await this.expire();
+    const row = await this.#sql.get<{ sender_id: string }>(
+      'UPDATE pairing SET approved_at = ? WHERE channel = ? AND code = ? AND approved_at IS NULL RETURNING sender_id',
+      [this.#clock.now(), channel, code.trim().toUpperCase()],
+    );
+    return row?.sender_id;
   }
 
   /** Codes waiting for approval (expired ones are gone). */
-  pending(): PendingPairing[] {
-    this.expire();
-    return this.#pending.all().map((row) => ({ channel: row.channel, senderId: row.sender_id, code: row.code, createdAt: row.created_at }));
+  async pending(): Promise<PendingPairing[]> {
+    await this.expire();
+    return (await this.#pendingRows()).map((row) => ({ channel: row.channel, senderId: row.sender_id, code: row.code, createdAt: row.created_at }));
   }
 
   /** Deletes the codes that expired (see the class comment); returns how many. */
-  expire(): number {
+  async expire(): Promise<number> {
     const mono = this.#clock.monotonic();
     const live = new Set<string>();
     let expired = 0;
-    for (const row of this.#pending.all()) {
+    for (const row of await this.#pendingRows()) {
       const key = seenKey(row.channel, row.sender_id, row.code);
       const seen = this.#seen.get(key) ?? mono;
       if (outlived(row.created_at, this.#ttlMs, this.#clock, seen)) {
-        expired += this.#delete.run(row.channel, row.sender_id, row.code).changes;
+        expired += await this.#sql.run('DELETE FROM pairing WHERE channel = ? AND sender_id = ? AND code = ? AND approved_at IS NULL', [row.channel, row.sender_id, row.code]);
         continue;
       }
       this.#seen.set(key, seen);
@@ -140,16 +137,16 @@ function newCode(): string {
   return Array.from({ length: 6 }, () => alphabet[randomInt(alphabet.length)]).join('');
 }
 
-export function decideAccess(message: InboundMessage, options: AccessOptions, pairing: PairingStore): AccessDecision {
+export async function decideAccess(message: InboundMessage, options: AccessOptions, pairing: PairingStore): Promise<AccessDecision> {
   const direct = message.direct ?? true;
   const sender = message.sender.id;
   let allowed: boolean;
   if (options.allow !== undefined) {
     allowed = isAllowed(options.allow, [sender, ...(message.sender.aliases ?? [])]);
     if (!allowed) return { kind: 'ignore', reason: 'not allowed' };
-  } else if (!pairing.isApproved(message.channel, sender)) {
+  } else if (!(await pairing.isApproved(message.channel, sender))) {
     if (!direct) return { kind: 'ignore', reason: 'not allowed' };
-    const { code, created } = pairing.requestCode(message.channel, sender);
+    const { code, created } = await pairing.requestCode(message.channel, sender);
     return created ? { kind: 'pair', code } : { kind: 'ignore', reason: 'awaiting pairing approval' };
   }
   if (!direct && options.mentionOnly && !message.addressed) return { kind: 'ignore', reason: 'not addressed' };

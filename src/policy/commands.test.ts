@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseCommand, runCommand, type CommandDeps } from './commands.ts';
 import { turnText } from './turn-text.ts';
+import type { Sql } from '../store/sql.ts';
 
 describe('chat commands', () => {
   it('parses /cmd and !cmd with an argument, and nothing else', () => {
@@ -12,13 +13,14 @@ describe('chat commands', () => {
     assert.equal(parseCommand('/newer'), undefined);
   });
 
-  it('switches models only among the configured ones; the default is stored as none', () => {
+  it('switches models only among the configured ones; the default is stored as none', async () => {
     const chosen: Array<string | undefined> = [];
-    const deps: CommandDeps = { models: ['a', 'b'], model: () => undefined, setModel: (_c, m) => void chosen.push(m), clearHistory: () => undefined, status: () => 'ok' };
-    assert.match(runCommand({ name: 'model', argument: '' }, 'k', deps).reply, /Model: a\. Also available: b/);
-    assert.match(runCommand({ name: 'model', argument: 'zzz' }, 'k', deps).reply, /configured models are a, b/);
-    runCommand({ name: 'model', argument: 'b' }, 'k', deps).commit!();
-    runCommand({ name: 'model', argument: 'a' }, 'k', deps).commit!();
+    const tx = {} as Sql;
+    const deps: CommandDeps = { models: ['a', 'b'], model: async () => undefined, setModel: async (_tx, _c, m) => void chosen.push(m), clearHistory: async () => undefined, status: () => 'ok' };
+    assert.match((await runCommand({ name: 'model', argument: '' }, 'k', deps)).reply, /Model: a\. Also available: b/);
+    assert.match((await runCommand({ name: 'model', argument: 'zzz' }, 'k', deps)).reply, /configured models are a, b/);
+    await (await runCommand({ name: 'model', argument: 'b' }, 'k', deps)).commit!(tx);
+    await (await runCommand({ name: 'model', argument: 'a' }, 'k', deps)).commit!(tx);
     assert.deepEqual(chosen, ['b', undefined]);
   });
 });

@@ -4,6 +4,7 @@
  * configured), `/status` (a short health line) and `/help`. A leading `!` works too, for
  * platforms that keep `/…` for their own commands (Slack, IRC).
  */
+import type { Sql } from '../store/sql.ts';
 
 export type CommandName = 'new' | 'model' | 'status' | 'help';
 
@@ -27,10 +28,11 @@ export interface CommandDeps {
   /** Models a conversation may switch to (the first is the default). */
   readonly models: readonly string[];
   /** This conversation's model, when one was chosen. */
-  model(conversation: string): string | undefined;
-  setModel(conversation: string, model: string | undefined): void;
-  /** Forgets a conversation's history. */
-  clearHistory(conversation: string): void;
+  model(conversation: string): Promise<string | undefined>;
+  /** Sets the model inside the answer's transaction `tx`. */
+  setModel(tx: Sql, conversation: string, model: string | undefined): Promise<void>;
+  /** Forgets a conversation's history, inside the answer's transaction `tx`. */
+  clearHistory(tx: Sql, conversation: string): Promise<void>;
   /** A one-line health summary. */
   status(): string;
 }
@@ -38,10 +40,10 @@ export interface CommandDeps {
 export interface CommandResult {
   readonly reply: string;
   /** Writes that commit with the answer (inside the turn transaction). */
-  readonly commit?: () => void;
+  readonly commit?: (tx: Sql) => Promise<void>;
 }
 
-export function runCommand(command: Command, conversation: string, deps: CommandDeps): CommandResult {
+export async function runCommand(command: Command, conversation: string, deps: CommandDeps): Promise<CommandResult> {
   switch (command.name) {
     case 'help':
       return {
@@ -56,9 +58,9 @@ export function runCommand(command: Command, conversation: string, deps: Command
     case 'status':
       return { reply: deps.status() };
     case 'new':
-      return { reply: 'Started a fresh conversation: I have set aside what we said here before.', commit: () => deps.clearHistory(conversation) };
+      return { reply: 'Started a fresh conversation: I have set aside what we said here before.', commit: (tx) => deps.clearHistory(tx, conversation) };
     case 'model': {
-      const current = deps.model(conversation) ?? deps.models[0] ?? 'the default model';
+      const current = (await deps.model(conversation)) ?? deps.models[0] ?? 'the default model';
       if (command.argument === '') {
         const others = deps.models.filter((model) => model !== current);
         return { reply: `Model: ${current}.${others.length > 0 ? ` Also available: ${others.join(', ')}. Switch with /model <name>.` : ''}` };
@@ -66,7 +68,7 @@ export function runCommand(command: Command, conversation: string, deps: Command
       const wanted = command.argument;
       if (!deps.models.includes(wanted)) return { reply: `I can't switch to "${wanted}": the configured models are ${deps.models.join(', ')}.` };
       const isDefault = wanted === deps.models[0];
-      return { reply: `Switched this conversation to ${wanted}.`, commit: () => deps.setModel(conversation, isDefault ? undefined : wanted) };
+      return { reply: `Switched this conversation to ${wanted}.`, commit: (tx) => deps.setModel(tx, conversation, isDefault ? undefined : wanted) };
     }
   }
 }

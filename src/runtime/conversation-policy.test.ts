@@ -13,6 +13,7 @@ import { SendError, type Channel, type InboundMessage, type OutboundFile, type O
 import type { ConversationRef } from '../conversation.ts';
 import { PairingStore } from '../policy/access.ts';
 import { openDatabase, type Db } from '../store/db.ts';
+import { sqliteDatabase } from '../store/sqlite-sql.ts';
 import { ConversationSettings } from '../store/settings.ts';
 import { testLogger } from '../../test/support/log.ts';
 import { defaultSupervisorOptions } from './supervisor.ts';
@@ -63,13 +64,14 @@ function richChannel(options: { failSendAt?: number[]; limit?: number } = {}) {
   return { channel, events, inject, sends: () => events.filter((e) => e.kind === 'send').map((e) => (e as { text: string }).text) };
 }
 
-function setup(agent: TurnHandler, policy: ChannelPolicy | undefined, channelOptions: { failSendAt?: number[]; limit?: number } = {}, path = join(dir, `p${++count}.db`)) {
+async function setup(agent: TurnHandler, policy: ChannelPolicy | undefined, channelOptions: { failSendAt?: number[]; limit?: number } = {}, path = join(dir, `p${++count}.db`)) {
   const db: Db = openDatabase(path);
+  const database = sqliteDatabase(db);
   const rich = richChannel(channelOptions);
-  const settings = new ConversationSettings(db);
-  const pairing = new PairingStore(db);
+  const settings = new ConversationSettings(database);
+  const pairing = new PairingStore(database);
   const runtime = new Runtime({
-    db,
+    database,
     log: testLogger(),
     channels: [rich.channel],
     agent,
@@ -82,9 +84,9 @@ function setup(agent: TurnHandler, policy: ChannelPolicy | undefined, channelOpt
     delivery: { attemptsPerRound: 3, initialBackoffMs: 5, maxBackoffMs: 20 },
     policies: new Map(policy ? [['chat', policy]] : []),
     pairing,
-    commands: { models: ['main-model', 'other-model'], model: (c) => settings.model(c), setModel: (c, m) => settings.setModel(c, m) },
+    commands: { models: ['main-model', 'other-model'], model: (c) => settings.model(c), setModel: (tx, c, m) => settings.in(tx).setModel(c, m) },
   });
-  runtime.start();
+  await runtime.start();
   return { runtime, pairing, db, path, ...rich };
 }
 
@@ -96,7 +98,7 @@ const recording = (inputs: TurnInput[], reply = (input: TurnInput) => `re: ${inp
 describe('conversation policy in the runtime', () => {
   it('pairs an unknown sender once, and answers them after approval', async () => {
     const inputs: TurnInput[] = [];
-    const { runtime, pairing, inject, sends } = setup(recording(inputs), { mentionOnly: true, stream: false });
+    const { runtime, pairing, inject, sends } = await setup(recording(inputs), { mentionOnly: true, stream: false });
     await runtime.ready;
     await inject({ id: '1', text: 'hi' });
     await inject({ id: '2', text: 'hello?' });
@@ -104,7 +106,7 @@ describe('conversation policy in the runtime', () => {
     assert.equal(sends().length, 1);
     const code = /code is (\w{6})/.exec(sends()[0]!)![1]!;
     assert.equal(inputs.length, 0);
-    assert.equal(pairing.approve('chat', code), 'alice');
+    assert.equal(await pairing.approve('chat', code), 'alice');
     await inject({ id: '3', text: 'now' });
     await runtime.idle();
     assert.deepEqual(sends().slice(1), ['re: now']);
@@ -114,7 +116,7 @@ describe('conversation policy in the runtime', () => {
 
   it('keeps unaddressed group messages as context for the next addressed turn, once', async () => {
     const inputs: TurnInput[] = [];
-    const { runtime, inject, sends } = setup(recording(inputs), { allow: ['*'], mentionOnly: true, stream: false });
+    const { runtime, inject, sends } = await setup(recording(inputs), { allow: ['*'], mentionOnly: true, stream: false });
     await runtime.ready;
     await inject({ id: '1', text: 'lunch at noon?', direct: false, sender: { id: 'bob', name: 'Bob' } });
     await inject({ id: '2', text: 'what did Bob say?', direct: false, addressed: true });
@@ -130,7 +132,7 @@ describe('conversation policy in the runtime', () => {
 
   it('answers /help, /status, /model and /new without the model; /model switches, /new forgets', async () => {
     const inputs: TurnInput[] = [];
-    const { runtime, inject, sends } = setup(recording(inputs), { allow: ['alice'], mentionOnly: true, stream: false });
+    const { runtime, inject, sends } = await setup(recording(inputs), { allow: ['alice'], mentionOnly: true, stream: false });
     await runtime.ready;
     for (const [id, text] of [['1', 'first'], ['2', '/help'], ['3', '/status'], ['4', '/model'], ['5', '/model nope'], ['6', '!model other-model'], ['7', 'second'], ['8', '/new'], ['9', 'third']]) {
       await inject({ id: id!, text: text! });
@@ -151,7 +153,7 @@ describe('conversation policy in the runtime', () => {
 
   it('answers chat commands on a channel the policy exempts (the terminal), and lets everything else through', async () => {
     const inputs: TurnInput[] = [];
-    const { runtime, inject, sends } = setup(recording(inputs), undefined);
+    const { runtime, inject, sends } = await setup(recording(inputs), undefined);
     await runtime.ready;
     for (const [id, text] of [['1', 'hello'], ['2', '/help'], ['3', '!status'], ['4', '/model other-model'], ['5', 'again'], ['6', '/new'], ['7', '/nonsense']]) {
       await inject({ id: id!, text: text!, sender: { id: 'stranger' } });
@@ -179,7 +181,7 @@ describe('conversation policy in the runtime', () => {
   it('splits a long reply, resumes after a failed part without repeating one, then sends files', async () => {
     const long = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
     const agent: TurnHandler = async () => ({ reply: long, messages: [], files: [{ path: '/tmp/x.txt', name: 'x.txt' }] });
-    const first = setup(agent, { allow: ['*'], mentionOnly: true, stream: false }, { failSendAt: [2, 3, 4], limit: 100 });
+    const first = await setup(agent, { allow: ['*'], mentionOnly: true, stream: false }, { failSendAt: [2, 3, 4], limit: 100 });
     await first.runtime.ready;
     await first.inject({ id: '1', text: 'go' });
     await first.runtime.idle();
@@ -187,7 +189,7 @@ describe('conversation policy in the runtime', () => {
     assert.equal(first.events[0]!.kind, 'typing');
     await first.runtime.stop();
     first.db.close();
-    const second = setup(agent, { allow: ['*'], mentionOnly: true, stream: false }, { limit: 100 }, first.path);
+    const second = await setup(agent, { allow: ['*'], mentionOnly: true, stream: false }, { limit: 100 }, first.path);
     await second.runtime.ready;
     await new Promise((resolve) => setTimeout(resolve, 50));
     await second.runtime.idle();
@@ -206,7 +208,7 @@ describe('conversation policy in the runtime', () => {
       }
       return { reply: 'Hello world', messages: [] };
     };
-    const { runtime, inject, events } = setup(agent, { allow: ['*'], mentionOnly: true, stream: true });
+    const { runtime, inject, events } = await setup(agent, { allow: ['*'], mentionOnly: true, stream: true });
     await runtime.ready;
     await inject({ id: '1', text: 'stream' });
     await runtime.idle();
@@ -223,7 +225,7 @@ describe('conversation policy in the runtime', () => {
 describe('status notes', () => {
   it('/status shows what a channel says an operator must know', async () => {
     const inputs: TurnInput[] = [];
-    const { runtime, inject, sends, channel } = setup(recording(inputs), { allow: ['*'], mentionOnly: true, stream: false });
+    const { runtime, inject, sends, channel } = await setup(recording(inputs), { allow: ['*'], mentionOnly: true, stream: false });
     (channel as Record<string, unknown>).statusNotes = () => ['1 encrypted room not supported (!r:x)'];
     await runtime.ready;
     await inject({ id: '1', text: '/status' });

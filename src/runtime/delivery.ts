@@ -31,6 +31,8 @@ export const defaultDeliveryOptions: DeliveryOptions = { attemptsPerRound: 5, in
 
 export interface DeliveryEvents {
   onSent?(channel: string): void;
+  /** A round of one conversation ended (whatever its outcome). Must not reject. */
+  onRoundEnd?(): Promise<void>;
   /** An outbox write failed; true when it was the disk being full (then it is retried later, not thrown). */
   onWriteFailed?(error: unknown, what: string): boolean;
 }
@@ -76,7 +78,7 @@ export class Delivery {
       this.#round(conversation, signal).catch((error: unknown) => {
         // A read or an unexpected failure: the replies stay pending for the next round.
         if (!this.#events.onWriteFailed?.(error, 'read the outbox')) this.#log.error({ err: error, conversation }, 'delivery round failed; the replies stay pending for the next round');
-      }),
+      }).then(() => this.#events.onRoundEnd?.()),
     );
     this.#chains.set(conversation, next);
     void next.finally(() => {
@@ -89,7 +91,7 @@ export class Delivery {
   async deliverAll(signal: AbortSignal, channel?: string): Promise<void> {
     let targets;
     try {
-      targets = this.#outbox.pendingConversations().filter((row) => channel === undefined || row.channel === channel);
+      targets = (await this.#outbox.pendingConversations()).filter((row) => channel === undefined || row.channel === channel);
     } catch (error) {
       this.#log.error({ err: error }, 'could not read the outbox; unsent replies go out at the next round');
       return;
@@ -103,12 +105,12 @@ export class Delivery {
   }
 
   async #round(conversation: string, signal: AbortSignal): Promise<void> {
-    for (const entry of this.#outbox.pending(conversation)) {
+    for (const entry of await this.#outbox.pending(conversation)) {
       if (signal.aborted) return;
       const unrecorded = this.#unrecorded.get(entry.id);
       if (unrecorded) {
         // Out already: only its record is missing. Keep order: later replies wait for it.
-        if (!this.#finish(entry.id, entry.message.channel, unrecorded.dead, false)) return;
+        if (!(await this.#finish(entry.id, entry.message.channel, unrecorded.dead, false))) return;
         continue;
       }
       const channel = this.#channels.get(entry.message.channel);
@@ -123,10 +125,10 @@ export class Delivery {
         const outcome = await this.#sendWithRetries(channel, entry.id, entry.message, units[index]!, signal, log);
         if (outcome === 'retry later') return; // keep order: this unit and later replies wait
         if (typeof outcome === 'object') dead = outcome.dead;
-        else if (index + 1 < units.length) this.#recordProgress(entry.id, index + 1);
+        else if (index + 1 < units.length) await this.#recordProgress(entry.id, index + 1);
       }
       if (dead === undefined) this.#events.onSent?.(channel.name);
-      if (!this.#finish(entry.id, channel.name, dead, true)) return;
+      if (!(await this.#finish(entry.id, channel.name, dead, true))) return;
     }
   }
 
@@ -134,10 +136,10 @@ export class Delivery {
    * Records a reply's end (sent, or dead); when the disk is full it is remembered and tried
    * again at the next round. Returns false when it is still not recorded.
    */
-  #finish(id: number, channel: string, dead: string | undefined, first: boolean): boolean {
+  async #finish(id: number, channel: string, dead: string | undefined, first: boolean): Promise<boolean> {
     try {
-      if (dead !== undefined) this.#outbox.markDead(id, dead);
-      else this.#outbox.markSent(id);
+      if (dead !== undefined) await this.#outbox.markDead(id, dead);
+      else await this.#outbox.markSent(id);
     } catch (error) {
       if (!this.#events.onWriteFailed?.(error, `record reply ${id} as ${dead === undefined ? 'sent' : 'undeliverable'}`)) throw error;
       if (first) this.#log.warn({ outbox: id, channel }, 'reply sent, but the disk is full so it cannot be marked sent yet; it is remembered and not sent again');
@@ -149,10 +151,10 @@ export class Delivery {
     return true;
   }
 
-  #recordProgress(id: number, units: number): void {
+  async #recordProgress(id: number, units: number): Promise<void> {
     this.#progress.set(id, units);
     try {
-      this.#outbox.markProgress(id, units);
+      await this.#outbox.markProgress(id, units);
     } catch (error) {
       if (!this.#events.onWriteFailed?.(error, `record the progress of reply ${id}`)) throw error;
     }
@@ -190,7 +192,7 @@ export class Delivery {
           return { dead: error.message };
         }
         try {
-          this.#outbox.markAttempt(id, error instanceof Error ? error.message : String(error));
+          await this.#outbox.markAttempt(id, error instanceof Error ? error.message : String(error));
         } catch (failure) {
           // Only a counter and the last error: losing it loses nothing.
           if (!this.#events.onWriteFailed?.(failure, `count a failed send of reply ${id}`)) throw failure;

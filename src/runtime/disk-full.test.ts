@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { TurnHandler } from '../agent/agent.ts';
 import { openDatabase, type Db } from '../store/db.ts';
+import { sqliteDatabase } from '../store/sqlite-sql.ts';
 import { DiskFullError, StorageHealth } from '../store/storage.ts';
 import { createMemoryChannel } from '../../test/support/memory-channel.ts';
 import { testLogger } from '../../test/support/log.ts';
@@ -40,7 +41,7 @@ describe('Runtime on a full disk', () => {
       return { reply, messages: [{ role: 'user', content: message.text }, { role: 'assistant', content: reply }] };
     };
     const runtime = new Runtime({
-      db,
+      database: sqliteDatabase(db),
       log: testLogger(),
       channels: [channel],
       agent,
@@ -53,7 +54,7 @@ describe('Runtime on a full disk', () => {
       delivery: { attemptsPerRound: 2, initialBackoffMs: 5, maxBackoffMs: 20 },
       storage,
     });
-    runtime.start();
+    await runtime.start();
     await runtime.ready;
     t.after(async () => {
       release();

@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { testLogger } from '../../test/support/log.ts';
 import type { Channel, InboundMessage, Push } from '../channel.ts';
 import { openDatabase } from '../store/db.ts';
+import { sqliteDatabase } from '../store/sqlite-sql.ts';
 import { Runtime, type RuntimeEvents } from './runtime.ts';
 
 describe('runtime events', () => {
@@ -31,7 +32,7 @@ describe('runtime events', () => {
       async send() {},
     };
     const runtime = new Runtime({
-      db: openDatabase(':memory:'),
+      database: sqliteDatabase(openDatabase(':memory:')),
       log: testLogger(),
       channels: [channel],
       agent: async ({ message }) => {
@@ -47,7 +48,7 @@ describe('runtime events', () => {
       delivery: { attemptsPerRound: 2, initialBackoffMs: 5, maxBackoffMs: 10 },
       events,
     });
-    runtime.start();
+    await runtime.start();
     await runtime.ready;
     const message = (id: string, text: string): InboundMessage => ({ channel: 'test', account: 'a', chat: 'c', id, sender: { id: 'u', name: 'U' }, text, timestamp: Date.now() });
     await push!(message('1', 'hi'));

@@ -7,6 +7,7 @@ import type { TurnHandler, TurnInput } from '../agent/agent.ts';
 import type { InboundMessage } from '../channel.ts';
 import { ProviderError } from '../provider.ts';
 import { openDatabase, type Db } from '../store/db.ts';
+import { sqliteDatabase } from '../store/sqlite-sql.ts';
 import { createMemoryChannel, type MemoryChannel } from '../../test/support/memory-channel.ts';
 import { testLogger } from '../../test/support/log.ts';
 import { defaultSupervisorOptions } from './supervisor.ts';
@@ -26,7 +27,7 @@ const echo: TurnHandler = async ({ message }) => ({
 
 function makeRuntime(channel: MemoryChannel, agent: TurnHandler, db: Db, overrides: Partial<RuntimeOptions> = {}): Runtime {
   return new Runtime({
-    db,
+    database: sqliteDatabase(db),
     log: testLogger(),
     channels: [channel],
     agent,
@@ -58,7 +59,7 @@ describe('Runtime', () => {
       },
       freshDb().db,
     );
-    runtime.start();
+    await runtime.start();
     await runtime.ready;
     assert.equal(await channel.inject({ id: 'm1', text: 'hello' }), 'accepted');
     await channel.waitForSent(1);
@@ -86,7 +87,7 @@ describe('Runtime', () => {
       },
       freshDb().db,
     );
-    runtime.start();
+    await runtime.start();
     assert.equal(await channel.inject({ id: 'same', text: 'hi' }), 'accepted');
     assert.equal(await channel.inject({ id: 'same', text: 'hi' }), 'duplicate');
     await runtime.idle();
@@ -104,7 +105,7 @@ describe('Runtime', () => {
     const stuck = makeRuntime(first, (input) => new Promise((_, reject) => input.signal.addEventListener('abort', () => reject(input.signal.reason))), db, {
       shutdownGraceMs: 50,
     });
-    stuck.start();
+    await stuck.start();
     await first.inject({ id: 'm1', text: 'slow question' });
     await first.inject({ id: 'm2', text: 'queued behind it' });
     await stuck.stop();
@@ -113,7 +114,7 @@ describe('Runtime', () => {
 
     const second = createMemoryChannel();
     const runtime = makeRuntime(second, echo, openDatabase(path));
-    runtime.start();
+    await runtime.start();
     await second.waitForSent(2);
     await runtime.idle();
     assert.deepEqual(
@@ -131,7 +132,7 @@ describe('Runtime', () => {
       shutdownGraceMs: 50,
       channels: [first, other],
     });
-    stuck.start();
+    await stuck.start();
     await first.inject({ id: 'm1', text: 'slow question' });
     await first.inject({ id: 'm2', text: 'queued behind it' });
     await other.inject({ id: 'o1', text: 'on another channel' });
@@ -148,7 +149,7 @@ describe('Runtime', () => {
       return echo(input);
     };
     const runtime = makeRuntime(second, seeing, reopened, { channels: [second, secondOther] });
-    runtime.start();
+    await runtime.start();
     assert.deepEqual(skipped, [['slow question', 'queued behind it']], 'handed over once, in order, before listening');
     await second.inject({ id: 'm3', text: 'a new question' });
     await second.waitForSent(1);
@@ -174,7 +175,7 @@ describe('Runtime', () => {
     const first = createMemoryChannel();
     first.failNext(3);
     const runtime1 = makeRuntime(first, echo, db);
-    runtime1.start();
+    await runtime1.start();
     await first.inject({ id: 'm1', text: 'hello' });
     await runtime1.idle();
     assert.equal(first.sent.length, 0);
@@ -191,7 +192,7 @@ describe('Runtime', () => {
       },
       openDatabase(path),
     );
-    runtime2.start();
+    await runtime2.start();
     await second.waitForSent(1);
     await runtime2.idle();
     assert.equal(turns, 0);
@@ -216,7 +217,7 @@ describe('Runtime', () => {
       },
       freshDb().db,
     );
-    runtime.start();
+    await runtime.start();
     await channel.inject({ id: 'm1', text: 'first' });
     await channel.inject({ id: 'm2', text: 'second' });
     await channel.waitForSent(2);
@@ -235,7 +236,7 @@ describe('Runtime', () => {
       freshDb().db,
       { turnTimeoutMs: 30 },
     );
-    runtime.start();
+    await runtime.start();
     await channel.inject({ id: 'm1', text: 'slow' });
     await channel.waitForSent(1);
     assert.match(channel.sent[0]!.text, /took too long/);
@@ -245,7 +246,7 @@ describe('Runtime', () => {
   it('sends nothing for an empty reply, but still marks the message answered', async () => {
     const channel = createMemoryChannel();
     const runtime = makeRuntime(channel, async () => ({ reply: '', messages: [{ role: 'user', content: 'x' }] }), freshDb().db);
-    runtime.start();
+    await runtime.start();
     await channel.inject({ id: 'm1', text: 'x' });
     await runtime.idle();
     assert.equal(channel.sent.length, 0);
@@ -266,7 +267,7 @@ describe('Runtime', () => {
       freshDb().db,
       { maxInFlight: 1, maxQueued: 2 },
     );
-    runtime.start();
+    await runtime.start();
     let accepted = 0;
     const pushes = Array.from({ length: 6 }, (_, i) => channel.inject({ id: `m${i}`, text: `t${i}`, chat: `c${i}` }).then(() => accepted++));
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -299,7 +300,7 @@ describe('Runtime', () => {
       freshDb().db,
       { maxInFlight: 4 },
     );
-    runtime.start();
+    await runtime.start();
     for (let i = 0; i < 40; i++) await channel.inject({ id: `m${i}`, text: `${i}`, chat: `c${i % 8}` });
     await runtime.idle();
     assert.equal(channel.sent.length, 40);
@@ -318,7 +319,7 @@ describe('Runtime', () => {
   it('refuses pushes once stopping, so the platform does not get an acknowledgement', async () => {
     const channel = createMemoryChannel();
     const runtime = makeRuntime(channel, echo, freshDb().db);
-    runtime.start();
+    await runtime.start();
     await runtime.ready;
     const stopping = runtime.stop();
     await assert.rejects(runtime.push({ channel: 'mem', account: 'a', chat: 'c', id: 'late', sender: { id: 'u' }, text: 'x', timestamp: 0 }), /shutting down/);
@@ -327,7 +328,7 @@ describe('Runtime', () => {
 
   it('rejects two channels with one name', () => {
     assert.throws(
-      () => new Runtime({ ...({} as RuntimeOptions), db: openDatabase(':memory:'), log: testLogger(), channels: [createMemoryChannel('x'), createMemoryChannel('x')], maxInFlight: 1, maxQueued: 1, supervisor: defaultSupervisorOptions }),
+      () => new Runtime({ ...({} as RuntimeOptions), database: sqliteDatabase(openDatabase(':memory:')), log: testLogger(), channels: [createMemoryChannel('x'), createMemoryChannel('x')], maxInFlight: 1, maxQueued: 1, supervisor: defaultSupervisorOptions }),
       /two channels are named "x"/,
     );
   });

@@ -1,7 +1,7 @@
 /**
  * The durable pipeline every channel shares:
  *
- *   listen → push → inbox (SQLite, deduped) → keyed pool → agent → outbox → send
+ *   listen → push → inbox (the database, deduped) → keyed pool → agent → outbox → send
  *
  * A message is in the inbox before `push` resolves; a reply is in the outbox (in the same
  * transaction that marks its message answered) before it is sent. On start, every
@@ -18,16 +18,18 @@ import { startDraft, type Draft } from './draft.ts';
 import type { TurnHandler, TurnOutput } from '../agent/agent.ts';
 import { ProviderError } from '../provider.ts';
 import { systemClock, type Clock } from '../clock.ts';
-import type { Db } from '../store/db.ts';
+import type { Database, Sql } from '../store/sql.ts';
 import { History } from '../store/history.ts';
 import { Inbox } from '../store/inbox.ts';
-import { Outbox } from '../store/outbox.ts';
+import { Outbox, type Reply } from '../store/outbox.ts';
 import { deadline } from '../abort.ts';
 import { DiskFullError, StorageHealth, diskFullCode, type StorageState } from '../store/storage.ts';
 import { damagedDatabaseError } from '../store/integrity.ts';
 import { sleep } from './backoff.ts';
 import { Delivery, type DeliveryOptions } from './delivery.ts';
 import { KeyedPool } from './pool.ts';
+import type { TurnQueue } from '../cluster/queue.ts';
+import type { ClusterNode } from '../cluster/nodes.ts';
 import { SupervisorSet, type ChannelHealth, type SupervisorOptions } from './supervisor.ts';
 
 /**
@@ -43,7 +45,8 @@ export interface RuntimeSettings {
 }
 
 export interface RuntimeOptions {
-  readonly db: Db;
+  /** Where the inbox, outbox, history and drafts live (SQLite or PostgreSQL: the runtime does not care which). */
+  readonly database: Database;
   readonly log: Logger;
   readonly channels: readonly Channel[];
   readonly agent: TurnHandler;
@@ -78,6 +81,13 @@ export interface RuntimeOptions {
   readonly storage?: StorageHealth;
   /** Turn and shutdown durations and the uptime run on its monotonic clock; retention on its wall clock. @default systemClock */
   readonly clock?: Clock;
+  /**
+   * Cluster mode: turns go through this shared queue (any node may run them) instead of the
+   * in-process pool, and `channels` start empty — each is added when this node takes its lease.
+   */
+  readonly queue?: TurnQueue;
+  /** Told, inside the transaction, that a reply to `conversation` was recorded (cluster mode: wakes the channel's node). */
+  readonly onReplyRecorded?: (tx: Sql, conversation: string) => Promise<void>;
 }
 
 /** What the runtime reports as it works (see src/metrics.ts). */
@@ -118,6 +128,8 @@ export interface RuntimeHealth {
   readonly counters: Readonly<RuntimeCounters>;
   /** Whether the data_dir takes writes (not: its disk is full). Omitted = writable. */
   readonly storage?: StorageState;
+  /** Cluster mode: this node's name and every node as last reported (queued counts the whole cluster). */
+  readonly cluster?: { readonly node: string; readonly nodes: readonly ClusterNode[] };
 }
 
 const DAY_MS = 86_400_000;
@@ -132,10 +144,10 @@ export class Runtime {
   readonly #pool: KeyedPool<number>;
   readonly #delivery: Delivery;
   readonly #supervisors: SupervisorSet;
-  readonly #commitTurn;
-  readonly #commitFailure;
-  readonly #commitAnswer;
+  readonly #database: Database;
   readonly #drafts: Drafts;
+  /** Replies recorded and not yet sent, as last counted (health() is synchronous; counted after each turn and round). */
+  #pendingReplies = 0;
   readonly #storage: StorageHealth;
   /** Shared with delivery: a replaced channel's pending replies go out through the new one. */
   readonly #channels: Map<string, Channel>;
@@ -159,9 +171,10 @@ export class Runtime {
     this.#clock = options.clock ?? systemClock;
     this.#startedAt = this.#clock.monotonic();
     this.#log = options.log;
-    this.#inbox = new Inbox(options.db);
-    this.#outbox = new Outbox(options.db);
-    this.#history = new History(options.db);
+    this.#database = options.database;
+    this.#inbox = new Inbox(options.database);
+    this.#outbox = new Outbox(options.database);
+    this.#history = new History(options.database);
     this.#storage = options.storage ?? new StorageHealth({ log: options.log });
     this.#pool = new KeyedPool<number>({
       concurrency: options.maxInFlight,
@@ -169,7 +182,7 @@ export class Runtime {
       worker: (seq, conversation) => this.#turnDurably(seq, conversation),
       onError: (error, seq, conversation) => {
         // A page that went bad while running: the paragraph that says what to do, not a stack.
-        const damaged = damagedDatabaseError(error, options.db.name);
+        const damaged = damagedDatabaseError(error, options.database.name);
         if (damaged) this.#log.error({ seq, conversation, code: damaged.code }, `turn crashed on a damaged database; the message stays queued. ${damaged.message}. Check it with switchboard doctor`);
         else this.#log.error({ err: error, seq, conversation }, 'turn crashed; the message stays queued for the next start');
       },
@@ -187,21 +200,26 @@ export class Runtime {
       },
       options.channels,
     );
-    this.#drafts = new Drafts(options.db);
+    this.#drafts = new Drafts(options.database);
     this.#delivery = new Delivery(this.#outbox, channels, options.delivery, this.#log, {
       onSent: (channel) => {
         this.#counters.sent++;
         options.events?.onSent?.(channel);
       },
+      onRoundEnd: () => this.#countPending(),
       onWriteFailed: (error, what) => this.#storage.failed(error, what) !== undefined,
     });
     this.#ready = new Promise((resolve) => (this.#resolveReady = resolve));
+  }
 
-    this.#commitTurn = options.db.transaction((seq: number, conversation: string, output: TurnOutput, message: InboundMessage, draftId: string | undefined) => {
-      output.commit?.();
-      this.#history.append(conversation, seq, output.messages);
+  /** Records a turn's output: its history, its reply, and its message answered — all or nothing. */
+  #commitTurn(seq: number, conversation: string, output: TurnOutput, message: InboundMessage, draftId: string | undefined): Promise<boolean> {
+    return this.#database.transaction(async (tx) => {
+      await output.commit?.(tx);
+      await this.#history.in(tx).append(conversation, seq, output.messages);
       if (output.reply !== '' || (output.files?.length ?? 0) > 0) {
-        this.#outbox.add(
+        await this.#recordReply(
+          tx,
           {
             ...refOf(message),
             text: output.reply,
@@ -212,20 +230,41 @@ export class Runtime {
           seq,
         );
       }
-      this.#drafts.delete(seq);
-      return this.#inbox.markDone(seq);
+      await this.#drafts.in(tx).delete(seq);
+      return this.#inbox.in(tx).markDone(seq);
     });
-    /** A reply the runtime gives itself (a pairing code, a command's answer). */
-    this.#commitAnswer = options.db.transaction((seq: number, message: InboundMessage, text: string, commit: (() => void) | undefined) => {
-      commit?.();
-      this.#outbox.add({ ...refOf(message), text, replyTo: message.id }, seq);
-      return this.#inbox.markDone(seq);
+  }
+
+  /** Puts a reply in the outbox inside `tx`, and (cluster mode) wakes the node holding its channel once `tx` commits. */
+  async #recordReply(tx: Sql, reply: Reply, seq: number): Promise<void> {
+    await this.#outbox.in(tx).add(reply, seq);
+    await this.#options.onReplyRecorded?.(tx, conversationKey(reply));
+  }
+
+  /** A reply the runtime gives itself (a pairing code, a command's answer). */
+  #commitAnswer(seq: number, message: InboundMessage, text: string, commit: ((tx: Sql) => Promise<void>) | undefined): Promise<boolean> {
+    return this.#database.transaction(async (tx) => {
+      await commit?.(tx);
+      await this.#recordReply(tx, { ...refOf(message), text, replyTo: message.id }, seq);
+      return this.#inbox.in(tx).markDone(seq);
     });
-    this.#commitFailure = options.db.transaction((seq: number, message: InboundMessage, text: string, error: string, draftId: string | undefined) => {
-      this.#outbox.add({ ...refOf(message), text, replyTo: message.id, ...(draftId === undefined ? {} : { draftId }) }, seq);
-      this.#drafts.delete(seq);
-      return this.#inbox.markFailed(seq, error);
+  }
+
+  #commitFailure(seq: number, message: InboundMessage, text: string, error: string, draftId: string | undefined): Promise<boolean> {
+    return this.#database.transaction(async (tx) => {
+      await this.#recordReply(tx, { ...refOf(message), text, replyTo: message.id, ...(draftId === undefined ? {} : { draftId }) }, seq);
+      await this.#drafts.in(tx).delete(seq);
+      return this.#inbox.in(tx).markFailed(seq, error);
     });
+  }
+
+  /** Counts the unsent replies again (for health(); a failed count keeps the last one). */
+  async #countPending(): Promise<void> {
+    try {
+      this.#pendingReplies = await this.#outbox.pendingCount();
+    } catch (error) {
+      this.#log.debug({ err: error }, 'could not count unsent replies');
+    }
   }
 
   /** Resolves once every channel has reported ready (the first time). */
@@ -236,50 +275,95 @@ export class Runtime {
   /** Takes one inbound message (the {@link Push} given to every channel). */
   readonly push: Push = async (message): Promise<PushResult> => {
     if (this.#stopping) throw new Error('Switchboard is shutting down; the message was not accepted');
-    await this.#pool.acquire();
-    if (this.#stopping) {
-      this.#pool.release();
-      throw new Error('Switchboard is shutting down; the message was not accepted');
+    // Cluster mode: no slot here — the message goes to the shared queue, for any node to run.
+    const queue = this.#options.queue;
+    if (!queue) {
+      await this.#pool.acquire();
+      if (this.#stopping) {
+        this.#pool.release();
+        throw new Error('Switchboard is shutting down; the message was not accepted');
+      }
     }
     let entry;
     try {
       // While the disk is full nothing is tried: the probe says when there is room again.
       const refused = this.#storage.refuse(`accept message ${message.id} of ${message.channel}`);
       if (refused) throw refused;
-      entry = this.#inbox.accept(message);
+      entry = queue
+        ? // the message and its turn's job in one transaction
+          await this.#database.transaction(async (tx) => {
+            const accepted = await this.#inbox.in(tx).accept(message);
+            if (accepted) await queue.enqueue(tx, accepted.conversation, accepted.seq);
+            return accepted;
+          })
+        : await this.#inbox.accept(message);
     } catch (error) {
-      this.#pool.release();
+      if (!queue) this.#pool.release();
       // Not in the inbox, so not acknowledged: the channel's platform delivers it again.
       throw this.#storage.failed(error, `accept message ${message.id} of ${message.channel}`) ?? error;
     }
     if (!entry) {
-      this.#pool.release();
+      if (!queue) this.#pool.release();
       this.#counters.duplicates++;
       this.#log.debug({ channel: message.channel, id: message.id }, 'redelivered message ignored');
       return 'duplicate';
     }
     this.#counters.received++;
     this.#options.events?.onReceived?.(message.channel);
-    this.#pool.enqueue(entry.conversation, entry.seq, { reserved: true });
+    if (!queue) this.#pool.enqueue(entry.conversation, entry.seq, { reserved: true });
     return 'accepted';
   };
 
+  /** A turn taken from the shared queue: 'retry' when this node stopped before it was answered. */
+  async #turnShared(seq: number, conversation: string): Promise<'done' | 'retry'> {
+    try {
+      await this.#turnDurably(seq, conversation);
+    } catch (error) {
+      this.#log.error({ err: error, seq, conversation }, 'turn crashed; it is tried again');
+      return 'retry';
+    }
+    if (this.#stopping && (await this.#inbox.queuedEntry(seq).catch(() => undefined))) return 'retry';
+    return 'done';
+  }
+
+  /** Sends a turn's reply now, unless (cluster mode) another node holds its channel: that one is woken by onReplyRecorded. */
+  #deliverHere(conversation: string, channel: string): Promise<void> {
+    if (this.#options.queue && !this.#channels.has(channel)) return Promise.resolve();
+    return this.#delivery.deliver(conversation, this.#working.signal);
+  }
+
+  /** Sends the recorded replies of `conversation` if this node holds its channel (cluster mode: another node's turn recorded them). */
+  deliverRecorded(conversation: string): void {
+    const channel = parseConversationKey(conversation)?.channel;
+    if (channel !== undefined && this.#channels.has(channel)) void this.#delivery.deliver(conversation, this.#working.signal);
+  }
+
+  /** Cluster mode: sends the unsent replies of every channel this node holds (a missed wake-up). */
+  deliverAllHeld(): void {
+    void this.#sweep();
+  }
+
   /** Re-queues unanswered messages, starts every channel, and begins retrying unsent replies. */
-  start(): void {
+  async start(): Promise<void> {
     if (this.#started) throw new Error('runtime already started');
     this.#started = true;
     const skipped = new Map<string, InboundMessage[]>();
-    const recovered = this.#inbox.queued().filter(({ seq, conversation }) => !this.#skipInterrupted(seq, conversation, skipped));
+    const recovered = [];
+    // Cluster mode: queued turns wait in the shared queue already (stored with their message).
+    const queued = this.#options.queue ? [] : await this.#inbox.queued();
+    for (const entry of queued) if (!(await this.#skipInterrupted(entry.seq, entry.conversation, skipped))) recovered.push(entry);
     for (const { seq, conversation } of recovered) this.#pool.enqueue(conversation, seq);
     this.#reportSkipped(skipped);
-    const unsent = this.#outbox.pendingCount();
+    const unsent = await this.#outbox.pendingCount();
+    this.#pendingReplies = unsent;
     if (recovered.length > 0 || unsent > 0) {
       this.#log.info({ unanswered: recovered.length, unsent }, 'recovering work left from the last run');
     }
-    this.#prune();
+    await this.#prune();
     this.#supervisors.start();
-    const sweep = setInterval(() => void this.#delivery.deliverAll(this.#working.signal), this.#options.sweepIntervalMs ?? 30_000);
-    const prune = setInterval(() => this.#prune(), 3_600_000);
+    await this.#options.queue?.start((seq, conversation) => this.#turnShared(seq, conversation));
+    const sweep = setInterval(() => void this.#sweep(), this.#options.sweepIntervalMs ?? 30_000);
+    const prune = setInterval(() => void this.#prune(), 3_600_000);
     sweep.unref();
     prune.unref();
     this.#timers.push(sweep, prune);
@@ -291,12 +375,12 @@ export class Runtime {
    * channel skips interrupted turns (see {@link SkipsInterrupted}), adding it to `skipped`
    * under its channel. Returns true when it did.
    */
-  #skipInterrupted(seq: number, conversation: string, skipped: Map<string, InboundMessage[]>): boolean {
+  async #skipInterrupted(seq: number, conversation: string, skipped: Map<string, InboundMessage[]>): Promise<boolean> {
     const name = parseConversationKey(conversation)?.channel;
     const channel = name === undefined ? undefined : this.#channels.get(name);
     if (!channel || !skipsInterrupted(channel)) return false;
-    const entry = this.#inbox.queuedEntry(seq);
-    if (!entry || entry.message.channel !== name || !this.#inbox.markIgnored(seq, 'interrupted')) return false;
+    const entry = await this.#inbox.queuedEntry(seq);
+    if (!entry || entry.message.channel !== name || !(await this.#inbox.markIgnored(seq, 'interrupted'))) return false;
     const list = skipped.get(name);
     if (list) list.push(entry.message);
     else skipped.set(name, [entry.message]);
@@ -316,6 +400,12 @@ export class Runtime {
     }
   }
 
+  /** Retries unsent replies: all of them, or (cluster mode) those of the channels this node holds. */
+  async #sweep(): Promise<void> {
+    if (!this.#options.queue) return this.#delivery.deliverAll(this.#working.signal);
+    await Promise.all([...this.#channels.keys()].map((name) => this.#delivery.deliverAll(this.#working.signal, name)));
+  }
+
   /** Resolves when nothing is queued, running or being sent. */
   async idle(): Promise<void> {
     do {
@@ -327,9 +417,9 @@ export class Runtime {
   health(): RuntimeHealth {
     return {
       channels: this.#supervisors.health(),
-      queued: this.#pool.queued,
-      inFlight: this.#pool.inFlight,
-      pendingReplies: this.#outbox.pendingCount(),
+      queued: this.#options.queue?.queued ?? this.#pool.queued,
+      inFlight: this.#options.queue?.inFlight ?? this.#pool.inFlight,
+      pendingReplies: this.#pendingReplies,
       counters: { ...this.#counters },
       storage: this.#storage.state,
     };
@@ -351,6 +441,16 @@ export class Runtime {
     this.#storage.close();
     this.#listening.abort(new Error('shutdown'));
     await this.#supervisors.stopped();
+    // Cluster mode: running turns get the grace period; the rest stay in the shared queue for the other nodes.
+    if (this.#options.queue) {
+      const stopped = this.#options.queue.stop(Math.max(0, this.#options.shutdownGraceMs - (this.#clock.monotonic() - started)));
+      await Promise.race([stopped, sleep(this.#options.shutdownGraceMs)]);
+      this.#working.abort(new Error('shutdown deadline'));
+      await Promise.race([stopped, sleep(2000)]);
+      await Promise.race([this.#delivery.idle(), sleep(2000)]);
+      this.#log.info({ ms: Math.round(this.#clock.monotonic() - started) }, 'stopped');
+      return;
+    }
     const left = this.#pool.clearQueued();
     const grace = new AbortController();
     const finished = await Promise.race([
@@ -395,6 +495,11 @@ export class Runtime {
     return this.#supervisors.replace(channel);
   }
 
+  /** Restarts a channel's listen at once (the console's restart button); false when there is no such channel. */
+  restartChannel(name: string): boolean {
+    return this.#supervisors.restart(name);
+  }
+
   /** Stops a channel (config reload); its unsent replies wait in the outbox until it is back. */
   async removeChannel(name: string): Promise<void> {
     await this.#supervisors.remove(name);
@@ -430,10 +535,10 @@ export class Runtime {
    * DiskFullError when the runtime stops first: nothing was recorded, so the message runs
    * again at the next start and is answered once.
    */
-  async #commit<T>(what: string, work: () => T): Promise<T> {
+  async #commit<T>(what: string, work: () => Promise<T>): Promise<T> {
     for (;;) {
       try {
-        return work();
+        return await work();
       } catch (error) {
         const full = this.#storage.failed(error, what);
         if (!full) throw error;
@@ -444,13 +549,13 @@ export class Runtime {
   }
 
   async #turn(seq: number, conversation: string): Promise<void> {
-    const entry = this.#inbox.queuedEntry(seq);
+    const entry = await this.#inbox.queuedEntry(seq);
     if (!entry) return; // answered before a crash; its reply (if unsent) goes out via the outbox
     const { message } = entry;
     const log = this.#log.child({ channel: message.channel, conversation, seq });
     const policy = this.#options.policies?.get(message.channel);
-    if ((policy && this.#applyPolicy(seq, conversation, message, policy, log)) || this.#applyCommand(seq, conversation, message, log)) {
-      await this.#delivery.deliver(conversation, this.#working.signal);
+    if ((policy && (await this.#applyPolicy(seq, conversation, message, policy, log))) || (await this.#applyCommand(seq, conversation, message, log))) {
+      await this.#deliverHere(conversation, message.channel);
       return;
     }
     const channel = this.#channels.get(message.channel);
@@ -459,15 +564,15 @@ export class Runtime {
     const limit = deadline(this.#working.signal, this.#options.turnTimeoutMs);
     const { signal } = limit;
     const stopTyping = channel ? this.#startTyping(channel, message, log) : () => undefined;
-    const draft = channel && policy?.stream && canEdit(channel) ? this.#startDraft(channel, seq, message, log) : undefined;
-    const context = policy && message.direct === false ? this.#inbox.contextBefore(seq, conversation, conversationKey({ ...refOf(message), thread: '' })) : [];
-    const model = this.#options.commands?.model(conversation);
+    const draft = channel && policy?.stream && canEdit(channel) ? await this.#startDraft(channel, seq, message, log) : undefined;
+    const context = policy && message.direct === false ? await this.#inbox.contextBefore(seq, conversation, conversationKey({ ...refOf(message), thread: '' })) : [];
+    const model = await this.#options.commands?.model(conversation);
     try {
       const output = await this.#options.agent({
         message,
         conversation,
         turnId: seq,
-        history: this.#history.recent(conversation, this.#options.historyTurns),
+        history: await this.#history.recent(conversation, this.#options.historyTurns),
         signal,
         log,
         prompt: turnText(message, context),
@@ -505,25 +610,25 @@ export class Runtime {
     } finally {
       limit.dispose();
     }
-    await this.#delivery.deliver(conversation, this.#working.signal);
+    await this.#deliverHere(conversation, message.channel);
   }
 
   /**
    * Access, mention gating and pairing. Returns true when the message was dealt with here
    * (ignored, or answered with a pairing code).
    */
-  #applyPolicy(seq: number, conversation: string, message: InboundMessage, policy: ChannelPolicy, log: Logger): boolean {
+  async #applyPolicy(seq: number, conversation: string, message: InboundMessage, policy: ChannelPolicy, log: Logger): Promise<boolean> {
     if (!this.#options.pairing && policy.allow === undefined) throw new Error('a channel without `allow` needs the pairing store');
-    const decision = decideAccess(message, { ...(policy.allow ? { allow: policy.allow } : {}), mentionOnly: policy.mentionOnly }, this.#options.pairing!);
+    const decision = await decideAccess(message, { ...(policy.allow ? { allow: policy.allow } : {}), mentionOnly: policy.mentionOnly }, this.#options.pairing!);
     if (decision.kind === 'ignore') {
-      this.#inbox.markIgnored(seq, decision.reason);
+      await this.#inbox.markIgnored(seq, decision.reason);
       this.#counters.ignored++;
       log.info({ sender: message.sender.id, reason: decision.reason }, decision.reason === 'not addressed' ? 'not addressed to the bot; kept as context' : 'message ignored');
       return true;
     }
     if (decision.kind === 'pair') {
       log.warn({ sender: message.sender.id, code: decision.code }, 'unknown sender: sent a pairing code; approve with `switchboard pairing approve`');
-      this.#commitAnswer(seq, message, pairingReply(message.channel, decision.code), undefined);
+      await this.#commitAnswer(seq, message, pairingReply(message.channel, decision.code), undefined);
       return true;
     }
     return false;
@@ -533,17 +638,17 @@ export class Runtime {
    * Chat commands (/new, /model, /status, /help), in every chat — also on channels the policy
    * exempts, like the terminal. Returns true when the message was one and has been answered.
    */
-  #applyCommand(seq: number, conversation: string, message: InboundMessage, log: Logger): boolean {
+  async #applyCommand(seq: number, conversation: string, message: InboundMessage, log: Logger): Promise<boolean> {
     const commands = this.#options.commands;
     const command = commands ? parseCommand(message.text) : undefined;
     if (!commands || !command) return false;
-    const result = runCommand(command, conversation, {
+    const result = await runCommand(command, conversation, {
       ...commands,
-      clearHistory: (key) => this.#history.clear(key),
+      clearHistory: async (tx, key) => void (await this.#history.in(tx).clear(key)),
       status: () => this.#statusLine(),
     });
     log.info({ command: command.name }, 'chat command');
-    this.#commitAnswer(seq, message, result.reply, result.commit);
+    await this.#commitAnswer(seq, message, result.reply, result.commit);
     return true;
   }
 
@@ -564,25 +669,25 @@ export class Runtime {
     return () => clearInterval(timer);
   }
 
-  #startDraft(channel: Channel & MessageEditor, seq: number, message: InboundMessage, log: Logger): Draft {
-    const existing = this.#drafts.get(seq);
+  async #startDraft(channel: Channel & MessageEditor, seq: number, message: InboundMessage, log: Logger): Promise<Draft> {
+    const existing = await this.#drafts.get(seq);
     return startDraft({
       channel,
       target: { ...refOf(message), text: '', replyTo: message.id },
       ...(existing === undefined ? {} : { existingId: existing }),
-      onCreated: (id) => this.#drafts.set(seq, id),
+      onCreated: (id) => void this.#drafts.set(seq, id).catch((error: unknown) => log.warn({ err: error }, 'could not remember the streamed draft; a re-run after a crash would start a new one')),
       log,
     });
   }
 
-  #prune(): void {
+  async #prune(): Promise<void> {
     // Wall time: the rows carry wall stamps. A forward jump shortens the redelivery window by the jump.
     const before = this.#clock.now() - (this.#options.retentionMs ?? 7 * DAY_MS);
     try {
-      const inbox = this.#inbox.prune(before);
-      const outbox = this.#outbox.prune(before);
+      const inbox = await this.#inbox.prune(before);
+      const outbox = await this.#outbox.prune(before);
       if (inbox + outbox > 0) this.#log.debug({ inbox, outbox }, 'pruned finished messages');
-      const codes = this.#options.pairing?.expire() ?? 0;
+      const codes = (await this.#options.pairing?.expire()) ?? 0;
       if (codes > 0) this.#log.info({ codes }, 'pairing codes expired');
     } catch (error) {
       // Deleting needs space too (WAL frames); the next hourly round tries again.

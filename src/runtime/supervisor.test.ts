@@ -269,3 +269,40 @@ async function gapAfterHealthyRun(options: ConstructorParameters<typeof ChannelS
   await run;
   return { gap: ch.starts[4]! - ch.starts[3]! - 100, sup };
 }
+
+describe('ChannelSupervisor.restart (the console’s restart button)', () => {
+  it('restarts a running listen at once, without backoff, and counts it', async () => {
+    const ch = channel(async (signal, link) => {
+      link.ready();
+      await untilAbort(signal);
+    });
+    const slow: SupervisorOptions = { ...fast, initialBackoffMs: 60_000, maxBackoffMs: 60_000 };
+    const sup = new ChannelSupervisor(ch, push, slow, testLogger(), { onReady: () => undefined });
+    const shutdown = new AbortController();
+    const run = sup.run(shutdown.signal);
+    await waitFor(() => sup.health().state === 'running');
+    assert.equal(sup.restart(), true);
+    await waitFor(() => ch.starts.length === 2 && sup.health().state === 'running', 1000);
+    assert.equal(sup.health().restarts, 1);
+    assert.equal(sup.health().lastError, 'restarted by the operator');
+    shutdown.abort();
+    await run;
+  });
+
+  it('ends a backoff wait at once', async () => {
+    const ch = channel(async (signal, link, attempt) => {
+      if (attempt === 1) throw new Error('down');
+      link.ready();
+      await untilAbort(signal);
+    });
+    const slow: SupervisorOptions = { ...fast, initialBackoffMs: 60_000, maxBackoffMs: 60_000 };
+    const sup = new ChannelSupervisor(ch, push, slow, testLogger(), { onReady: () => undefined });
+    const shutdown = new AbortController();
+    const run = sup.run(shutdown.signal);
+    await waitFor(() => sup.health().state === 'backoff');
+    assert.equal(sup.restart(), false, 'nothing was running');
+    await waitFor(() => sup.health().state === 'running', 1000);
+    shutdown.abort();
+    await run;
+  });
+});

@@ -75,6 +75,9 @@ export class ChannelSupervisor {
   #lastError: string | undefined;
   #lastErrorAt: number | undefined;
   #lastInboundAt: number | undefined;
+  /** The listen running now, so an operator can restart it. */
+  #attempt: AbortController | undefined;
+  #restartAsked = false;
 
   constructor(channel: Channel, push: Push, options: SupervisorOptions, log: Logger, events: SupervisorEvents) {
     this.#channel = channel;
@@ -111,11 +114,30 @@ export class ChannelSupervisor {
     }
   }
 
+  /**
+   * Stops the running listen and starts it again at once (no backoff): the console's restart
+   * button. Counted as a restart. Returns false when no listen is running (backing off: it
+   * is then started at once too).
+   */
+  restart(): boolean {
+    const attempt = this.#attempt;
+    if (attempt && !attempt.signal.aborted) {
+      this.#restartAsked = true;
+      attempt.abort(new Error('restarted by the operator'));
+      return true;
+    }
+    this.#wake?.abort();
+    return false;
+  }
+
+  #wake: AbortController | undefined;
+
   /** Runs until `shutdown` aborts; resolves once the last `listen` has returned (or timed out). */
   async run(shutdown: AbortSignal): Promise<void> {
     let failures = 0;
     while (!shutdown.aborted) {
       const attempt = new AbortController();
+      this.#attempt = attempt;
       const onShutdown = (): void => attempt.abort(shutdown.reason);
       shutdown.addEventListener('abort', onShutdown, { once: true });
       let readyAt: number | undefined;
@@ -151,18 +173,27 @@ export class ChannelSupervisor {
       }
       if (shutdown.aborted) break;
 
-      if (readyAt !== undefined && clock.monotonic() - readyAt >= this.#options.healthyAfterMs) failures = 0;
-      const delay = backoffDelay(failures++, { initialMs: this.#options.initialBackoffMs, maxMs: this.#options.maxBackoffMs });
+      if ((readyAt !== undefined && clock.monotonic() - readyAt >= this.#options.healthyAfterMs) || this.#restartAsked) failures = 0;
+      const delay = this.#restartAsked ? 0 : backoffDelay(failures++, { initialMs: this.#options.initialBackoffMs, maxMs: this.#options.maxBackoffMs });
+      this.#restartAsked = false;
       this.#restarts++;
       this.#lastError = failure instanceof Error ? failure.message : String(failure);
       this.#lastErrorAt = this.#clock.now();
       this.#setState('backoff');
       this.#log.warn({ err: failure, restartInMs: delay, restarts: this.#restarts }, 'channel stopped; restarting');
       this.#events.onRestart?.(this.#channel.name, failure);
+      // An operator's restart during the backoff ends the wait (not the run).
+      const wake = new AbortController();
+      this.#wake = wake;
+      const onStop = (): void => wake.abort();
+      shutdown.addEventListener('abort', onStop, { once: true });
       try {
-        await sleep(delay, shutdown);
+        await sleep(delay, wake.signal);
       } catch {
-        break;
+        if (shutdown.aborted) break;
+      } finally {
+        shutdown.removeEventListener('abort', onStop);
+        this.#wake = undefined;
       }
     }
     this.#setState('stopped');
@@ -253,6 +284,14 @@ export class SupervisorSet {
 
   health(): ChannelHealth[] {
     return [...this.#entries.values()].map(({ supervisor }) => supervisor.health());
+  }
+
+  /** Restarts one channel's listen at once (see ChannelSupervisor.restart); false when there is no such channel. */
+  restart(name: string): boolean {
+    const entry = this.#entries.get(name);
+    if (!entry) return false;
+    entry.supervisor.restart();
+    return true;
   }
 
   start(): void {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { InboundMessage } from '../channel.ts';
 import { openDatabase } from '../store/db.ts';
+import { sqliteDatabase } from '../store/sqlite-sql.ts';
 import { createScheduleTool } from '../tools/schedule.ts';
 import { testLogger } from '../../test/support/log.ts';
 import { Scheduler } from './scheduler.ts';
@@ -10,7 +11,7 @@ import { ScheduleStore } from './store.ts';
 const T0 = Date.parse('2026-11-22T10:00:00Z');
 
 function setup() {
-  const store = new ScheduleStore(openDatabase(':memory:'));
+  const store = new ScheduleStore(sqliteDatabase(openDatabase(':memory:')));
   let clock = T0;
   const tool = createScheduleTool({ store, now: () => clock });
   const ctx = {
@@ -52,28 +53,28 @@ describe('schedule tool and scheduler', () => {
     assert.equal(pushed.length, 1);
     assert.deepEqual([pushed[0]!.channel, pushed[0]!.account, pushed[0]!.chat, pushed[0]!.thread, pushed[0]!.sender.id], ['telegram', 'bot', '42', '7', 'ada']);
     assert.match(pushed[0]!.text, /^\[Scheduled task #1\] Remind Ada to stretch$/);
-    assert.deepEqual(store.list(ctx.conversation), []);
+    assert.deepEqual(await store.list(ctx.conversation), []);
   });
 
   it('repeats a cron task and survives a "restart" (a new scheduler on the same store)', async () => {
     const { tool, ctx, pushed, store, setClock } = setup();
     await tool.execute({ action: 'create', message: 'Daily summary', cron: '0 9 * * *', timezone: 'Europe/Berlin' }, ctx);
-    assert.equal(store.list(ctx.conversation)[0]!.nextRun, Date.parse('2026-11-23T08:00:00Z'));
+    assert.equal((await store.list(ctx.conversation))[0]!.nextRun, Date.parse('2026-11-23T08:00:00Z'));
     setClock(Date.parse('2026-11-23T08:00:05Z'));
     const restarted = new Scheduler({ store, log: testLogger(), now: () => Date.parse('2026-11-23T08:00:05Z'), push: async (m) => (pushed.push(m), 'accepted') });
     await restarted.tick();
     assert.equal(pushed.length, 1);
-    assert.equal(store.list(ctx.conversation)[0]!.nextRun, Date.parse('2026-11-24T08:00:00Z'));
+    assert.equal((await store.list(ctx.conversation))[0]!.nextRun, Date.parse('2026-11-24T08:00:00Z'));
   });
 
   it('never fires twice for one due time, even if advancing failed after the push (inbox dedupe)', async () => {
     const { tool, ctx, store, scheduler, setClock, pushed } = setup();
     await tool.execute({ action: 'create', message: 'ping', in_minutes: 1 }, ctx);
-    const [task] = store.list(ctx.conversation);
+    const [task] = await store.list(ctx.conversation);
     setClock(T0 + 120_000);
     await scheduler.tick();
     // simulate a crash before advance: put the task back as it was
-    store.advance({ ...task!, nextRun: -1 }, task!.nextRun);
+    await store.advance({ ...task!, nextRun: -1 }, task!.nextRun);
     await scheduler.tick();
     assert.equal(pushed.length, 1);
   });
@@ -86,7 +87,7 @@ describe('schedule tool and scheduler', () => {
     const refusing = new Scheduler({ store, log: testLogger(), now: () => T0 + 120_000, push: async () => Promise.reject(new Error(`shutting down ${++attempts}`)) });
     await refusing.tick();
     assert.equal(attempts, 1);
-    assert.equal(store.list(ctx.conversation).length, 1, 'still scheduled');
+    assert.equal((await store.list(ctx.conversation)).length, 1, 'still scheduled');
   });
 
   it('lists and cancels only this conversation\'s tasks', async () => {
@@ -131,13 +132,13 @@ describe('scheduler when the wall clock jumps', () => {
     setClock(T0 + 5 * 60_000 + 1000); // 10:05:01: the 10:05 run is due
     await scheduler.tick();
     assert.equal(pushed.length, 1);
-    assert.equal(store.list(ctx.conversation)[0]!.nextRun, T0 + 10 * 60_000);
+    assert.equal((await store.list(ctx.conversation))[0]!.nextRun, T0 + 10 * 60_000);
     for (const back of [HOUR, DAY]) {
       setClock(T0 + 5 * 60_000 + 1000 - back);
       await scheduler.tick();
       await scheduler.tick();
       assert.equal(pushed.length, 1, `nothing fires after a step back of ${back / HOUR} h: 10:10 is still ahead`);
-      assert.equal(store.list(ctx.conversation)[0]!.nextRun, T0 + 10 * 60_000, 'and the next run stays where it was');
+      assert.equal((await store.list(ctx.conversation))[0]!.nextRun, T0 + 10 * 60_000, 'and the next run stays where it was');
     }
     // The wall clock catches up with 10:10 again: that run fires, once.
     setClock(T0 + 10 * 60_000);
@@ -156,7 +157,7 @@ describe('scheduler when the wall clock jumps', () => {
       await scheduler.tick();
       assert.equal(pushed.length, 1, `${forward / 300_000} runs were missed; one fires`);
       assert.equal(pushed[0]!.timestamp, T0 + 5 * 60_000, 'it carries the due time it was due at');
-      assert.equal(store.list(ctx.conversation)[0]!.nextRun, now + 5 * 60_000, 'the next run is the next slot after the new now');
+      assert.equal((await store.list(ctx.conversation))[0]!.nextRun, now + 5 * 60_000, 'the next run is the next slot after the new now');
     });
   }
 
@@ -171,7 +172,7 @@ describe('scheduler when the wall clock jumps', () => {
     setClock(T0 + 31 * 60_000);
     await scheduler.tick();
     assert.equal(pushed.length, 1);
-    assert.deepEqual(store.list(ctx.conversation), []);
+    assert.deepEqual(await store.list(ctx.conversation), []);
   });
 
   it('a step back before a one-shot task is due only delays it (it fires at its wall time)', async () => {

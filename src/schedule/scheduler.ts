@@ -55,7 +55,7 @@ export class Scheduler {
 
   async #fireDue(): Promise<void> {
     const now = this.#options.now?.() ?? Date.now();
-    for (const task of this.#options.store.due(now)) {
+    for (const task of await this.#options.store.due(now)) {
       try {
         await this.#options.push({
           channel: task.origin.channel,
@@ -74,7 +74,8 @@ export class Scheduler {
       }
       // When this cannot be written (a full disk) the next tick pushes the run again: its id is
       // the run's, so the inbox drops the copy.
-      this.#options.store.advance(task, this.#next(task, now));
+      // Another node may have fired and moved it first; the inbox keeps the run's id once either way.
+      if (!(await this.#options.store.advance(task, this.#next(task, now)))) continue;
       this.#options.log.info({ schedule: task.id, conversation: task.conversation }, 'scheduled task fired');
     }
   }

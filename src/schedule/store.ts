@@ -4,7 +4,7 @@
  */
 import type { Sender } from '../channel.ts';
 import type { ConversationRef } from '../conversation.ts';
-import type { Db } from '../store/db.ts';
+import type { Sql } from '../store/sql.ts';
 
 /** Where a task's message goes and who it is from (the person who scheduled it). */
 export interface ScheduleOrigin extends ConversationRef {
@@ -45,51 +45,47 @@ const toTask = (row: Row): ScheduledTask => ({
 });
 
 export class ScheduleStore {
-  readonly #add;
-  readonly #list;
-  readonly #count;
-  readonly #cancel;
-  readonly #due;
-  readonly #advance;
-  readonly #finish;
+  readonly #sql: Sql;
 
-  constructor(db: Db) {
-    this.#add = db.prepare<[string, string, string, string | null, string | null, number, number], { id: number }>(
-      'INSERT INTO schedules (conversation, origin, prompt, cron, timezone, next_run, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id',
-    );
-    this.#list = db.prepare<[string], Row>('SELECT * FROM schedules WHERE conversation = ? AND active = 1 ORDER BY next_run');
-    this.#count = db.prepare<[string], { n: number }>('SELECT count(*) AS n FROM schedules WHERE conversation = ? AND active = 1');
-    this.#cancel = db.prepare<[number, string]>('UPDATE schedules SET active = 0 WHERE id = ? AND conversation = ? AND active = 1');
-    this.#due = db.prepare<[number, number], Row>('SELECT * FROM schedules WHERE active = 1 AND next_run <= ? ORDER BY next_run LIMIT ?');
-    this.#advance = db.prepare<[number, number, number]>('UPDATE schedules SET next_run = ? WHERE id = ? AND next_run = ?');
-    this.#finish = db.prepare<[number, number]>('UPDATE schedules SET active = 0 WHERE id = ? AND next_run = ?');
+  constructor(sql: Sql) {
+    this.#sql = sql;
   }
 
-  add(task: Omit<ScheduledTask, 'id'>): number {
-    return this.#add.get(task.conversation, JSON.stringify(task.origin), task.prompt, task.cron ?? null, task.timezone ?? null, task.nextRun, Date.now())!.id;
+  async add(task: Omit<ScheduledTask, 'id'>): Promise<number> {
+    const row = await this.#sql.get<{ id: number }>(
+      'INSERT INTO schedules (conversation, origin, prompt, cron, timezone, next_run, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id',
+      [task.conversation, JSON.stringify(task.origin), task.prompt, task.cron ?? null, task.timezone ?? null, task.nextRun, Date.now()],
+    );
+    return row!.id;
   }
 
   /** Active tasks of one conversation, soonest first. */
-  list(conversation: string): ScheduledTask[] {
-    return this.#list.all(conversation).map(toTask);
+  async list(conversation: string): Promise<ScheduledTask[]> {
+    return (await this.#sql.all<Row>('SELECT * FROM schedules WHERE conversation = ? AND active = 1 ORDER BY next_run', [conversation])).map(toTask);
   }
 
-  activeCount(conversation: string): number {
-    return this.#count.get(conversation)!.n;
+  async activeCount(conversation: string): Promise<number> {
+    return (await this.#sql.get<{ n: number }>('SELECT count(*) AS n FROM schedules WHERE conversation = ? AND active = 1', [conversation]))!.n;
   }
 
   /** Cancels a task of this conversation; false when there is no such active task. */
-  cancel(conversation: string, id: number): boolean {
-    return this.#cancel.run(id, conversation).changes === 1;
+  async cancel(conversation: string, id: number): Promise<boolean> {
+    return (await this.#sql.run('UPDATE schedules SET active = 0 WHERE id = ? AND conversation = ? AND active = 1', [id, conversation])) === 1;
   }
 
-  due(now: number, limit = 100): ScheduledTask[] {
-    return this.#due.all(now, limit).map(toTask);
+  async due(now: number, limit = 100): Promise<ScheduledTask[]> {
+    return (await this.#sql.all<Row>('SELECT * FROM schedules WHERE active = 1 AND next_run <= ? ORDER BY next_run LIMIT ?', [now, limit])).map(toTask);
   }
 
-  /** Moves a fired task to its next run, or ends it (`next` undefined). Only from the run that fired. */
-  advance(task: ScheduledTask, next: number | undefined): void {
-    if (next === undefined) this.#finish.run(task.id, task.nextRun);
-    else this.#advance.run(next, task.id, task.nextRun);
+  /**
+   * Moves a fired task to its next run, or ends it (`next` undefined) — only if it still is at
+   * the run that fired. Returns false when another node (or run) moved it first: that one fires it.
+   */
+  async advance(task: ScheduledTask, next: number | undefined): Promise<boolean> {
+    const changed =
+      next === undefined
+        ? await this.#sql.run('UPDATE schedules SET active = 0 WHERE id = ? AND next_run = ? AND active = 1', [task.id, task.nextRun])
+        : await this.#sql.run('UPDATE schedules SET next_run = ? WHERE id = ? AND next_run = ? AND active = 1', [next, task.id, task.nextRun]);
+    return changed === 1;
   }
 }

@@ -45,6 +45,47 @@ describe('parseCommand', () => {
     if (parsed.ok) assert.deepEqual(parsed.segments.map((s) => s.words.map((w) => w.text)), [['ls'], ['head']]);
   });
 
+  it('returns pipelines with their connectors, which is what the shell tool runs', () => {
+    const parsed = parseCommand('a | b && c || d; e\nf');
+    assert.ok(parsed.ok);
+    assert.deepEqual(
+      parsed.pipelines.map((p) => [p.connector, p.commands.map((c) => c.words.map((w) => w.text).join(' '))]),
+      [[';', ['a', 'b']], ['&&', ['c']], ['||', ['d']], [';', ['e']], [';', ['f']]],
+    );
+  });
+
+  it('keeps redirections in order, per command', () => {
+    const parsed = parseCommand('a 2>&1 >/dev/null | b >&2 2>>/dev/null; c &>/dev/null; d 1>&2');
+    assert.ok(parsed.ok);
+    assert.deepEqual(parsed.segments.map((s) => s.redirections), [
+      [{ fd: 2, to: 1 }, { fd: 1, to: 'null' }],
+      [{ fd: 1, to: 2 }, { fd: 2, to: 'null' }],
+      [{ fd: 1, to: 'null' }, { fd: 2, to: 'null' }],
+      [{ fd: 1, to: 2 }],
+    ]);
+  });
+
+  it('continues a line after an operator, but refuses one at the end', () => {
+    const parsed = parseCommand('ls &&\n  pwd |\n  cat');
+    assert.ok(parsed.ok);
+    assert.equal(parsed.pipelines.length, 2);
+    for (const command of ['ls &&', 'ls ||', 'ls |', 'ls && # comment']) assert.equal(parseCommand(command).ok, false, command);
+    assert.equal(parseCommand('ls;').ok, true);
+  });
+
+  it('does not let a lone redirection line swallow the next line', () => {
+    const parsed = parseCommand('>/dev/null\nls');
+    assert.ok(parsed.ok);
+    assert.deepEqual(parsed.segments.map((s) => s.words.length), [0, 1]);
+  });
+
+  it('marks only unquoted wildcard characters in the pattern', () => {
+    const parsed = parseCommand(`ls "*"*'?'\\[`);
+    assert.ok(parsed.ok);
+    const word = parsed.segments[0]!.words[1]!;
+    assert.deepEqual([word.text, word.pattern, word.glob], ['**?[', '\\**\\?\\[', true]);
+  });
+
   it('refuses unterminated quotes and trailing backslashes', () => {
     assert.equal(parseCommand("echo 'abc").ok, false);
     assert.equal(parseCommand('echo "abc').ok, false);
@@ -86,6 +127,12 @@ describe('assessCommand', () => {
     assert.match(refusal('sleep 100 &'), /background/);
     assert.match(refusal('FOO=bar ls'), /environment assignments/);
     assert.match(refusal('ls;; ls'), /empty part/);
+    assert.match(refusal('ls;;'), /empty part/);
+    assert.match(refusal('ls 2>&3'), /output redirection to descriptor 3/);
+    assert.match(refusal('ls 5>/dev/null'), /output redirection of descriptor 5/);
+    assert.match(refusal('cd sub | ls'), /cd inside a pipeline/);
+    assert.match(refusal('cd -'), /cd - is not supported/);
+    assert.match(refusal('cd --bogus x'), /cd accepts no options but -L and -P/);
   });
 
   it('refuses programs off the list, by path, and the never-allowed ones', () => {

@@ -1,14 +1,18 @@
 /**
  * Command policy for the shell tool: which programs may run and how risky each call is.
- * A command line is split into simple commands the way /bin/sh would, and refused outright
+ * A command line is parsed by `command-parser.ts` (a strict subset of sh) and refused outright
  * when it uses shell features that would let a program run without being checked here
- * (substitution, eval, subshells, redirections, variable expansion, env prefixes).
+ * (substitution, eval, subshells, redirections, variable expansion, env prefixes). The shell
+ * tool then runs exactly the parsed argv, without a shell, so what is checked is what runs.
  *
  * This is a guard, not a jail: an allowed program still runs with the daemon's rights.
  * Arguments are checked lexically here and against symlinks by the shell tool before it runs.
  */
 import { normalize } from 'node:path/posix';
 import type { Risk } from '../tool.ts';
+import { parseCommand, type Pipeline, type Segment, type Word } from './command-parser.ts';
+
+export { parseCommand, type Connector, type ParsedCommand, type Pipeline, type Redirection, type Segment, type Word } from './command-parser.ts';
 
 /** Programs that may run (besides the `cd` builtin), by risk class. */
 export const DEFAULT_COMMANDS: Readonly<Record<Risk, readonly string[]>> = {
@@ -77,7 +81,15 @@ function checkNames(key: string, names: readonly string[]): readonly string[] {
 }
 
 export type CommandAssessment =
-  | { readonly risk: Risk; readonly mutates: boolean; readonly summary: string; readonly segments: readonly Segment[] }
+  | {
+      readonly risk: Risk;
+      readonly mutates: boolean;
+      readonly summary: string;
+      /** Every simple command, in order. */
+      readonly segments: readonly Segment[];
+      /** What the shell tool executes: exactly these argv, joined as parsed. */
+      readonly pipelines: readonly Pipeline[];
+    }
   | { readonly refused: string };
 
 const RANK: Readonly<Record<Risk, number>> = { low: 0, medium: 1, high: 2 };
@@ -92,6 +104,10 @@ const RANK: Readonly<Record<Risk, number>> = { low: 0, medium: 1, high: 2 };
 export function assessCommand(command: string, policy: CommandPolicy): CommandAssessment {
   const parsed = parseCommand(command);
   if (!parsed.ok) return { refused: parsed.reason };
+  for (const pipeline of parsed.pipelines) {
+    const problem = cdProblem(pipeline);
+    if (problem !== undefined) return { refused: problem };
+  }
   let risk: Risk = 'low';
   let mutates = false;
   for (const segment of parsed.segments) {
@@ -100,7 +116,39 @@ export function assessCommand(command: string, policy: CommandPolicy): CommandAs
     if (RANK[judged.risk] > RANK[risk]) risk = judged.risk;
     mutates ||= judged.mutates;
   }
-  return { risk, mutates: mutates || risk !== 'low', summary: summarize(command), segments: parsed.segments };
+  return { risk, mutates: mutates || risk !== 'low', summary: summarize(command), segments: parsed.segments, pipelines: parsed.pipelines };
+}
+
+/**
+ * `cd` is run by the shell tool itself, so only its plain forms are accepted: `cd`, `cd DIR`
+ * (options -L/-P and `--` ignored), and not inside a pipeline, where sh would run it in a
+ * subshell to no effect.
+ */
+function cdProblem(pipeline: Pipeline): string | undefined {
+  for (const command of pipeline.commands) {
+    if (command.words[0]?.text !== 'cd') continue;
+    if (pipeline.commands.length > 1) return 'cd inside a pipeline has no effect; use "cd DIR && …" instead.';
+    const operands = cdOperands(command.words.slice(1).map((w) => w.text));
+    if (operands === undefined) return 'cd accepts no options but -L and -P; use "cd DIR".';
+    if (operands.length > 1) return `cd takes one directory, not ${operands.length} (${operands.join(' ')}); quote a name that contains spaces.`;
+    if (operands[0] === '-') return 'cd - is not supported; name the directory, e.g. "cd .." or "cd src".';
+  }
+  return undefined;
+}
+
+/** The operands of `cd` after its options (-L, -P, --), or undefined for an unknown option. */
+export function cdOperands(args: readonly string[]): string[] | undefined {
+  let i = 0;
+  for (; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') {
+      i++;
+      break;
+    }
+    if (arg === '-' || !arg.startsWith('-')) break;
+    if (!/^-[LP]+$/.test(arg)) return undefined;
+  }
+  return args.slice(i);
 }
 
 /** `shell: <command>` on one line, cut to 200 characters. */
@@ -109,7 +157,13 @@ export function summarize(command: string): string {
   return `shell: ${line.length > 200 ? `${line.slice(0, 199)}…` : line}`;
 }
 
-function assessSegment(segment: Segment, policy: CommandPolicy): { risk: Risk; mutates: boolean } | { refused: string } {
+/** True when risk `a` is above risk `b`. */
+export function riskAbove(a: Risk, b: Risk): boolean {
+  return RANK[a] > RANK[b];
+}
+
+/** Judges one simple command (program, program rules, arguments); the shell tool calls it again on the argv after wildcard expansion. */
+export function assessSegment(segment: Segment, policy: CommandPolicy): { risk: Risk; mutates: boolean } | { refused: string } {
   const [first, ...args] = segment.words;
   if (first === undefined) return { refused: 'the command has an empty part (two separators in a row); remove it.' };
   if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(first.text)) {
@@ -231,162 +285,4 @@ function programRule(program: string, args: readonly Word[]): Rule | undefined {
     default:
       return undefined;
   }
-}
-
-/** One shell word after quote removal. */
-export interface Word {
-  readonly text: string;
-  /** Some part of it was quoted or escaped (so `FOO=1` is not an assignment, `*` not a wildcard). */
-  readonly quoted: boolean;
-  /** Has an unquoted `*`, `?` or `[`: the shell may expand it into file names. */
-  readonly glob: boolean;
-}
-
-/** A simple command: the words between two of `;` `&&` `||` `|` newline. */
-export interface Segment {
-  readonly words: readonly Word[];
-}
-
-export type ParsedCommand = { readonly ok: true; readonly segments: readonly Segment[] } | { readonly ok: false; readonly reason: string };
-
-const EXPANSION_START = /[A-Za-z_{0-9@*#?$!-]/;
-
-/**
- * Splits a command line into simple commands the way POSIX sh would, refusing every feature
- * that could run or produce code this policy does not see: `$(…)`, backticks, `${…}`/`$VAR`,
- * `<(…)`, subshells and brace groups, background `&`, here-docs and redirections (except
- * `2>&1` and `>/dev/null`). Quotes and backslashes are honoured, so `echo "a;b"` is one command.
- */
-export function parseCommand(command: string): ParsedCommand {
-  if (typeof command !== 'string' || command.trim() === '') return fail('the command is empty.');
-  if (command.includes('\0')) return fail('the command contains a NUL byte.');
-  const segments: Segment[] = [];
-  let words: Word[] = [];
-  let text = '';
-  let inWord = false;
-  let quoted = false;
-  let glob = false;
-  const endWord = (): void => {
-    if (inWord) words.push({ text, quoted, glob });
-    text = '';
-    inWord = quoted = glob = false;
-  };
-  const endSegment = (): void => {
-    endWord();
-    segments.push({ words });
-    words = [];
-  };
-  let i = 0;
-  while (i < command.length) {
-    const c = command[i]!;
-    const next = command[i + 1];
-    if (c === ' ' || c === '\t') {
-      endWord();
-      i++;
-    } else if (c === '\n' && !inWord && words.length === 0) {
-      i++; // a blank line separates nothing
-    } else if (c === '\n' || c === ';') {
-      endSegment();
-      i++;
-    } else if (c === '#' && !inWord) {
-      while (i < command.length && command[i] !== '\n') i++;
-    } else if (c === "'") {
-      const close = command.indexOf("'", i + 1);
-      if (close < 0) return fail('the command has an unterminated single quote.');
-      text += command.slice(i + 1, close);
-      inWord = quoted = true;
-      i = close + 1;
-    } else if (c === '"') {
-      i++;
-      inWord = quoted = true;
-      for (;;) {
-        const d = command[i];
-        if (d === undefined) return fail('the command has an unterminated double quote.');
-        if (d === '"') break;
-        if (d === '`') return fail(SUBSTITUTION);
-        if (d === '$' && (command[i + 1] === '(' || EXPANSION_START.test(command[i + 1] ?? ''))) return fail(expansion(command[i + 1]!));
-        if (d === '\\' && command[i + 1] !== undefined && '$`"\\\n'.includes(command[i + 1]!)) {
-          if (command[i + 1] !== '\n') text += command[i + 1];
-          i += 2;
-          continue;
-        }
-        text += d;
-        i++;
-      }
-      i++;
-    } else if (c === '\\') {
-      if (next === undefined) return fail('the command ends with a lone backslash.');
-      if (next !== '\n') {
-        text += next;
-        inWord = quoted = true;
-      }
-      i += 2;
-    } else if (c === '`') {
-      return fail(SUBSTITUTION);
-    } else if (c === '$' && next !== undefined && (next === '(' || next === "'" || next === '"' || EXPANSION_START.test(next))) {
-      return fail(expansion(next));
-    } else if (c === '&' && next === '&') {
-      endSegment();
-      i += 2;
-    } else if (c === '|' && next === '|') {
-      endSegment();
-      i += 2;
-    } else if (c === '|') {
-      if (next === '&') return fail('"|&" is not allowed; use "2>&1 |".');
-      endSegment();
-      i++;
-    } else if (c === '>' || (c === '&' && next === '>')) {
-      if (next === '(') return fail('process substitution ">(…)" is not allowed.');
-      const fd = inWord && !quoted && /^[0-9]*$/.test(text) ? text : undefined;
-      if (fd !== undefined) {
-        text = '';
-        inWord = false;
-      } else endWord();
-      const end = harmlessRedirection(command, c === '&' ? i + 1 : i);
-      if (end === undefined) return fail('output redirection (>, >>) is not allowed, only 2>&1 and >/dev/null; use the file_write tool to write files.');
-      i = end;
-    } else if (c === '<') {
-      if (next === '<') return fail('here-documents (<<) are not allowed; write the text to a file with file_write and pass the file name.');
-      if (next === '(') return fail('process substitution "<(…)" is not allowed.');
-      return fail('input redirection (<) is not allowed; pass the file name as an argument instead.');
-    } else if (c === '&') {
-      return fail('background jobs (&) are not allowed; run the command in the foreground.');
-    } else if (c === '(' || c === ')') {
-      return fail('subshells "( … )" are not allowed; run the commands one after another with && instead.');
-    } else if (c === '{' || c === '}') {
-      return fail('unquoted braces are not allowed (brace groups and brace expansion); quote them if they are text, e.g. \'{}\'.');
-    } else if (c === '~' && !inWord) {
-      return fail('"~" is not allowed in commands; commands run in the workspace, so use a relative path.');
-    } else {
-      if (c === '*' || c === '?' || c === '[') glob = true;
-      text += c;
-      inWord = true;
-      i++;
-    }
-  }
-  endSegment();
-  while (segments.length > 1 && segments.at(-1)!.words.length === 0) segments.pop();
-  return { ok: true, segments };
-}
-
-const SUBSTITUTION = 'command substitution (backticks or $(…)) is not allowed; run the inner command on its own first.';
-
-function expansion(next: string): string {
-  if (next === '(') return SUBSTITUTION;
-  if (next === "'" || next === '"') return '$\'…\' and $"…" quoting is not allowed; write the text literally in plain quotes.';
-  return 'variable expansion ($NAME, ${…}) is not allowed; write the value literally.';
-}
-
-/** End index of a `>/dev/null`, `>>/dev/null`, `>&1` or `>&2` starting at `i` (the `>`), else undefined. */
-function harmlessRedirection(command: string, i: number): number | undefined {
-  let j = i + 1;
-  if (command[j] === '>') j++;
-  while (command[j] === ' ' || command[j] === '\t') j++;
-  const rest = command.slice(j);
-  const match = /^(&[12]|\/dev\/null)(?=$|[\s;&|])/.exec(rest);
-  return match === null ? undefined : j + match[0].length;
-}
-
-function fail(reason: string): ParsedCommand {
-  return { ok: false, reason };
 }

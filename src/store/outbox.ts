@@ -4,7 +4,7 @@
  */
 import type { OutboundFile, OutboundMessage } from '../channel.ts';
 import { conversationKey } from '../conversation.ts';
-import type { Db } from './db.ts';
+import type { Sql } from './sql.ts';
 
 /** A recorded reply: its text, the files that go after it, and the streamed draft it finalises. */
 export interface Reply extends OutboundMessage {
@@ -39,76 +39,67 @@ const toEntry = (row: Row): OutboxEntry => ({
 });
 
 export class Outbox {
-  readonly #add;
-  readonly #pending;
-  readonly #conversations;
-  readonly #sent;
-  readonly #attempt;
-  readonly #dead;
-  readonly #count;
-  readonly #prune;
-  readonly #progress;
+  readonly #sql: Sql;
 
-  constructor(db: Db) {
-    this.#add = db.prepare<[number | null, string, string, string, number], { id: number }>(
-      'INSERT INTO outbox (inbox_seq, channel, conversation, payload, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id',
-    );
-    this.#pending = db.prepare<[string], Row>(
-      "SELECT id, conversation, payload, attempts, progress FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id",
-    );
-    this.#conversations = db.prepare<[], { conversation: string; channel: string }>(
-      "SELECT conversation, channel, min(id) AS first FROM outbox WHERE status = 'pending' GROUP BY conversation ORDER BY first",
-    );
-    this.#sent = db.prepare<[number, number]>("UPDATE outbox SET status = 'sent', sent_at = ?, attempts = attempts + 1 WHERE id = ?");
-    this.#attempt = db.prepare<[string, number]>('UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?');
-    this.#dead = db.prepare<[string, number, number]>(
-      "UPDATE outbox SET status = 'dead', last_error = ?, sent_at = ?, attempts = attempts + 1 WHERE id = ?",
-    );
-    this.#count = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM outbox WHERE status = 'pending'");
-    this.#prune = db.prepare<[number]>("DELETE FROM outbox WHERE status <> 'pending' AND sent_at < ?");
-    this.#progress = db.prepare<[number, number]>('UPDATE outbox SET progress = ? WHERE id = ?');
+  constructor(sql: Sql) {
+    this.#sql = sql;
+  }
+
+  /** The same outbox inside a transaction (see Sql.transaction). */
+  in(tx: Sql): Outbox {
+    return new Outbox(tx);
   }
 
   /** Records that the first `units` parts of a reply are out (so a retry resumes after them). */
-  markProgress(id: number, units: number): void {
-    this.#progress.run(units, id);
+  async markProgress(id: number, units: number): Promise<void> {
+    await this.#sql.run('UPDATE outbox SET progress = ? WHERE id = ?', [units, id]);
   }
 
   /** Records a reply to send (call inside the turn's transaction). */
-  add(message: Reply, inboxSeq: number | null, now = Date.now()): number {
-    return this.#add.get(inboxSeq, message.channel, conversationKey(message), JSON.stringify(message), now)!.id;
+  async add(message: Reply, inboxSeq: number | null, now = Date.now()): Promise<number> {
+    const row = await this.#sql.get<{ id: number }>(
+      'INSERT INTO outbox (inbox_seq, channel, conversation, payload, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id',
+      [inboxSeq, message.channel, conversationKey(message), JSON.stringify(message), now],
+    );
+    return row!.id;
   }
 
   /** Unsent replies of one conversation, in the order they must go out. */
-  pending(conversation: string): OutboxEntry[] {
-    return this.#pending.all(conversation).map(toEntry);
+  async pending(conversation: string): Promise<OutboxEntry[]> {
+    const rows = await this.#sql.all<Row>(
+      "SELECT id, conversation, payload, attempts, progress FROM outbox WHERE conversation = ? AND status = 'pending' ORDER BY id",
+      [conversation],
+    );
+    return rows.map(toEntry);
   }
 
   /** Conversations with unsent replies, the longest-waiting first. */
-  pendingConversations(): Array<{ conversation: string; channel: string }> {
-    return this.#conversations.all();
+  pendingConversations(): Promise<Array<{ conversation: string; channel: string }>> {
+    return this.#sql.all(
+      "SELECT conversation, min(channel) AS channel, min(id) AS first FROM outbox WHERE status = 'pending' GROUP BY conversation ORDER BY first",
+    );
   }
 
   /** How many replies wait to be sent. */
-  pendingCount(): number {
-    return this.#count.get()!.n;
+  async pendingCount(): Promise<number> {
+    return (await this.#sql.get<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE status = 'pending'"))!.n;
   }
 
-  markSent(id: number, now = Date.now()): void {
-    this.#sent.run(now, id);
+  async markSent(id: number, now = Date.now()): Promise<void> {
+    await this.#sql.run("UPDATE outbox SET status = 'sent', sent_at = ?, attempts = attempts + 1 WHERE id = ?", [now, id]);
   }
 
   /** Counts a failed try; the reply stays pending. */
-  markAttempt(id: number, error: string): void {
-    this.#attempt.run(error, id);
+  async markAttempt(id: number, error: string): Promise<void> {
+    await this.#sql.run('UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?', [error, id]);
   }
 
   /** Gives up on a reply that can never be delivered (kept for inspection until pruned). */
-  markDead(id: number, error: string, now = Date.now()): void {
-    this.#dead.run(error, now, id);
+  async markDead(id: number, error: string, now = Date.now()): Promise<void> {
+    await this.#sql.run("UPDATE outbox SET status = 'dead', last_error = ?, sent_at = ?, attempts = attempts + 1 WHERE id = ?", [error, now, id]);
   }
 
-  prune(before: number): number {
-    return this.#prune.run(before).changes;
+  prune(before: number): Promise<number> {
+    return this.#sql.run("DELETE FROM outbox WHERE status <> 'pending' AND sent_at < ?", [before]);
   }
 }

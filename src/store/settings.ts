@@ -1,48 +1,52 @@
 /** Per-conversation settings people change from the chat (`/model`). */
-import type { Db } from './db.ts';
+import type { Sql } from './sql.ts';
 
 export class ConversationSettings {
-  readonly #get;
-  readonly #setModel;
+  readonly #sql: Sql;
 
-  constructor(db: Db) {
-    this.#get = db.prepare<[string], { model: string | null }>('SELECT model FROM conversation_settings WHERE conversation = ?');
-    this.#setModel = db.prepare<[string, string | null]>(
-      'INSERT INTO conversation_settings (conversation, model) VALUES (?, ?) ON CONFLICT (conversation) DO UPDATE SET model = excluded.model',
-    );
+  constructor(sql: Sql) {
+    this.#sql = sql;
+  }
+
+  /** The same settings inside a transaction (see Sql.transaction). */
+  in(tx: Sql): ConversationSettings {
+    return new ConversationSettings(tx);
   }
 
   /** The model chosen for this conversation, if one was. */
-  model(conversation: string): string | undefined {
-    return this.#get.get(conversation)?.model ?? undefined;
+  async model(conversation: string): Promise<string | undefined> {
+    return (await this.#sql.get<{ model: string | null }>('SELECT model FROM conversation_settings WHERE conversation = ?', [conversation]))?.model ?? undefined;
   }
 
-  setModel(conversation: string, model: string | undefined): void {
-    this.#setModel.run(conversation, model ?? null);
+  async setModel(conversation: string, model: string | undefined): Promise<void> {
+    await this.#sql.run(
+      'INSERT INTO conversation_settings (conversation, model) VALUES (?, ?) ON CONFLICT (conversation) DO UPDATE SET model = excluded.model',
+      [conversation, model ?? null],
+    );
   }
 }
 
 /** The message streamed during a turn, remembered so a re-run (after a crash) edits it instead of starting another. */
 export class Drafts {
-  readonly #get;
-  readonly #set;
-  readonly #delete;
+  readonly #sql: Sql;
 
-  constructor(db: Db) {
-    this.#get = db.prepare<[number], { message_id: string }>('SELECT message_id FROM drafts WHERE inbox_seq = ?');
-    this.#set = db.prepare<[number, string]>('INSERT OR REPLACE INTO drafts (inbox_seq, message_id) VALUES (?, ?)');
-    this.#delete = db.prepare<[number]>('DELETE FROM drafts WHERE inbox_seq = ?');
+  constructor(sql: Sql) {
+    this.#sql = sql;
   }
 
-  get(seq: number): string | undefined {
-    return this.#get.get(seq)?.message_id;
+  in(tx: Sql): Drafts {
+    return new Drafts(tx);
   }
 
-  set(seq: number, messageId: string): void {
-    this.#set.run(seq, messageId);
+  async get(seq: number): Promise<string | undefined> {
+    return (await this.#sql.get<{ message_id: string }>('SELECT message_id FROM drafts WHERE inbox_seq = ?', [seq]))?.message_id;
   }
 
-  delete(seq: number): void {
-    this.#delete.run(seq);
+  async set(seq: number, messageId: string): Promise<void> {
+    await this.#sql.run('INSERT INTO drafts (inbox_seq, message_id) VALUES (?, ?) ON CONFLICT (inbox_seq) DO UPDATE SET message_id = excluded.message_id', [seq, messageId]);
+  }
+
+  async delete(seq: number): Promise<void> {
+    await this.#sql.run('DELETE FROM drafts WHERE inbox_seq = ?', [seq]);
   }
 }

@@ -14,6 +14,7 @@ import { createToolRunner } from '../agent/tool-runner.ts';
 import { createArgsValidator } from '../agent/validate.ts';
 import { createOpenAIProvider } from '../providers/openai.ts';
 import { openDatabase } from '../store/db.ts';
+import { sqliteDatabase } from '../store/sqlite-sql.ts';
 import type { ToolContext } from '../tool.ts';
 import { createMcpTools, exposedName, mapResult, type McpTools } from './mcp.ts';
 import { combineSources, listTools, staticSource } from './sources.ts';
@@ -68,7 +69,7 @@ describe('MCP servers as tools', () => {
     const agent = createAgent({
       provider: createOpenAIProvider({ baseUrl: model.baseUrl, model: 'm', timeoutMs: 10_000 }),
       runner,
-      approvals: new ApprovalStore(openDatabase(':memory:')),
+      approvals: new ApprovalStore(sqliteDatabase(openDatabase(':memory:'))),
       name: 'Bot',
       instructions: '',
       workspace: '/tmp',

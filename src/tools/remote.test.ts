@@ -12,6 +12,7 @@ import { createArgsValidator } from '../agent/validate.ts';
 import { createOpenAIProvider } from '../providers/openai.ts';
 import { decide } from '../security/autonomy.ts';
 import { openDatabase } from '../store/db.ts';
+import { sqliteDatabase } from '../store/sqlite-sql.ts';
 import type { Tool, ToolContext } from '../tool.ts';
 import { createClockTool } from './clock.ts';
 import { createRemoteTools, type RemoteTools } from './remote.ts';
@@ -55,7 +56,7 @@ describe('remote tools over WebSocket', () => {
     createAgent({
       provider: createOpenAIProvider({ baseUrl: model.baseUrl, model: 'm', timeoutMs: 10_000 }),
       runner,
-      approvals: new ApprovalStore(openDatabase(':memory:')),
+      approvals: new ApprovalStore(sqliteDatabase(openDatabase(':memory:'))),
       name: 'Bot',
       instructions: '',
       workspace: '/tmp',

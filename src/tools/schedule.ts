@@ -53,19 +53,19 @@ export function createScheduleTool(options: ScheduleToolOptions): Tool<Args> {
     }),
     async execute(args, ctx) {
       if (args.action === 'list') {
-        const tasks = options.store.list(ctx.conversation);
+        const tasks = await options.store.list(ctx.conversation);
         if (tasks.length === 0) return ok('No scheduled tasks in this conversation.');
         return ok(tasks.map((t) => `#${t.id} next ${new Date(t.nextRun).toISOString()}${t.cron ? ` (cron "${t.cron}"${t.timezone ? ` ${t.timezone}` : ''})` : ''}: ${t.prompt}`).join('\n'));
       }
       if (args.action === 'cancel') {
         if (args.id === undefined) return toolError('cancel needs the task id; list the tasks to find it.');
-        return options.store.cancel(ctx.conversation, args.id) ? ok(`Cancelled task #${args.id}.`) : toolError(`There is no active task #${args.id} in this conversation.`);
+        return (await options.store.cancel(ctx.conversation, args.id)) ? ok(`Cancelled task #${args.id}.`) : toolError(`There is no active task #${args.id} in this conversation.`);
       }
       const message = args.message?.trim();
       if (!message) return toolError('create needs a message: what to do or say when the task is due.');
       const whens = [args.at, args.in_minutes, args.cron].filter((when) => when !== undefined);
       if (whens.length !== 1) return toolError('create needs exactly one of at, in_minutes or cron.');
-      if (options.store.activeCount(ctx.conversation) >= max) return toolError(`This conversation already has ${max} scheduled tasks; cancel some first.`);
+      if ((await options.store.activeCount(ctx.conversation)) >= max) return toolError(`This conversation already has ${max} scheduled tasks; cancel some first.`);
       const origin = parseConversationKey(ctx.conversation);
       if (!origin) return toolError('This conversation cannot receive scheduled messages.');
       let nextRun: number;
@@ -81,7 +81,7 @@ export function createScheduleTool(options: ScheduleToolOptions): Tool<Args> {
         if (Number.isNaN(nextRun)) return toolError(`"${args.at}" is not an ISO 8601 date-time; e.g. 2026-12-01T09:00:00Z`);
         if (nextRun <= now()) return toolError(`${args.at} is in the past (now is ${new Date(now()).toISOString()}).`);
       }
-      const id = options.store.add({
+      const id = await options.store.add({
         conversation: ctx.conversation,
         origin: { ...origin, sender: { id: ctx.senderId } },
         prompt: message,

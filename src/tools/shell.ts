@@ -1,28 +1,23 @@
 /**
- * `shell`: runs one command line with /bin/sh in the workspace, after the command policy
- * accepted it and every argument that names a path was checked against the workspace
- * (symlinks and wildcards resolved). The child gets a clean environment, its own process
- * group (killed whole on timeout or abort) and a capped output.
+ * `shell`: runs one command line in the workspace, after the command policy accepted it and
+ * every argument that names a path was checked against the workspace (symlinks and wildcards
+ * resolved). There is no shell in between: the parsed argv are spawned directly and wired by
+ * `pipeline.ts`, so what was checked is what runs. Each process gets a clean environment, its
+ * own process group (killed whole on timeout or abort) and a capped output.
  */
-import { spawn } from 'node:child_process';
-import { readdir } from 'node:fs/promises';
-import { join, matchesGlob, resolve } from 'node:path';
 import { deniedReason } from '../security/autonomy.ts';
-import { assessCommand, pathCandidates, summarize, type Segment } from '../security/commands.ts';
+import { assessCommand, summarize, type Pipeline } from '../security/commands.ts';
 import { cleanEnv, redactSecrets, secretValues } from '../security/env.ts';
-import { resolveInside, workspaceRoot } from '../security/paths.ts';
+import { workspaceRoot } from '../security/paths.ts';
 import type { SecurityPolicy } from '../security/policy.ts';
 import { ok, toolError, type Tool, type ToolAssessment, type ToolResult } from '../tool.ts';
+import { runList } from './pipeline.ts';
+import { changeDirectory, checkLine, prepareCommand, type ArgumentContext } from './shell-args.ts';
 
 export interface ShellArgs {
   readonly command: string;
   readonly timeout_seconds?: number;
 }
-
-/** How many names a wildcard argument may expand to before the command is refused as unverifiable. */
-const MAX_GLOB_CHECKS = 2000;
-/** After the shell exits, how long stray pipe holders get before the output is taken as is. */
-const CLOSE_GRACE_MS = 1000;
 
 /** The `shell` tool, confined by `policy` (allowlist, workspace, autonomy, timeout, output cap, env). */
 export function createShellTool(policy: SecurityPolicy): Tool<ShellArgs> {
@@ -30,8 +25,10 @@ export function createShellTool(policy: SecurityPolicy): Tool<ShellArgs> {
   return {
     name: 'shell',
     description:
-      `Runs a command with /bin/sh in the workspace and returns its exit code and output (stdout and stderr together). ` +
-      `Only allowlisted programs run; use relative paths; no $VAR, $(…), backticks, redirections (except 2>&1, >/dev/null) or subshells. ` +
+      `Runs a command line in the workspace and returns its exit code and output (stdout and stderr together). ` +
+      `There is no shell: programs are started directly, with sh-style quoting ('…', "…", \\) and wildcards (*, ?, […], expanded by the tool). ` +
+      `Only allowlisted programs run; use relative paths; cd is built in; echo is /usr/bin/echo (no escapes without -e). ` +
+      `No $VAR, $(…), backticks, subshells or redirections except 2>&1, >&2 and >/dev/null. ` +
       `Combine commands with &&, ||, ; or |. Stops after ${maxSeconds} s.`,
     parameters: {
       type: 'object',
@@ -55,144 +52,53 @@ export function createShellTool(policy: SecurityPolicy): Tool<ShellArgs> {
       if (denied !== undefined) return toolError(`Command refused: ${denied}`);
       const root = await workspaceRoot(policy.workspace);
       if (!root.ok) return toolError(root.error);
-      const problem = await checkArguments(judged.segments, root.path);
+      const context: ArgumentContext = { root: root.path, commands: policy.commands, approved: judged };
+      const problem = await checkLine(judged.segments, context);
       if (problem !== undefined) return toolError(`Command refused: ${problem}`);
       const requested = typeof args.timeout_seconds === 'number' && args.timeout_seconds > 0 ? args.timeout_seconds * 1000 : Infinity;
       const timeoutMs = Math.min(policy.commandTimeoutMs, requested);
       ctx.log.debug({ command: judged.summary, timeoutMs }, 'shell command');
-      return run(args.command, root.path, timeoutMs, policy, ctx.signal);
+      return run(judged.pipelines, root.path, timeoutMs, policy, ctx.signal, context);
     },
   };
 }
 
-/**
- * Checks every value that a program could take as a path against the real filesystem:
- * relative to the workspace and to every directory an earlier `cd` may have moved to,
- * with wildcards expanded the way sh would (following symlinks).
- */
-async function checkArguments(segments: readonly Segment[], root: string): Promise<string | undefined> {
-  let cwds = new Set([root]);
-  for (const { words } of segments) {
-    const [program, ...args] = words;
-    for (const word of args) {
-      for (const value of pathCandidates(word)) {
-        if (value === '' || value === '/dev/null') continue;
-        for (const cwd of cwds) {
-          const problem = word.glob ? await checkWildcard(root, cwd, value) : await checkPath(root, resolve(cwd, value), value);
-          if (problem !== undefined) return problem;
-        }
-      }
-    }
-    if (program?.text === 'cd') {
-      const target = args.find((word) => !word.text.startsWith('-'));
-      if (target?.glob === true) return `cd needs an exact directory name, not a wildcard (${target.text}).`;
-      const next = new Set(cwds);
-      for (const cwd of cwds) {
-        const resolved = target === undefined || target.text === '-' ? undefined : await resolveInside(root, resolve(cwd, target.text));
-        if (resolved?.ok === true) next.add(resolved.path);
-      }
-      cwds = next;
-    }
-  }
-  return undefined;
-}
-
-async function checkPath(root: string, absolute: string, shown: string): Promise<string | undefined> {
-  const resolved = await resolveInside(root, absolute);
-  return resolved.ok ? undefined : `the argument ${shown}: ${resolved.error}`;
-}
-
-/** Expands `pattern` component by component like sh (symlinked directories followed) and checks each name. */
-async function checkWildcard(root: string, cwd: string, pattern: string): Promise<string | undefined> {
-  const literal = await checkPath(root, resolve(cwd, pattern), pattern);
-  if (literal !== undefined) return literal;
-  let current = [pattern.startsWith('/') ? '/' : cwd];
-  let checked = 0;
-  for (const part of pattern.split('/').filter((p) => p !== '' && p !== '.')) {
-    const next: string[] = [];
-    for (const dir of current) {
-      if (!/[*?[]/.test(part)) {
-        next.push(join(dir, part));
-        continue;
-      }
-      const names = await readdir(dir).catch(() => [] as string[]);
-      for (const name of names) {
-        if (name.startsWith('.') || !matchesGlob(name, part)) continue;
-        if (++checked > MAX_GLOB_CHECKS) return `the wildcard ${pattern} matches too many names to check; narrow it.`;
-        const problem = await checkPath(root, join(dir, name), `${pattern} (matching ${name})`);
-        if (problem !== undefined) return problem;
-        next.push(join(dir, name));
-      }
-    }
-    current = next;
-  }
-  return undefined;
-}
-
-/** Runs the command and turns the outcome into a result; only a failure to start is an error. */
-function run(command: string, cwd: string, timeoutMs: number, policy: SecurityPolicy, signal: AbortSignal): Promise<ToolResult> {
-  if (signal.aborted) return Promise.resolve(toolError('The command was cancelled before it started.'));
+/** Runs the parsed list without a shell and turns the outcome into a result; only a failure to start is an error. */
+async function run(pipelines: readonly Pipeline[], root: string, timeoutMs: number, policy: SecurityPolicy, signal: AbortSignal, context: ArgumentContext): Promise<ToolResult> {
+  if (signal.aborted) return toolError('The command was cancelled before it started.');
   const secrets = secretValues(process.env);
   const output = new CappedOutput(policy.maxOutputBytes);
-  return new Promise((resolvePromise) => {
-    const child = spawn('/bin/sh', ['-c', command], {
-      cwd,
-      env: cleanEnv(policy.envPassthrough, process.env, cwd),
-      detached: true, // own process group, so a timeout kills pipelines and grandchildren too
-      stdio: ['ignore', 'pipe', 'pipe'],
+  const stop = new AbortController();
+  let stopped: 'timeout' | 'abort' | undefined;
+  const halt = (why: 'timeout' | 'abort'): void => {
+    stopped ??= why;
+    stop.abort();
+  };
+  const timer = setTimeout(() => halt('timeout'), timeoutMs);
+  const onAbort = (): void => halt('abort');
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    const outcome = await runList(pipelines, {
+      root,
+      env: cleanEnv(policy.envPassthrough, process.env, root),
+      output: (chunk) => output.push(chunk),
+      signal: stop.signal,
+      prepare: (segment, cwd) => prepareCommand(segment, cwd, context),
+      changeDirectory: (args, cwd) => changeDirectory(args, cwd, root),
     });
-    let stopped: 'timeout' | 'abort' | undefined;
-    let settled = false;
-    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-    let graceTimer: NodeJS.Timeout | undefined;
-    const killGroup = (sig: NodeJS.Signals): void => {
-      if (child.pid === undefined) return;
-      try {
-        process.kill(-child.pid, sig);
-      } catch {
-        // the group is already gone
-      }
-    };
-    const stop = (why: 'timeout' | 'abort'): void => {
-      stopped ??= why;
-      killGroup('SIGKILL');
-    };
-    const timer = setTimeout(() => stop('timeout'), timeoutMs);
-    const onAbort = (): void => stop('abort');
-    signal.addEventListener('abort', onAbort, { once: true });
-    const finish = (): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      clearTimeout(graceTimer);
-      signal.removeEventListener('abort', onAbort);
-      child.stdout.destroy();
-      child.stderr.destroy();
-      const text = redactSecrets(output.text(), secrets);
-      const seconds = Math.round(timeoutMs / 100) / 10;
-      if (stopped === 'timeout') resolvePromise(toolError(`The command was stopped after ${seconds} s (time limit). Output so far:\n${text || '(no output)'}`));
-      else if (stopped === 'abort') resolvePromise(toolError(`The command was cancelled. Output so far:\n${text || '(no output)'}`));
-      else {
-        const status = exit?.code !== null && exit?.code !== undefined ? `exit code ${exit.code}` : `killed by ${exit?.signal ?? 'a signal'}`;
-        resolvePromise(ok(`${status}\n${text || '(no output)'}`));
-      }
-    };
-    child.stdout.on('data', (chunk: Buffer) => output.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => output.push(chunk));
-    child.on('error', (error) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-      resolvePromise(toolError(`The command could not be started: ${error.message}`));
-    });
-    child.on('exit', (code, sig) => {
-      exit = { code, signal: sig };
-      killGroup('SIGKILL'); // nothing the command started outlives it
-      graceTimer = setTimeout(finish, CLOSE_GRACE_MS);
-    });
-    child.on('close', finish);
-  });
+    const text = redactSecrets(output.text(), secrets);
+    const seconds = Math.round(timeoutMs / 100) / 10;
+    if (stopped === 'timeout') return toolError(`The command was stopped after ${seconds} s (time limit). Output so far:\n${text || '(no output)'}`);
+    if (stopped === 'abort') return toolError(`The command was cancelled. Output so far:\n${text || '(no output)'}`);
+    if (outcome.kind === 'refused') return toolError(`Command refused: ${outcome.reason} (nothing after this point ran). Output so far:\n${text || '(no output)'}`);
+    const status = 'code' in outcome.status ? `exit code ${outcome.status.code}` : `killed by ${outcome.status.signal}`;
+    return ok(`${status}\n${text || '(no output)'}`);
+  } catch (error) {
+    return toolError(`The command could not be started: ${(error as Error).message}`);
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort);
+  }
 }
 
 /** Keeps the first and last halves of at most `max` bytes, noting how much was dropped. */

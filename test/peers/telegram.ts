@@ -164,10 +164,12 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     const { chat, threadId } = placeOf(place);
     return item.chatId === chat.id && item.threadId === threadId;
   };
+  /** People who wrote privately through `queue` (not alice, bob or mallory), by chat id. */
+  const strangers = new Map<number, TgUser>();
   const findChat = (id: unknown): TgChat => {
     const n = Number(id);
     if (n === group.id) return group;
-    const user = Object.values(people).find((p) => p.id === n);
+    const user = Object.values(people).find((p) => p.id === n) ?? strangers.get(n);
     if (!user) throw badRequest('chat not found');
     if (blocked.has(n)) throw new ApiError(403, 'Forbidden: bot was blocked by the user');
     return { id: user.id, type: 'private', first_name: user.first_name, username: user.username };
@@ -194,6 +196,12 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
   }
 
   function queue(update: Omit<Update, 'update_id'>): number {
+    // A person beyond alice, bob and mallory who writes privately: their chat exists from then on.
+    const written = update.message;
+    if (written?.from && written.chat.type === 'private' && !Object.values(people).some((p) => p.id === written.chat.id)) {
+      strangers.set(written.chat.id, written.from);
+      userMessages.add(`${written.chat.id}:${written.message_id}`);
+    }
     const full = { update_id: nextUpdateId++, ...update };
     lastUpdateId = full.update_id;
     updates.push(full);

@@ -20,6 +20,8 @@ export interface CliOptions {
   readonly input?: string;
   readonly env?: NodeJS.ProcessEnv;
   readonly timeoutMs?: number;
+  /** The program (and its first arguments) to run instead of this Node on app/cli.ts, e.g. `['bin/switchboard']` for the built daemon. */
+  readonly command?: readonly [string, ...string[]];
 }
 
 const baseEnv = (): NodeJS.ProcessEnv => {
@@ -74,7 +76,8 @@ export interface Daemon {
 export function startDaemon(args: readonly string[], options: CliOptions = {}): Daemon {
   // Debug level, so the repeated-key check below sees every line a channel can log.
   const env = { ...baseEnv(), SWITCHBOARD_LOG_LEVEL: 'debug', ...options.env };
-  const child = spawn(process.execPath, [cliPath, ...args], { cwd: options.cwd ?? tmpdir(), env });
+  const [program, ...first] = options.command ?? [process.execPath, cliPath];
+  const child = spawn(program, [...first, ...args], { cwd: options.cwd ?? tmpdir(), env });
   const out = { stdout: '', stderr: '' };
   const listeners: Array<() => void> = [];
   // A log line with a repeated key fails the running test (as an uncaught error) at once.

@@ -11,7 +11,7 @@
  * Each message carries a token (`note-<n>`); the scripted model answers `got note-<n>` after a
  * random delay, so kills land before, during and after turns and sends.
  */
-import type { RecordedRequest, FakeOpenAI } from '../fixtures/fake-openai.ts';
+import { lastUserText, type FakeOpenAI } from '../fixtures/fake-openai.ts';
 import { startDaemon, tempConfig, type Daemon } from './cli.ts';
 
 /** One conversation's bot replies as the platform shows them, in order. */
@@ -107,7 +107,6 @@ const TOKEN = /note-(\d+)/;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const between = (random: () => number, [low, high]: readonly [number, number]): number => low + Math.floor(random() * (high - low + 1));
 
-const lastUserText = (request: RecordedRequest): string => [...request.body.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
 
 /** Runs the loop; the caller asserts `problems` is empty (the outcome says everything else). */
 export async function runKillLoop(adapter: KillLoopAdapter, options: KillLoopOptions): Promise<KillLoopOutcome> {

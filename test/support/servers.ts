@@ -24,6 +24,9 @@ const multiarch = ({ x64: 'x86_64-linux-gnu', arm64: 'aarch64-linux-gnu', arm: '
 /** libfaketime's preload library: the wall clock jump test runs the daemon under it. */
 export const libfaketime = `/usr/lib/${multiarch}/faketime/libfaketime.so.1`;
 
+/** Debian keeps PostgreSQL 15's programs in its own folder, not on PATH. */
+export const postgresBin = '/usr/lib/postgresql/15/bin';
+
 export const testServers: readonly TestServer[] = [
   { name: 'ngircd', usedBy: 'IRC tests (test/irc.e2e.test.ts)', binaries: ['/usr/sbin/ngircd'], packages: ['ngircd'] },
   { name: 'openssl', usedBy: 'the IRC TLS test (its throwaway certificate)', binaries: ['/usr/bin/openssl'], packages: ['openssl'] },
@@ -36,7 +39,14 @@ export const testServers: readonly TestServer[] = [
   { name: 'postfix', usedBy: 'email tests (test/email.e2e.test.ts): SMTP', binaries: ['/usr/sbin/postfix', '/usr/sbin/postqueue'], packages: ['postfix'] },
   { name: 'systemd-analyze', usedBy: 'the service unit test (app/service.test.ts)', binaries: ['/usr/bin/systemd-analyze'], packages: ['systemd'] },
   { name: 'libfaketime', usedBy: 'the wall clock jump test (test/clock-jump.e2e.test.ts): the daemon with its clock stepped', binaries: [libfaketime], packages: ['libfaketime'] },
+  {
+    name: 'postgresql',
+    usedBy: 'the PostgreSQL storage and cluster tests (src/store/*.contract.test.ts, test/cluster.e2e.test.ts)',
+    binaries: [`${postgresBin}/initdb`, `${postgresBin}/pg_ctl`, `${postgresBin}/postgres`],
+    packages: ['postgresql-15'],
+  },
   { name: 'tmux', usedBy: 'the interactive chat tests (test/chat-tty.e2e.test.ts): a real terminal for the prompt and Ctrl-C', binaries: ['/usr/bin/tmux'], packages: ['tmux'] },
+  { name: 'chromium', usedBy: 'the web console tests (test/console.e2e.test.ts): a real browser driven by playwright-core', binaries: ['/usr/bin/chromium'], packages: ['chromium'] },
 ];
 
 /**

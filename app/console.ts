@@ -1,0 +1,119 @@
+/**
+ * Wires the web console onto the gateway. Nothing of the console is loaded at start: the
+ * gateway's fallback imports src/console/server.ts (and builds the queries) on the first
+ * request, so a daemon whose console is never opened starts and idles as before.
+ */
+import { copyFile, readFile, rename, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ConfigError, formatProblems, parseConfig } from '../src/config/load.ts';
+import type { Config } from '../src/config/schema.ts';
+import type { ConfigPort, ConsoleDeps, RecallRecord } from '../src/console/deps.ts';
+import type { Memory, MemoryWho, RecallOptions } from '../src/memory.ts';
+
+/** dist/console, from app/console.ts (source) or dist/app/console.js (built). */
+export function consoleStaticDir(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  return basename(dirname(here)) === 'dist' ? join(dirname(here), 'console') : join(dirname(here), 'dist', 'console');
+}
+
+type Fallback = (request: IncomingMessage, response: ServerResponse) => Promise<void>;
+
+/**
+ * The gateway fallback that loads the console on first use. `deps` is called once, then.
+ * @example gateway.setFallback(lazyConsole(() => consoleDeps(...)))
+ */
+export function lazyConsole(deps: () => Promise<ConsoleDeps>): Fallback {
+  let handler: Promise<Fallback> | undefined;
+  return async (request, response) => {
+    handler ??= (async () => {
+      const started = performance.now();
+      const { createConsole } = await import('../src/console/server.ts');
+      const built = await deps();
+      const handle = createConsole(built);
+      built.log.info({ ms: Math.round(performance.now() - started) }, 'web console loaded (first request)');
+      return handle;
+    })();
+    await (await handler)(request, response);
+  };
+}
+
+/** The Config page's file operations: validate like the CLI, save with a .bak, reload. */
+export function configPort(options: { file: string; current: () => Config; reload: ConfigPort['reload'] }): ConfigPort {
+  const { file } = options;
+  const problemsOf = async (text: string): Promise<string[]> => {
+    try {
+      parseConfig(text, file);
+      return [];
+    } catch (error) {
+      if (error instanceof ConfigError) return formatProblems(error.file, error.problems, '').trim().split('\n');
+      return [error instanceof Error ? error.message : String(error)];
+    }
+  };
+  const loadMask = (): Promise<typeof import('../src/console/mask.ts')> => import('../src/console/mask.ts');
+  return {
+    file,
+    async read() {
+      return (await loadMask()).maskText(await readFile(file, 'utf8'));
+    },
+    async validate(edited) {
+      const { unmaskText } = await loadMask();
+      const { text, missing } = unmaskText(edited, await readFile(file, 'utf8'));
+      if (missing.length > 0) return missing.map((key) => `${key}: a masked secret with no saved value; type the value or a "\${NAME}" reference`);
+      return problemsOf(text);
+    },
+    async save(edited) {
+      const { unmaskText } = await loadMask();
+      const original = await readFile(file, 'utf8');
+      const { text, missing } = unmaskText(edited, original);
+      if (missing.length > 0) return { problems: missing.map((key) => `${key}: a masked secret with no saved value; type the value or a "\${NAME}" reference`) };
+      const problems = await problemsOf(text);
+      if (problems.length > 0) return { problems };
+      await copyFile(file, `${file}.bak`);
+      // Written beside it and renamed, so a crash mid-write never leaves half a config.
+      const temporary = `${file}.console-${process.pid}.tmp`;
+      await writeFile(temporary, text, { mode: 0o600 });
+      await rename(temporary, file);
+      return { problems: [], reload: await options.reload() };
+    },
+    reload: options.reload,
+    async effective() {
+      return (await loadMask()).maskObject(options.current());
+    },
+  };
+}
+
+/**
+ * Wraps a Memory so automatic recall is remembered per conversation (the last 20 turns of the
+ * last 200 conversations), for the Conversations page's "recalled" notes. In process only.
+ */
+export function recordRecalls(memory: Memory): { memory: Memory; recalls(conversation: string): readonly RecallRecord[] } {
+  const byConversation = new Map<string, RecallRecord[]>();
+  const wrapped: Memory = {
+    get name() {
+      return memory.name;
+    },
+    store: (input, who) => memory.store(input, who),
+    get: (key, who) => memory.get(key, who),
+    list: (filter) => memory.list(filter),
+    forget: (keyOrId, who) => memory.forget(keyOrId, who),
+    count: (filter) => memory.count(filter),
+    health: () => memory.health(),
+    recall: async (query: string, who: MemoryWho, options?: RecallOptions) => {
+      const entries = await memory.recall(query, who, options);
+      const list = byConversation.get(who.conversation) ?? [];
+      list.push({ at: Date.now(), query: query.slice(0, 200), entries: entries.map((e) => ({ id: e.id, key: e.key, content: e.content.slice(0, 300), scope: e.scope, ...(e.score === undefined ? {} : { score: e.score }) })) });
+      if (list.length > 20) list.shift();
+      byConversation.delete(who.conversation);
+      byConversation.set(who.conversation, list);
+      if (byConversation.size > 200) byConversation.delete(byConversation.keys().next().value!);
+      return entries;
+    },
+  };
+  return { memory: wrapped, recalls: (conversation) => byConversation.get(conversation) ?? [] };
+}
+
+/** The node name the Overview shows (one per daemon; a cluster lists each). */
+export const nodeName = (): string => `${hostname()}:${process.pid}`;

@@ -1,0 +1,127 @@
+/**
+ * {@link TurnQueue} on pg-boss (loaded only in cluster mode): one queue with the
+ * `key_strict_fifo` policy keyed by conversation, jobs sent inside the inbox transaction (its
+ * `db` option), workers woken by LISTEN/NOTIFY, and heartbeats so a turn held by a node that
+ * died is handed to another node within `heartbeatSeconds`.
+ *
+ * A job must never end `failed`: in a `key_strict_fifo` queue a failed job holds back every later
+ * job of its conversation. So the worker completes a job whatever its turn did (the turn records an
+ * apology itself), and a job that comes back (its node died, or stopped mid-turn) is retried
+ * without limit — the inbox's status makes a repeated turn a no-op.
+ */
+import type { Logger } from 'pino';
+import type { PgBoss } from 'pg-boss';
+import { rawPostgres } from '../store/postgres/sql.ts';
+import type { Sql } from '../store/sql.ts';
+import type { TurnQueue, TurnWorker } from './queue.ts';
+
+export interface PgBossQueueOptions {
+  readonly url: string;
+  readonly log: Logger;
+  /** Turns this node runs at once. */
+  readonly concurrency: number;
+  /** A turn whose node stops sending heartbeats for this long is taken over by another node (pg-boss minimum: 10). */
+  readonly heartbeatSeconds: number;
+  /** The longest a turn may run (pg-boss expires it after that and hands it on). */
+  readonly turnTimeoutSeconds: number;
+}
+
+const QUEUE = 'switchboard-turns';
+
+interface TurnJob {
+  readonly seq: number;
+  readonly conversation: string;
+}
+
+export async function createPgBossQueue(options: PgBossQueueOptions): Promise<TurnQueue> {
+  const { PgBoss } = await import('pg-boss');
+  const log = options.log.child({ component: 'queue' });
+  const boss: PgBoss = new PgBoss({
+    connectionString: options.url,
+    max: Math.max(4, options.concurrency + 2),
+    useListenNotify: true,
+    // maintenance (expiry, archive) on every node is safe: pg-boss takes its own locks
+    supervise: true,
+    schedule: false,
+    // A turn whose heartbeats stopped is failed (and so retried elsewhere) by the supervise pass,
+    // which runs at the longer of these two intervals: both a third of the heartbeat (default 60 s
+    // each, which held a dead node's turn for a minute).
+    monitorIntervalSeconds: Math.max(1, Math.floor(options.heartbeatSeconds / 3)),
+    superviseIntervalSeconds: Math.max(1, Math.floor(options.heartbeatSeconds / 3)),
+  });
+  boss.on('error', (error: Error) => log.error({ err: error }, 'pg-boss reported an error; it retries by itself'));
+  boss.on('warning', (warning: unknown) => log.warn({ warning }, 'pg-boss warning'));
+  await boss.start();
+  await boss.createQueue(QUEUE, {
+    policy: 'key_strict_fifo',
+    notify: true,
+    heartbeatSeconds: options.heartbeatSeconds,
+    expireInSeconds: Math.ceil(options.turnTimeoutSeconds + 60),
+    retryLimit: 1_000_000,
+    // A turn that crashed (the database went away mid-turn, say) is tried again, backing off to
+    // 10 s at most: its conversation waits meanwhile (FIFO), so a long backoff would hold it up
+    // long after the database is back. A node that died: its turn is retried after 1 s.
+    retryDelay: 1,
+    retryBackoff: true,
+    retryDelayMax: 10,
+    retentionSeconds: 7 * 86_400,
+    deleteAfterSeconds: 86_400,
+  });
+  let inFlight = 0;
+  let queued = 0;
+  let counting: NodeJS.Timeout | undefined;
+  const count = async (): Promise<void> => {
+    try {
+      queued = (await boss.getQueue(QUEUE))?.queuedCount ?? 0;
+    } catch (error) {
+      log.debug({ err: error }, 'could not count queued turns');
+    }
+  };
+
+  return {
+    get inFlight() {
+      return inFlight;
+    },
+    get queued() {
+      return queued;
+    },
+    async enqueue(tx: Sql, conversation: string, seq: number) {
+      const raw = rawPostgres(tx);
+      if (!raw) throw new Error('the pg-boss queue needs the PostgreSQL store ([store] kind = "postgres")');
+      const data: TurnJob = { seq, conversation };
+      await boss.send(QUEUE, data, {
+        singletonKey: conversation,
+        db: { executeSql: (text: string, values?: unknown[]) => raw.query(text, values ?? []) as Promise<{ rows: never[] }> },
+      });
+    },
+    async start(worker: TurnWorker) {
+      // A pg-boss worker waits out its polling interval after each job unless a NOTIFY came
+      // meanwhile, so a backlog queued faster than NOTIFYs arrive would drain at one turn per
+      // worker per interval (measured: 8 turns, then 5 s idle). So each turn that ends tells the busy
+      // workers (its own among them) to fetch again at once; an idle queue costs each of them one
+      // empty fetch, then they sleep until a NOTIFY.
+      const fetchAgain = (): void => {
+        for (const worker of boss.getWipData()) if (worker.name === QUEUE && worker.count > 0) boss.notifyWorker(worker.id);
+      };
+      await boss.work<TurnJob>(QUEUE, { localConcurrency: options.concurrency, batchSize: 1, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 5 }, async ([job]) => {
+        if (!job) return;
+        inFlight++;
+        try {
+          const outcome = await worker(job.data.seq, job.data.conversation);
+          // thrown: pg-boss retries it (on this node or another); the inbox keeps it queued meanwhile
+          if (outcome === 'retry') throw new Error(`turn of message ${job.data.seq} handed back: this node is stopping`);
+        } finally {
+          inFlight--;
+          fetchAgain();
+        }
+      });
+      counting = setInterval(() => void count(), 5000);
+      counting.unref();
+      await count();
+    },
+    async stop(graceMs: number) {
+      clearInterval(counting);
+      await boss.stop({ graceful: true, timeout: Math.max(1000, graceMs), close: true });
+    },
+  };
+}

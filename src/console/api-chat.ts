@@ -1,0 +1,81 @@
+/**
+ * The browser chat's endpoints: the signed-in operator sends a message (with files) into the
+ * `web` channel, reads their conversation back, and fetches files the agent sent them. Replies
+ * arrive over the console's event stream as they are written.
+ */
+import { createReadStream, statSync } from 'node:fs';
+import type { ApiRoute } from './api.ts';
+import type { ChatUpload } from './deps.ts';
+import { HttpError, query, securityHeaders, send, str } from './http.ts';
+
+/** Files per message, and the whole request (base64 makes files a third larger). */
+const maxFiles = 5;
+const maxChatBody = 12 * 1024 * 1024;
+
+function uploads(value: unknown): ChatUpload[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new HttpError(400, '"files" must be an array');
+  if (value.length > maxFiles) throw new HttpError(400, `at most ${maxFiles} files per message`);
+  return value.map((file: unknown, i) => {
+    if (typeof file !== 'object' || file === null) throw new HttpError(400, `files[${i}] must be an object {name, mime, data}`);
+    const { name, mime, data } = file as Record<string, unknown>;
+    if (typeof name !== 'string' || name === '' || name.length > 200) throw new HttpError(400, `files[${i}].name must be a string of 1–200 characters`);
+    if (mime !== undefined && (typeof mime !== 'string' || mime.length > 100)) throw new HttpError(400, `files[${i}].mime must be a string`);
+    if (typeof data !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(data)) throw new HttpError(400, `files[${i}].data must be base64`);
+    return { name, ...(typeof mime === 'string' ? { mime } : {}), data: Buffer.from(data, 'base64') };
+  });
+}
+
+export const chatRoutes: readonly ApiRoute[] = [
+  {
+    method: 'POST',
+    path: '/api/console/chat',
+    maxBytes: maxChatBody,
+    handle: async ({ response, deps, json, session }) => {
+      const chat = deps.chat;
+      if (!chat) throw new HttpError(404, 'the browser chat is not available in this daemon');
+      if (session.bearer) throw new HttpError(400, 'the browser chat needs a signed-in operator (a session), not a bearer token');
+      const body = await json();
+      const text = str(body, 'text', 20_000, true);
+      const files = uploads(body.files);
+      if (text.trim() === '' && files.length === 0) throw new HttpError(400, 'send some text or a file');
+      send(response, 202, await chat.post(session.operator, text, files));
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/console/chat/history',
+    handle: async ({ response, deps, session }) => {
+      const chat = deps.chat;
+      if (!chat) throw new HttpError(404, 'the browser chat is not available in this daemon');
+      const entries = await deps.queries.transcript(chat.conversation(session.operator), 200);
+      const messages = entries
+        .filter((entry) => entry.message.role === 'user' || (entry.message.role === 'assistant' && entry.message.content !== ''))
+        .map((entry) => ({ role: entry.message.role, text: entry.message.content, at: entry.at }));
+      send(response, 200, { messages });
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/console/chat/file',
+    handle: async ({ response, deps, url, session }) => {
+      const id = query(url, 'id', 100);
+      const file = id === undefined ? undefined : deps.chat?.file(session.operator, id);
+      if (!file) throw new HttpError(404, 'no such file');
+      let size: number;
+      try {
+        size = statSync(file.path).size;
+      } catch {
+        throw new HttpError(404, `${file.name} is no longer in the workspace`);
+      }
+      response.writeHead(200, {
+        ...securityHeaders,
+        'content-type': 'application/octet-stream',
+        'content-length': size,
+        'content-disposition': `attachment; filename="${file.name.replace(/["\\\r\n]/g, '_')}"`,
+        'cache-control': 'no-store',
+      });
+      createReadStream(file.path).pipe(response);
+    },
+  },
+];

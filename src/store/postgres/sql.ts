@@ -1,0 +1,178 @@
+/**
+ * {@link Database} over PostgreSQL (node-postgres `pg`, loaded only when `[store] kind =
+ * "postgres"`). `?` placeholders become `$1…$n`; bigint and count(*) come back as numbers; a
+ * transaction runs on one pooled connection between BEGIN and COMMIT.
+ */
+import type { Pool, PoolClient } from 'pg';
+import type { Logger } from 'pino';
+import type { Database, Sql, SqlValue } from '../sql.ts';
+import { postgresMigrations } from './schema.ts';
+
+export interface PostgresOptions {
+  readonly url: string;
+  readonly log: Logger;
+  /** Connections kept open at most. @default 10 */
+  readonly maxConnections?: number;
+}
+
+/** `postgres://user:secret@host/db` → `postgres://user@host/db`: what logs and errors may show. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.password = '';
+    return parsed.toString();
+  } catch {
+    return 'postgres://(unparsable url)';
+  }
+}
+
+/** Numbers `?` placeholders as `$1…$n` (the stores' SQL holds no `?` inside literals). */
+function numbered(sql: string): string {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+}
+
+type Queryable = Pool | PoolClient;
+
+class Statements {
+  readonly #numbered = new Map<string, string>();
+
+  text(sql: string): string {
+    let text = this.#numbered.get(sql);
+    if (text === undefined) {
+      if (this.#numbered.size >= 500) this.#numbered.clear();
+      text = numbered(sql);
+      this.#numbered.set(sql, text);
+    }
+    return text;
+  }
+}
+
+class PostgresSql implements Sql {
+  readonly dialect = 'postgres';
+  protected readonly target: Queryable;
+  protected readonly statements: Statements;
+
+  constructor(target: Queryable, statements: Statements) {
+    this.target = target;
+    this.statements = statements;
+  }
+
+  async get<Row>(sql: string, params: readonly SqlValue[] = []): Promise<Row | undefined> {
+    const result = await this.target.query(this.statements.text(sql), params as unknown[]);
+    return result.rows[0] as Row | undefined;
+  }
+
+  async all<Row>(sql: string, params: readonly SqlValue[] = []): Promise<Row[]> {
+    const result = await this.target.query(this.statements.text(sql), params as unknown[]);
+    return result.rows as Row[];
+  }
+
+  async run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
+    const result = await this.target.query(this.statements.text(sql), params as unknown[]);
+    return result.rowCount ?? 0;
+  }
+
+  transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
+    return work(this);
+  }
+
+  /** A statement in PostgreSQL's own placeholders ($1…), for libraries that bring their SQL (pg-boss). */
+  async query(text: string, values: readonly unknown[] = []): Promise<{ rows: unknown[] }> {
+    const result = await this.target.query(text, values as unknown[]);
+    return { rows: result.rows };
+  }
+}
+
+/** The PostgreSQL connection behind `sql` (a database or an open transaction), or undefined on another engine. */
+export function rawPostgres(sql: Sql): { query(text: string, values?: readonly unknown[]): Promise<{ rows: unknown[] }> } | undefined {
+  return sql instanceof PostgresSql ? sql : undefined;
+}
+
+class PostgresDatabase extends PostgresSql implements Database {
+  readonly name: string;
+  readonly pool: Pool;
+
+  constructor(pool: Pool, name: string) {
+    super(pool, new Statements());
+    this.pool = pool;
+    this.name = name;
+  }
+
+  override async transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: unknown;
+    // A connection that breaks between two statements emits 'error' on the client (no query to
+    // reject); unheard, that would crash the process. The next statement fails and rolls back.
+    const onError = (error: Error): void => {
+      broken = error;
+    };
+    client.on('error', onError);
+    try {
+      await client.query('BEGIN');
+      try {
+        const result = await work(new PostgresSql(client, this.statements));
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch((rollback: unknown) => (broken = rollback));
+        throw error;
+      }
+    } finally {
+      client.off('error', onError);
+      client.release(broken instanceof Error ? broken : undefined);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+/**
+ * Connects to PostgreSQL and brings its schema up to date (once, whichever node gets there
+ * first). Throws an error naming the server (never its password) when it cannot.
+ */
+export async function openPostgres(options: PostgresOptions): Promise<Database & { readonly pool: Pool }> {
+  const { default: pg } = await import('pg');
+  const name = redactUrl(options.url);
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.maxConnections ?? 10,
+    connectionTimeoutMillis: 10_000,
+    // no statement waits forever on a connection the server dropped without a word
+    query_timeout: 30_000,
+    idleTimeoutMillis: 30_000,
+    // ids and epoch milliseconds (bigint), count(*) and sum() (numeric) as numbers, per pool (not pg's global parsers)
+    types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 || oid === 1700 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) } as never,
+  });
+  // An idle connection that breaks (server restart) is dropped by the pool; without a listener it would crash the process.
+  pool.on('error', (error) => options.log.warn({ err: error, database: name }, 'PostgreSQL connection lost; the pool opens a new one on next use'));
+  const database = new PostgresDatabase(pool, name);
+  try {
+    await migrate(database);
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw new Error(`cannot use the PostgreSQL database ${name}: ${error instanceof Error ? error.message : String(error)}. Check [store] url and that the server is running and reachable`, { cause: error });
+  }
+  return database;
+}
+
+/** Any 64-bit number unique to Switchboard's migrations. */
+const MIGRATION_LOCK = 0x5b_0a_4d;
+
+async function migrate(database: PostgresDatabase): Promise<void> {
+  // One transaction under one lock: nodes starting together wait here, and the first applies each step.
+  await database.transaction(async (tx) => {
+    await tx.run(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
+    await tx.run('CREATE TABLE IF NOT EXISTS switchboard_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)');
+    const newest = (await tx.get<{ version: number | null }>('SELECT max(version) AS version FROM switchboard_migrations'))?.version ?? 0;
+    if (newest > postgresMigrations.length) {
+      throw new Error(`its schema version ${newest} is newer than this Switchboard knows (${postgresMigrations.length}); upgrade every node to the same version`);
+    }
+    for (let version = newest + 1; version <= postgresMigrations.length; version++) {
+      await tx.run(postgresMigrations[version - 1]!);
+      await tx.run('INSERT INTO switchboard_migrations (version, applied_at) VALUES (?, ?)', [version, Date.now()]);
+    }
+  });
+}

@@ -1,0 +1,302 @@
+/**
+ * The storage contract: what every store promises, run against each engine (SQLite and
+ * PostgreSQL, see src/store/store.contract.test.ts) so neither drifts. `open` gives a fresh,
+ * empty, migrated database per test.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { InboundMessage } from '../../src/channel.ts';
+import type { Database } from '../../src/store/sql.ts';
+import { Inbox } from '../../src/store/inbox.ts';
+import { Outbox } from '../../src/store/outbox.ts';
+import { History } from '../../src/store/history.ts';
+import { ConversationSettings, Drafts } from '../../src/store/settings.ts';
+import { PairingStore } from '../../src/policy/access.ts';
+import { ApprovalStore, type PendingApproval } from '../../src/agent/approvals.ts';
+import { ScheduleStore } from '../../src/schedule/store.ts';
+import { jumpingClock } from '../support/clock.ts';
+
+const message = (id: string, chat = 'c1', channel = 'test'): InboundMessage => ({
+  channel,
+  account: 'bot',
+  chat,
+  id,
+  sender: { id: 'u1' },
+  text: `text ${id}`,
+  timestamp: 1,
+});
+
+const question = (conversation: string, originTurn = 7): PendingApproval => ({
+  conversation,
+  originTurn,
+  channel: 'telegram',
+  senderId: 'ada',
+  paused: { turn: [{ role: 'user', content: 'pull the repo' }], calls: [], iteration: 0, xml: false },
+});
+
+export function storageContract(engine: string, open: () => Promise<Database>): void {
+  const withDb = (name: string, body: (db: Database) => Promise<void>): void => {
+    it(name, async () => {
+      const db = await open();
+      try {
+        await body(db);
+      } finally {
+        await db.close();
+      }
+    });
+  };
+
+  describe(`storage contract: ${engine}`, () => {
+    describe('inbox', () => {
+      withDb('stores a message once and recognises a redelivery, per channel', async (db) => {
+        const inbox = new Inbox(db);
+        const first = await inbox.accept(message('m1'));
+        assert.ok(first);
+        assert.equal(first.conversation, 'test:bot:c1');
+        assert.equal(typeof first.seq, 'number');
+        assert.equal(await inbox.accept(message('m1')), undefined, 'same channel + platform id is a duplicate');
+        const other = await inbox.accept(message('m1', 'c1', 'other'));
+        assert.ok(other, 'another channel may reuse the id');
+        assert.deepEqual(await inbox.queued(), [
+          { seq: first.seq, conversation: 'test:bot:c1' },
+          { seq: other.seq, conversation: 'other:bot:c1' },
+        ]);
+        assert.equal(await inbox.queuedCount(), 2);
+      });
+
+      withDb('keeps a message queued until it is finished, and finishes it only once', async (db) => {
+        const inbox = new Inbox(db);
+        const entry = (await inbox.accept(message('m1')))!;
+        assert.deepEqual((await inbox.queuedEntry(entry.seq))?.message, message('m1'));
+        assert.equal(await inbox.markDone(entry.seq), true);
+        assert.equal(await inbox.markDone(entry.seq), false);
+        assert.equal(await inbox.markFailed(entry.seq, 'late'), false);
+        assert.equal(await inbox.queuedEntry(entry.seq), undefined);
+        assert.deepEqual(await inbox.queued(), []);
+        assert.equal(await inbox.accept(message('m1')), undefined, 'still a duplicate after it was answered');
+      });
+
+      withDb('gives the unaddressed messages since the last turn as context, oldest first', async (db) => {
+        const inbox = new Inbox(db);
+        const answered = (await inbox.accept(message('a')))!;
+        await inbox.markDone(answered.seq);
+        const said = [];
+        for (const id of ['b', 'c']) {
+          const entry = (await inbox.accept(message(id)))!;
+          await inbox.markIgnored(entry.seq, 'not addressed');
+          said.push(id);
+        }
+        const denied = (await inbox.accept(message('d')))!;
+        await inbox.markIgnored(denied.seq, 'not allowed');
+        const asked = (await inbox.accept(message('e')))!;
+        const context = await inbox.contextBefore(asked.seq, 'test:bot:c1', 'test:bot:c1');
+        assert.deepEqual(
+          context.map((m) => m.id),
+          said,
+        );
+        assert.deepEqual(await inbox.contextBefore(asked.seq, 'test:bot:c1', 'test:bot:c1', 1).then((m) => m.map((x) => x.id)), ['c']);
+      });
+
+      withDb('prunes finished messages older than the window, never queued ones', async (db) => {
+        const inbox = new Inbox(db);
+        const done = (await inbox.accept(message('old')))!;
+        await inbox.markDone(done.seq, 1000);
+        await inbox.accept(message('waiting'));
+        assert.equal(await inbox.prune(2000), 1);
+        assert.equal((await inbox.queued()).length, 1);
+      });
+
+      withDb('accepts each of many concurrent deliveries of one message exactly once', async (db) => {
+        const inbox = new Inbox(db);
+        const results = await Promise.all(Array.from({ length: 20 }, () => inbox.accept(message('same'))));
+        assert.equal(results.filter((entry) => entry !== undefined).length, 1);
+      });
+    });
+
+    describe('outbox', () => {
+      withDb('lists pending replies per conversation in order, counts and forgets sent ones', async (db) => {
+        const outbox = new Outbox(db);
+        const a = await outbox.add({ channel: 'test', account: 'bot', chat: 'c1', text: 'one' }, 1);
+        await outbox.add({ channel: 'test', account: 'bot', chat: 'c2', text: 'other' }, 2);
+        const b = await outbox.add({ channel: 'test', account: 'bot', chat: 'c1', text: 'two', files: [{ path: '/w/a.txt', name: 'a.txt' }] }, null);
+        assert.deepEqual(
+          (await outbox.pending('test:bot:c1')).map((e) => e.message.text),
+          ['one', 'two'],
+        );
+        assert.deepEqual((await outbox.pending('test:bot:c1'))[1]!.message.files, [{ path: '/w/a.txt', name: 'a.txt' }]);
+        assert.deepEqual(await outbox.pendingConversations(), [
+          { conversation: 'test:bot:c1', channel: 'test', first: a },
+          { conversation: 'test:bot:c2', channel: 'test', first: a + 1 },
+        ]);
+        await outbox.markAttempt(a, 'timeout');
+        await outbox.markProgress(a, 2);
+        const [entry] = await outbox.pending('test:bot:c1');
+        assert.equal(entry!.attempts, 1);
+        assert.equal(entry!.progress, 2);
+        await outbox.markSent(a);
+        await outbox.markDead(b, 'blocked');
+        assert.equal(await outbox.pendingCount(), 1);
+        assert.deepEqual(await outbox.pending('test:bot:c1'), []);
+        assert.equal(await outbox.prune(Date.now() + 1000), 2);
+      });
+    });
+
+    describe('history', () => {
+      withDb('returns the messages of the last N turns in order, and forgets a conversation', async (db) => {
+        const history = new History(db);
+        for (let turn = 1; turn <= 4; turn++) {
+          await history.append('conv', turn, [
+            { role: 'user', content: `q${turn}` },
+            { role: 'assistant', content: `a${turn}` },
+          ]);
+        }
+        await history.append('other', 5, [{ role: 'user', content: 'elsewhere' }]);
+        assert.deepEqual(
+          (await history.recent('conv', 2)).map((m) => m.content),
+          ['q3', 'a3', 'q4', 'a4'],
+        );
+        assert.equal((await history.recent('conv', 50)).length, 8);
+        assert.deepEqual(await history.recent('conv', 0), []);
+        assert.deepEqual(await history.recent('nobody', 5), []);
+        assert.equal(await history.clear('conv'), 8);
+        assert.equal((await history.recent('other', 1)).length, 1);
+      });
+    });
+
+    describe('settings and drafts', () => {
+      withDb('remembers a conversation\'s model and a turn\'s draft, and forgets them', async (db) => {
+        const settings = new ConversationSettings(db);
+        assert.equal(await settings.model('c'), undefined);
+        await settings.setModel('c', 'big');
+        await settings.setModel('c', 'small');
+        assert.equal(await settings.model('c'), 'small');
+        await settings.setModel('c', undefined);
+        assert.equal(await settings.model('c'), undefined);
+        const drafts = new Drafts(db);
+        await drafts.set(9, 'm1');
+        await drafts.set(9, 'm2');
+        assert.equal(await drafts.get(9), 'm2');
+        await drafts.delete(9);
+        assert.equal(await drafts.get(9), undefined);
+      });
+    });
+
+    describe('transactions', () => {
+      withDb('commit every write together, or none when the work throws', async (db) => {
+        const inbox = new Inbox(db);
+        const outbox = new Outbox(db);
+        const entry = (await inbox.accept(message('m1')))!;
+        await assert.rejects(
+          db.transaction(async (tx) => {
+            await outbox.in(tx).add({ channel: 'test', account: 'bot', chat: 'c1', text: 'reply' }, entry.seq);
+            await inbox.in(tx).markDone(entry.seq);
+            throw new Error('crash before commit');
+          }),
+          /crash before commit/,
+        );
+        assert.equal(await outbox.pendingCount(), 0, 'the reply rolled back');
+        assert.ok(await inbox.queuedEntry(entry.seq), 'the message still waits');
+        const done = await db.transaction(async (tx) => {
+          await outbox.in(tx).add({ channel: 'test', account: 'bot', chat: 'c1', text: 'reply' }, entry.seq);
+          return inbox.in(tx).markDone(entry.seq);
+        });
+        assert.equal(done, true);
+        assert.equal(await outbox.pendingCount(), 1);
+        assert.equal(await inbox.queuedEntry(entry.seq), undefined);
+      });
+
+      withDb('keep concurrent transactions apart: each one commits whole', async (db) => {
+        const history = new History(db);
+        await Promise.all(
+          Array.from({ length: 10 }, (_, turn) =>
+            db.transaction(async (tx) => {
+              await history.in(tx).append('c', turn, [{ role: 'user', content: `q${turn}` }]);
+              await new Promise((resolve) => setImmediate(resolve));
+              await history.in(tx).append('c', turn, [{ role: 'assistant', content: `a${turn}` }]);
+              if (turn % 3 === 0) throw new Error('rolled back');
+            }).catch(() => undefined),
+          ),
+        );
+        const kept = (await history.recent('c', 100)).map((m) => m.content);
+        const turns = [1, 2, 4, 5, 7, 8];
+        assert.deepEqual(kept, turns.flatMap((turn) => [`q${turn}`, `a${turn}`]));
+      });
+    });
+
+    describe('pairing', () => {
+      withDb('draws one code per sender, approves it once, and keeps approvals', async (db) => {
+        const pairing = new PairingStore(db);
+        const first = await pairing.requestCode('telegram', 'u42');
+        assert.equal(first.created, true);
+        assert.match(first.code, /^[A-HJ-KM-NP-Z2-9]{6}$/);
+        assert.deepEqual(await pairing.requestCode('telegram', 'u42'), { code: first.code, created: false });
+        assert.deepEqual(
+          (await pairing.pending()).map((p) => [p.channel, p.senderId, p.code]),
+          [['telegram', 'u42', first.code]],
+        );
+        assert.equal(await pairing.approve('discord', first.code), undefined, 'a code belongs to its channel');
+        assert.equal(await pairing.isApproved('telegram', 'u42'), false);
+        assert.equal(await pairing.approve('telegram', ` ${first.code.toLowerCase()} `), 'u42');
+        assert.equal(await pairing.approve('telegram', first.code), undefined, 'approved once');
+        assert.equal(await pairing.isApproved('telegram', 'u42'), true);
+        assert.deepEqual(await pairing.pending(), []);
+      });
+
+      withDb('expires codes after their time', async (db) => {
+        const clock = jumpingClock({ realTime: false });
+        const pairing = new PairingStore(db, { codeTtlMs: 1000, clock });
+        await pairing.requestCode('irc', 'nick');
+        clock.advance(1500);
+        assert.equal(await pairing.expire(), 1);
+        assert.deepEqual(await pairing.pending(), []);
+      });
+
+      withDb('gives concurrent requests of one sender the same code', async (db) => {
+        const pairing = new PairingStore(db);
+        const codes = await Promise.all(Array.from({ length: 8 }, () => new PairingStore(db).requestCode('telegram', 'u7')));
+        assert.equal(new Set(codes.map((c) => c.code)).size, 1);
+        assert.equal(codes.filter((c) => c.created).length, 1);
+        assert.equal((await pairing.pending()).length, 1);
+      });
+    });
+
+    describe('approvals', () => {
+      withDb('keeps one open question per conversation, replaced by a newer one, and "always" answers', async (db) => {
+        const approvals = new ApprovalStore(db);
+        await approvals.save(question('c1', 7));
+        await approvals.save(question('c1', 8));
+        assert.equal((await approvals.pending('c1'))?.originTurn, 8);
+        assert.deepEqual((await approvals.pending('c1'))?.paused, question('c1').paused);
+        await db.transaction((tx) => approvals.in(tx).clear('c1'));
+        assert.equal(await approvals.pending('c1'), undefined);
+        assert.equal(await approvals.isAlways('telegram', 'ada', 'shell: git pull'), false);
+        await approvals.addAlways('telegram', 'ada', ['shell: git pull', 'shell: git pull']);
+        assert.equal(await approvals.isAlways('telegram', 'ada', 'shell: git pull'), true);
+        assert.equal(await approvals.isAlways('telegram', 'bob', 'shell: git pull'), false);
+      });
+    });
+
+    describe('schedules', () => {
+      withDb('lists, counts, cancels and hands out due tasks; a run is advanced once', async (db) => {
+        const store = new ScheduleStore(db);
+        const origin = { channel: 'telegram', account: 'bot', chat: '42', sender: { id: 'ada' } };
+        const id = await store.add({ conversation: 'c', origin, prompt: 'stretch', nextRun: 1000, cron: '0 * * * *', timezone: 'UTC' });
+        const other = await store.add({ conversation: 'c', origin, prompt: 'once', nextRun: 5000 });
+        assert.equal(await store.activeCount('c'), 2);
+        assert.deepEqual(
+          (await store.list('c')).map((t) => t.id),
+          [id, other],
+        );
+        const [due] = await store.due(2000);
+        assert.deepEqual(due, { id, conversation: 'c', origin, prompt: 'stretch', nextRun: 1000, cron: '0 * * * *', timezone: 'UTC' });
+        const advanced = await Promise.all([store.advance(due!, 3_600_000), store.advance(due!, 3_600_000)]);
+        assert.deepEqual(advanced.sort(), [false, true], 'two nodes firing the same run: one moves it');
+        assert.deepEqual(await store.due(2000), []);
+        assert.equal(await store.cancel('c', other), true);
+        assert.equal(await store.cancel('c', other), false);
+        assert.equal(await store.cancel('elsewhere', id), false);
+        assert.equal(await store.activeCount('c'), 1);
+      });
+    });
+  });
+}
