@@ -10,7 +10,9 @@
  *   columns is brought back to it (3000 nested list levels took minutes and 4 GB);
  * - inline text with many delimiters (`*`, `_`, `[`…) is lexed in runs of at most
  *   {@link INLINE_RUN} characters, cut at a line break or a space (each delimiter was
- *   scanned ahead to the end of its paragraph: 40 000 characters of `_a` took 3 s).
+ *   scanned ahead to the end of its paragraph: 40 000 characters of `_a` took 3 s);
+ * - inline text is lexed without GFM's stops for bare URLs and e-mail addresses (see
+ *   {@link INLINE_TEXT}: a long run of `#`, `-`, `=` or `|` before an "@" was quadratic).
  */
 import { Lexer, Tokenizer, type MarkedToken, type Token, type Tokens } from 'marked';
 
@@ -35,8 +37,22 @@ class TextUrls extends Tokenizer {
   }
 }
 
+/**
+ * marked's GFM inline text rule without its stops for bare URLs and e-mail addresses (which
+ * {@link TextUrls} never links). The stop before e-mail characters followed by "@" scanned the
+ * whole run at every character of it, making a text token of one character each time: 40 000
+ * characters of `#`, `-`, `=`, `|` (or letters) before an "@" took a second or more.
+ */
+const INLINE_TEXT = /^(`+|~+|[^`~])(?:(?=[`~])|(?= {2,}\n)|[\s\S]*?(?:(?=[\\<![`*~_]|\b_|$)|[^ ](?= {2,}\n)))/;
+
 /** A lexer of its own for each text (marked keeps state on the lexer, its options and its tokenizer). */
-const newLexer = (): Lexer => new Lexer({ gfm: true, tokenizer: new TextUrls() });
+function newLexer(): Lexer {
+  const tokenizer = new TextUrls();
+  const lexer = new Lexer({ gfm: true, tokenizer });
+  // (the lexer has just given the tokenizer marked's shared rules: this copies them, it changes nothing shared)
+  tokenizer.rules = { ...tokenizer.rules, inline: { ...tokenizer.rules.inline, text: INLINE_TEXT } };
+  return lexer;
+}
 
 /** Block tokens of `markdown`, their inline tokens lexed too. Never throws. */
 export function lex(markdown: string): MarkedToken[] {

@@ -101,7 +101,7 @@ function balancedHtml(html: string): boolean {
 function fencesClosed(text: string): boolean {
   let open: string | undefined;
   for (const line of text.split('\n')) {
-    const match = /^ {0,3}(`{3,}|~{3,})(.*)$/.exec(line);
+    const match = /^ {0,3}(`{3,}|~{3,})([^\n]*)$/.exec(line); // ([^\n]: "." stops at U+2028)
     if (!match || (match[1]![0] === '`' && match[2]!.includes('`') && open === undefined)) continue;
     if (open === undefined) open = match[1];
     else if (match[1]![0] === open[0] && match[1]!.length >= open.length && match[2]!.trim() === '') open = undefined;

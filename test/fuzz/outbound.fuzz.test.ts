@@ -16,7 +16,7 @@ import { measure as telegramMeasure, renderHtml as telegramHtml, TELEGRAM_LIMIT,
 import { splitMessage } from '../../src/outbound/split.ts';
 import { fuzz, markdownText, nastyText } from '../support/fuzz.ts';
 
-const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/; // (spaces only, as CommonMark: a BOM or NBSP before ``` makes no fence)
+const FENCE = /^ {0,3}(`{3,}|~{3,})([^\n]*)$/; // ("." would stop at U+2028; spaces only, as CommonMark: a BOM or NBSP before ``` makes no fence)
 /** Fences opened and not closed in a part. */
 function unclosedFence(part: string): boolean {
   let open: string | undefined;
