@@ -17,10 +17,12 @@ const plainInline = plainTextRules((url) => `(${url})`);
 
 /** Markdown → plain text lines (blank lines dropped: IRC cannot send an empty message). */
 export function flattenMarkdown(markdown: string): string[] {
-  // no control characters: \x01 would make a line a CTCP request, others are formatting codes
-  // eslint-disable-next-line no-control-regex
-  const clean = markdown.replace(/\r\n?/g, '\n').replace(/\t/g, '    ').replace(/[\x00-\x09\x0b-\x1f\x7f]/g, '');
-  return flatten(lex(clean))
+  // no control characters: \x01 would make a line a CTCP request, others are formatting codes.
+  // They go after lexing: taken out before, "\x02~~~ text" would become a fence and hide its text.
+  return flatten(lex(markdown))
+    .replace(/\t/g, '    ')
+    // eslint-disable-next-line no-control-regex
+    .replace(/[\x00-\x09\x0b-\x1f\x7f]/g, '')
     .split('\n')
     .filter((line) => line.trim() !== '')
     .map((line) => line.trimEnd());

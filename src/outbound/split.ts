@@ -187,15 +187,19 @@ function tablePieces(raw: string, limit: number, measure: Measure): Piece[] {
   const table = (from: number, to: number): string => `${[...head, ...rows.slice(from, to)].join('\n')}\n`;
   if (rows.length === 0 || measure(table(0, 0)) > limit / 2) return cutBlock(raw, false, limit, measure);
   const pieces: Piece[] = [];
+  let headerSent = false;
   for (let from = 0; from < rows.length; ) {
     if (measure(table(from, from + 1)) > limit) {
-      pieces.push(...cutBlock(`${rows[from]}\n`, false, limit, measure)); // a row too long even alone: cut as text
+      // a row too long even alone: cut as text, behind the header while no run of rows has carried it
+      pieces.push(...cutBlock(`${headerSent ? '' : `${head.join('\n')}\n`}${rows[from]}\n`, false, limit, measure));
+      headerSent = true;
       from++;
       continue;
     }
     // (the widths of a rendered table's columns depend on all its rows: every run is measured whole)
     const to = from + longestRun(rows.length - from, (count) => measure(table(from, from + count)) <= limit);
     pieces.push(piece(table(from, to), measure));
+    headerSent = true;
     from = to;
   }
   return pieces;
