@@ -5,43 +5,16 @@
  * code block, deeper headings become bold lines, rules become a line, images become links,
  * task-list boxes become ☐ / ☑. Code fences are never touched.
  */
+import { lex, listText, plainTextRules, prefixLines, renderInline, tableLines, type InlineRules, type MarkedToken, type Token } from '../../src/outbound/markdown.ts';
 
 /** Discord's limit on a message's content. */
 export const DISCORD_LIMIT = 2000;
 
-const fence = /^ {0,3}(`{3,}|~{3,})/;
-const tableSeparator = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
-const rule = /^ {0,3}([-*_])(\s*\1){2,}\s*$/;
-
-/** Renders markdown for Discord. */
+/** Renders markdown for Discord: the text as written, but for what Discord does not render. */
 export function renderDiscord(markdown: string): string {
-  const lines = markdown.replace(/\r\n?/g, '\n').split('\n');
-  const out: string[] = [];
-  let open: string | undefined; // the fence that opened the current code block
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!;
-    const marker = fence.exec(line)?.[1];
-    if (open !== undefined) {
-      out.push(line);
-      if (marker && marker[0] === open[0] && marker.length >= open.length && line.trim() === marker) open = undefined;
-      continue;
-    }
-    if (marker) {
-      open = marker;
-      out.push(line);
-      continue;
-    }
-    if (isTableRow(line) && i + 1 < lines.length && tableSeparator.test(lines[i + 1]!) && lines[i + 1]!.includes('-')) {
-      const rows = [splitRow(line)];
-      let j = i + 2;
-      while (j < lines.length && isTableRow(lines[j]!)) rows.push(splitRow(lines[j++]!));
-      out.push(...renderTable(rows));
-      i = j - 1;
-      continue;
-    }
-    out.push(renderLine(line));
-  }
-  return out.join('\n');
+  return lex(markdown)
+    .map((token) => block(token))
+    .join('');
 }
 
 /** Length of a markdown part as Discord counts it once rendered (UTF-16 units: never under the real count). */
@@ -49,52 +22,80 @@ export function measureDiscord(markdown: string): number {
   return renderDiscord(markdown).length;
 }
 
-function renderLine(line: string): string {
-  if (rule.test(line)) return '──────────';
-  const heading = /^ {0,3}#{4,6}\s+(.*?)\s*#*\s*$/.exec(line);
-  if (heading) return heading[1] === '' ? '' : `**${heading[1]}**`;
-  return line
-    .replace(/^(\s*(?:[-*+]|\d+[.)])\s+)\[ \]\s/, '$1☐ ')
-    .replace(/^(\s*(?:[-*+]|\d+[.)])\s+)\[[xX]\]\s/, '$1☑ ')
-    .replace(/!\[([^\]]*)\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g, (_, alt: string, url: string) => (alt.trim() === '' ? url : `[${alt}](${url})`));
+/** A block as written, or rewritten when it holds what Discord does not render (its line breaks after it kept). */
+function block(token: Token): string {
+  if (token.type === 'code') return closeFence(token.raw);
+  if (!needsRewrite(token)) return token.raw;
+  return rewrite(token as MarkedToken) + (/\n*$/.exec(token.raw)?.[0] ?? '');
 }
 
-function isTableRow(line: string): boolean {
-  return line.includes('|') && line.trim() !== '' && !fence.test(line);
+function rewrite(token: MarkedToken): string {
+  switch (token.type) {
+    case 'table':
+      return ['```', ...tableLines(token, (tokens) => renderInline(tokens, cellRules)), '```'].join('\n');
+    case 'heading': {
+      const text = inline(token.tokens).trim();
+      return token.depth <= 3 ? `${'#'.repeat(token.depth)} ${text}` : text === '' ? '' : `**${text}**`;
+    }
+    case 'hr':
+      return '──────────';
+    case 'blockquote':
+      return prefixLines(children(token.tokens), '> ');
+    case 'list':
+      return listText(token, '-', children);
+    case 'paragraph':
+    case 'text':
+      return token.tokens ? inline(token.tokens) : token.raw;
+    default:
+      return token.raw;
+  }
 }
 
-function splitRow(line: string): string[] {
-  let body = line.trim();
-  if (body.startsWith('|')) body = body.slice(1);
-  if (body.endsWith('|') && !body.endsWith('\\|')) body = body.slice(0, -1);
-  return body.split(/(?<!\\)\|/).map((cell) => plainCell(cell.trim()));
+/** A code fence the text leaves open (a reply cut short) closed: Discord would show its backticks. */
+function closeFence(raw: string): string {
+  const marker = /^ {0,3}(`{3,}|~{3,})/.exec(raw)?.[1];
+  if (marker === undefined) return raw; // indented code
+  const lines = raw.replace(/\n+$/, '').split('\n');
+  const last = lines.at(-1)!.trim();
+  const closed = lines.length > 1 && last.length >= marker.length && [...last].every((char) => char === marker[0]);
+  return closed ? raw : `${raw.replace(/\n+$/, '')}\n${marker}${/\n*$/.exec(raw)![0]}`;
 }
 
-/** Cells are shown in a code block, where markup would show literally: drop the simple kinds. */
-function plainCell(cell: string): string {
-  return cell
-    .replace(/\\\|/g, '|')
-    .replace(/`([^`]*)`/g, '$1')
-    .replace(/\*\*(.+?)\*\*/g, '$1')
-    .replace(/__(.+?)__/g, '$1')
-    .replace(/~~(.+?)~~/g, '$1')
-    .replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, '$1 ($2)');
+const children = (tokens: readonly Token[]): string => tokens.map((token) => block(token)).join('').replace(/\n+$/, '');
+
+/** Whether a token holds something Discord shows wrongly: a table, a deep heading, a rule, an image, a task box. */
+function needsRewrite(token: Token): boolean {
+  const t = token as MarkedToken;
+  switch (t.type) {
+    case 'table':
+    case 'hr':
+    case 'image':
+      return true;
+    case 'heading':
+      return t.depth > 3 || t.tokens.some(needsRewrite);
+    case 'list':
+      return t.items.some((item) => item.task || item.tokens.some(needsRewrite));
+    default:
+      return 'tokens' in t && Array.isArray(t.tokens) && (t.tokens as Token[]).some(needsRewrite);
+  }
 }
 
-function renderTable(rows: string[][]): string[] {
-  const columns = Math.max(...rows.map((row) => row.length));
-  const widths = Array.from({ length: columns }, (_, c) => Math.max(1, ...rows.map((row) => [...(row[c] ?? '')].length)));
-  const format = (row: string[]): string =>
-    widths
-      .map((width, c) => {
-        const cell = row[c] ?? '';
-        return cell + ' '.repeat(width - [...cell].length);
-      })
-      .join(' | ')
-      .trimEnd();
-  const [head, ...body] = rows;
-  return ['```', format(head!), widths.map((width) => '-'.repeat(width)).join('-+-'), ...body.map(format), '```'];
+/** Inline tokens as written, images made links (Discord shows no inline images). */
+function inline(tokens: readonly Token[]): string {
+  return tokens.map((token) => inlineToken(token as MarkedToken)).join('');
 }
+
+function inlineToken(token: MarkedToken): string {
+  if (token.type === 'image') return token.text.trim() === '' ? token.href : `[${token.text}](${token.href})`;
+  if (!('tokens' in token) || !Array.isArray(token.tokens) || !token.tokens.some(needsRewrite)) return token.raw;
+  // the markers around the content (** … **, [ … ](url)) stay, the content is rewritten
+  const content = (token.tokens as Token[]).map((child) => child.raw).join('');
+  const at = token.raw.indexOf(content);
+  return token.raw.slice(0, at) + inline(token.tokens as Token[]) + token.raw.slice(at + content.length);
+}
+
+/** Cells are shown in a code block, where markup would show literally: their text, links as "text (url)". */
+const cellRules: InlineRules = { ...plainTextRules((url) => `(${url})`), code: (code) => code };
 
 /**
  * Cuts content that is still over the limit (the outbox splits by `measure`, so this is a

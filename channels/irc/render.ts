@@ -6,81 +6,51 @@
  * `:nick!user@host PRIVMSG <target> :<text>\r\n` fits in 512 bytes — never inside a UTF-8
  * character, nor inside a grapheme (an emoji with its modifiers) unless one alone is too long.
  */
+import { lex, listText, plainTextRules, prefixLines, renderInline, tableLines, type MarkedToken, type Token } from '../../src/outbound/markdown.ts';
 
 /** The most bytes one IRC line may have, CR LF included (RFC 1459 / 2812). */
 export const IRC_LINE_BYTES = 512;
 /** Prefix length assumed while our own `:nick!user@host` is not known yet. */
 export const CONSERVATIVE_PREFIX_BYTES = 100;
 
-const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+const plainInline = plainTextRules((url) => `(${url})`);
 
 /** Markdown → plain text lines (blank lines dropped: IRC cannot send an empty message). */
 export function flattenMarkdown(markdown: string): string[] {
-  const out: string[] = [];
-  let fence: string | undefined;
-  for (const raw of markdown.replace(/\r\n?/g, '\n').split('\n')) {
-    // no control characters: \x01 would make a line a CTCP request, others are formatting codes
+  // no control characters: \x01 would make a line a CTCP request, others are formatting codes.
+  // They go after lexing: taken out before, "\x02~~~ text" would become a fence and hide its text.
+  return flatten(lex(markdown))
+    .replace(/\t/g, '    ')
     // eslint-disable-next-line no-control-regex
-    const line = raw.replace(/\t/g, '    ').replace(/[\x00-\x1f\x7f]/g, '');
-    const marker = FENCE.exec(line)?.[1];
-    if (fence !== undefined) {
-      if (marker !== undefined && marker[0] === fence[0] && marker.length >= fence.length && line.trim() === marker) {
-        fence = undefined;
-        continue;
-      }
-      if (line.trim() !== '') out.push(line);
-      continue;
-    }
-    if (marker !== undefined) {
-      fence = marker;
-      continue;
-    }
-    const flat = flattenLine(line);
-    if (flat.trim() !== '') out.push(flat);
+    .replace(/[\x00-\x09\x0b-\x1f\x7f]/g, '')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => line.trimEnd());
+}
+
+function flatten(tokens: readonly Token[]): string {
+  return tokens.map((token) => flattenBlock(token as MarkedToken)).join('\n');
+}
+
+function flattenBlock(token: MarkedToken): string {
+  switch (token.type) {
+    case 'paragraph':
+    case 'text':
+    case 'heading':
+      return token.tokens ? renderInline(token.tokens, plainInline) : token.text;
+    case 'code':
+      return token.text;
+    case 'table':
+      return tableLines(token).join('\n');
+    case 'blockquote':
+      return prefixLines(flatten(token.tokens), '> ');
+    case 'list':
+      return listText(token, '-', flatten);
+    case 'hr':
+      return '---'; // a thematic break, kept as a plain separator
+    default: // raw HTML, link definitions: shown as written
+      return token.raw;
   }
-  return out;
-}
-
-/** One markdown line outside a code fence → plain text. */
-export function flattenLine(line: string): string {
-  if (/^ {0,3}([-*_])( *\1){2,} *$/.test(line)) return '---'; // a thematic break, kept as a plain separator
-  let text = line;
-  const heading = /^ {0,3}#{1,6}\s+(.*?)(\s+#+)?\s*$/.exec(text);
-  if (heading) text = heading[1]!;
-  // keep the bullet (or number) and the indentation, flatten what follows
-  const bullet = /^(\s*(?:[-*+]|\d{1,9}[.)])\s+)(.*)$/.exec(text);
-  const lead = bullet ? bullet[1]!.replace(/^(\s*)[*+](\s)/, '$1-$2') : '';
-  const body = bullet ? bullet[2]! : text;
-  return lead + flattenInline(body);
-}
-
-/** Inline markdown → plain text; inline code is kept with its backticks, its content untouched. */
-export function flattenInline(text: string): string {
-  const parts = text.split(/(`+[^`]*?`+)/);
-  return parts.map((part, index) => (index % 2 === 1 ? part : flattenProse(part))).join('');
-}
-
-function flattenProse(text: string): string {
-  // backslash escapes are set aside first, so an escaped `*` never reads as emphasis
-  const escaped: string[] = [];
-  const protectedText = text.replace(/\\([\\`*_{}[\]()#+\-.!~>|])/g, (_, char: string) => `\uE000${escaped.push(char) - 1}\uE001`);
-  return (
-    protectedText
-      // images and links: ![alt](url) / [text](url "title") → "text (url)"
-      // [^[\]]: a label holds no "[" (as in CommonMark), and a run of "[" stays linear
-      .replace(/!?\[([^[\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g, (_, label: string, url: string) => {
-        const shown = label.trim();
-        return shown === '' || shown === url ? url : `${shown} (${url})`;
-      })
-      // autolinks <https://…>
-      .replace(/<((?:https?|mailto):[^>\s]+)>/g, '$1')
-      // bold, then italic, then strikethrough; `_` only at word edges (snake_case stays)
-      .replace(/(\*\*|__)(?=\S)([\s\S]*?\S)\1/g, '$2')
-      .replace(/(^|[^\w*])\*(?=\S)([^*]*?\S)\*(?![\w*])/g, '$1$2')
-      .replace(/(^|[^\w])_(?=\S)([^_]*?\S)_(?!\w)/g, '$1$2')
-      .replace(/~~(?=\S)([\s\S]*?\S)~~/g, '$1')
-      .replace(/\uE000(\d+)\uE001/g, (_, index: string) => escaped[Number(index)]!)
-  );
 }
 
 /** Bytes the server adds around our text: `:prefix PRIVMSG target :` and CR LF. */

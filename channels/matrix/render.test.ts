@@ -20,7 +20,7 @@ describe('matrix render: markdown → org.matrix.custom.html', () => {
     assert.equal(renderHtml('[x](javascript:alert(1))'), '[x](javascript:alert(1))');
     assert.equal(renderHtml('[x](https://a.org/"onmouseover=")'), '<a href="https://a.org/&quot;onmouseover=&quot;">x</a>');
     assert.equal(escapeHtml('<&>"'), '&lt;&amp;&gt;&quot;');
-    assert.equal(renderHtml('**a *b** c*'), '**a *b** c*', 'crossing markup stays literal');
+    assert.equal(renderHtml('**a *b** c*'), '<em><em>a <em>b</em></em> c</em>', 'crossing markup pairs as CommonMark pairs it, into tags that nest');
   });
 
   it('renders fenced code with a language class, and closes a fence left open (streaming)', () => {

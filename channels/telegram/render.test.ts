@@ -36,11 +36,15 @@ describe('telegram render: markdown → HTML', () => {
 
   it('renders headings, bullets and quotes', () => {
     assert.equal(renderHtml('# Title\n- one\n* two'), '<b>Title</b>\n• one\n• two');
-    assert.equal(renderHtml('> quoted\n> more\nafter'), '<blockquote>quoted\nmore</blockquote>\nafter');
+    assert.equal(renderHtml('> quoted\n> more\n\nafter'), '<blockquote>quoted\nmore</blockquote>\n\nafter');
+    // a line right after a quote continues it (CommonMark's lazy continuation, as GitHub shows it)
+    assert.equal(renderHtml('> quoted\nlazy'), '<blockquote>quoted\nlazy</blockquote>');
   });
 
-  it('leaves what is not markup alone: snake_case, arithmetic, unsafe links, unpaired or crossing markers', () => {
-    for (const text of ['snake_case_name', '2 * 3 * 4', 'unclosed **bold', '**a *b** c*']) assert.equal(renderHtml(text), text);
+  it('leaves what is not markup alone: snake_case, arithmetic, unsafe links, unpaired markers', () => {
+    for (const text of ['snake_case_name', '2 * 3 * 4', 'unclosed **bold']) assert.equal(renderHtml(text), text);
+    // crossing markers pair as CommonMark pairs them, into tags that nest
+    assert.equal(renderHtml('**a *b** c*'), '<i><i>a <i>b</i></i> c</i>');
     assert.equal(renderHtml('[x](javascript:alert(1))'), '[x](javascript:alert(1))');
     assert.equal(renderHtml('\\*not italic\\*'), '*not italic*');
   });

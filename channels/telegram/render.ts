@@ -5,7 +5,8 @@
  * as they are. Telegram counts its 4096-character limit on the visible text, so that is what
  * `visibleLength` measures.
  */
-import { HOLD_MARKERS, renderInlineHtml } from '../../src/outbound/inline-html.ts';
+import { codeClass, htmlInline } from '../../src/outbound/html.ts';
+import { lex, listText, prefixLines, renderInline, tableLines, type MarkedToken, type Token } from '../../src/outbound/markdown.ts';
 
 /** Telegram's message-length limit, in visible characters. */
 export const TELEGRAM_LIMIT = 4096;
@@ -14,55 +15,45 @@ export function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-/** Renders markdown to Telegram HTML. Never throws; markup it cannot pair up stays literal. */
+const inline = htmlInline({ tags: { bold: 'b', italic: 'i', strike: 's' }, schemes: ['http://', 'https://', 'tg://', 'mailto:'], escape: escapeHtml });
+
+/** Renders markdown to Telegram HTML. Never throws; every tag it writes is closed. */
 export function renderHtml(markdown: string): string {
-  const lines = markdown.replace(HOLD_MARKERS, '').replace(/\r\n?/g, '\n').split('\n');
-  const out: string[] = [];
-  let quote: string[] | undefined;
-  const flushQuote = (): void => {
-    if (quote) out.push(`<blockquote>${quote.join('\n')}</blockquote>`);
-    quote = undefined;
-  };
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!;
-    const fence = /^\s{0,3}(`{3,}|~{3,})\s*([^\s`]*)[^`]*$/.exec(line);
-    if (fence) {
-      flushQuote();
-      const marker = fence[1]!;
-      const body: string[] = [];
-      i++;
-      while (i < lines.length && !new RegExp(`^\\s{0,3}${marker[0] === '`' ? '`' : '~'}{${marker.length},}\\s*$`).test(lines[i]!)) body.push(lines[i++]!);
-      const language = fence[2]!.replace(/[^\w+#.-]/g, '');
-      const code = escapeHtml(body.join('\n'));
-      out.push(language ? `<pre><code class="language-${language}">${code}</code></pre>` : `<pre>${code}</pre>`);
-      continue;
-    }
-    const quoted = /^\s{0,3}>\s?(.*)$/.exec(line);
-    if (quoted) {
-      (quote ??= []).push(renderInline(quoted[1]!));
-      continue;
-    }
-    flushQuote();
-    out.push(renderLine(line));
+  return blocks(lex(markdown), false);
+}
+
+/** Blocks one per line; `quoted` inside a quote (Telegram nests neither quotes nor code in one). */
+function blocks(tokens: readonly Token[], quoted: boolean): string {
+  return tokens.map((token) => block(token as MarkedToken, quoted)).join('\n');
+}
+
+function block(token: MarkedToken, quoted: boolean): string {
+  switch (token.type) {
+    case 'paragraph':
+    case 'text':
+      return token.tokens ? renderInline(token.tokens, inline) : escapeHtml(token.text);
+    case 'heading':
+      return `<b>${renderInline(token.tokens, inline)}</b>`;
+    case 'hr':
+      return '———';
+    case 'code':
+      return quoted ? escapeHtml(token.text) : pre(token.text, token.lang);
+    case 'table':
+      return quoted ? escapeHtml(tableLines(token).join('\n')) : pre(tableLines(token).join('\n'), undefined);
+    case 'blockquote':
+      return quoted ? prefixLines(blocks(token.tokens, true), '&gt; ') : `<blockquote>${blocks(token.tokens, true)}</blockquote>`;
+    case 'list':
+      return listText(token, '•', (tokens) => blocks(tokens, quoted));
+    case 'space':
+      return '';
+    default: // raw HTML, link definitions: shown as written
+      return escapeHtml(token.raw.replace(/\n+$/, ''));
   }
-  flushQuote();
-  return out.join('\n');
 }
 
-function renderLine(line: string): string {
-  const heading = /^\s{0,3}#{1,6}\s+(.*?)(\s+#+)?\s*$/.exec(line);
-  if (heading) return `<b>${renderInline(heading[1]!)}</b>`;
-  if (/^\s{0,3}([-*_])(\s*\1){2,}\s*$/.test(line)) return '———';
-  const bullet = /^(\s*)[-*+]\s+(.*)$/.exec(line);
-  if (bullet) return `${bullet[1]}• ${renderInline(bullet[2]!)}`;
-  return renderInline(line);
-}
-
-const inline = { tags: { bold: 'b', italic: 'i', strike: 's' }, safeUrl: /^(https?:\/\/|tg:\/\/|mailto:)/i, escape: escapeHtml } as const;
-
-/** Inline markdown: code spans, links, bold, italic, strikethrough, backslash escapes. */
-export function renderInline(text: string): string {
-  return renderInlineHtml(text, inline);
+function pre(code: string, lang: string | undefined): string {
+  const language = codeClass(lang);
+  return language === '' ? `<pre>${escapeHtml(code)}</pre>` : `<pre><code${language}>${escapeHtml(code)}</code></pre>`;
 }
 
 const NAMED: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"' };

@@ -35,6 +35,13 @@ describe('splitMessage', () => {
     assert.deepEqual(splitMessage('', 100), []);
   });
 
+  it("keeps a table's header when a row is too long to go behind it (cut as text; the header was dropped)", () => {
+    const text = '| name | value |\n| --- | --- |\n| zzzzzzzzzzzzzzzzzzzz alpha | alpha |\n\n*alpha*';
+    const joined = splitMessage(text, 64).join('\n');
+    assert.match(joined, /\| name \| value \|/);
+    assert.equal(joined.match(/alpha/g)?.length, 3);
+  });
+
   it('splits on paragraph boundaries first', () => {
     const text = `${'a'.repeat(60)}\n\n${'b'.repeat(60)}\n\n${'c'.repeat(60)}`;
     const parts = check(text, 130);

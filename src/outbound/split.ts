@@ -1,16 +1,20 @@
 /**
- * Splits a reply into parts that fit a platform's message limit: on paragraph, then line, then
- * word boundaries, and only as a last resort inside a word (never inside a UTF-16 surrogate
- * pair). A code fence is never left open: a part that ends inside one closes it, and the next
- * part reopens it with the same info string, so every part renders on its own.
+ * Splits a reply into parts that fit a platform's message limit, between markdown blocks
+ * (paragraphs, lists, code blocks, tables, quotes, as marked lexes them), and only a block
+ * too long alone is cut: a list between its items, a table between its rows (its header
+ * repeated), anything else at a line break, else a space, else between code points (never
+ * inside a UTF-16 surrogate pair). A cut never leaves markup open: a code fence is closed
+ * and reopened with its info string, bold / italic / strikethrough / code spans are closed
+ * and reopened, so every part renders on its own.
  */
+import { hang, lexBlocks, lexInline, prefixLines, type MarkedToken, type Token, type Tokens } from './markdown.ts';
 
 export interface SplitOptions {
   /** Size of a text as the platform counts it. @default UTF-16 length (Telegram, Discord) */
   readonly measure?: (text: string) => number;
 }
 
-const FENCE = /^\s{0,3}(`{3,}|~{3,})(.*)$/;
+type Measure = (text: string) => number;
 
 /** Parts of `text`, in order, each at most `limit` as measured. */
 export function splitMessage(text: string, limit: number, options: SplitOptions = {}): string[] {
@@ -18,83 +22,315 @@ export function splitMessage(text: string, limit: number, options: SplitOptions 
   if (!(limit >= 64)) throw new RangeError(`limit must be at least 64 (room for a reopened code fence), got ${limit}`);
   // a blank reply is no part at all, short or long (a platform refuses an empty message: Telegram with a 400)
   if (measure(text) <= limit) return text.trim() === '' ? [] : [text];
-  // Measuring every candidate part in full made a reply of 100 000 short lines take seconds
-  // (minutes with a rendering measure), blocking the daemon: parts are first built on sums of
-  // line sizes and checked once; only a measure that is far from additive needs the full way.
-  const parts = split(text, limit, measure, true);
-  return parts.every((part) => measure(part) <= limit) ? parts : split(text, limit, measure, false);
+  return pack(textPieces(text, limit, measure), limit, measure)
+    .map(tidy)
+    .flatMap((part) => (measure(part) <= limit ? [part] : forced(part, limit, measure)))
+    .filter((part) => part.trim() !== '');
 }
 
 /**
- * The splitting itself. With `estimate`, a line joins the part when the part's size so far
- * plus the line's own size fits (exact when the measure is additive, as a length is); the
- * part is measured in full only when that sum does not fit.
+ * A piece of the text that fits a part alone. A piece of a block cut in the middle carries
+ * the markup that makes it whole: `open` is written before it when it starts a part (a
+ * reopened fence, reopened emphasis), `close` after it when it ends one; in the middle of a
+ * part, where the next piece of the same block follows, neither is needed.
  */
-function split(text: string, limit: number, measure: (s: string) => number, estimate: boolean): string[] {
-  const parts: string[] = [];
-  let lines: string[] = [];
-  let fence: Fence | undefined; // the fence open at the end of `lines`
-  let estimated = 0; // measure(lines.join('\n')), summed line by line since the last full measure
-
-  const size = (candidate: readonly string[], open: Fence | undefined): number => measure(candidate.join('\n')) + (open ? measure(`\n${open.marker}`) : 0);
-  const push = (line: string): void => {
-    estimated += (lines.length > 0 ? 1 : 0) + measure(line);
-    lines.push(line);
-  };
-  const fits = (line: string, open: Fence | undefined): boolean => {
-    const closing = open ? measure(`\n${open.marker}`) : 0;
-    if (estimate && estimated + (lines.length > 0 ? 1 : 0) + measure(line) + closing <= limit) return true;
-    const exact = size([...lines, line], open);
-    if (exact > limit) return false;
-    estimated = exact - closing - measure(line) - (lines.length > 0 ? 1 : 0);
-    return true;
-  };
-
-  // The line that reopens a fence in the next part: its opening line, or only its marker when
-  // that line is long (an opener longer than the limit made every later part too long).
-  const reopener = (open: Fence): string => (measure(open.opener) <= limit / 4 ? open.opener : open.marker);
-
-  const flush = (): void => {
-    if (lines.length === 0) return;
-    // Prefer to end the part at its last paragraph break, when that keeps at least half of it.
-    const cut = paragraphCut(lines, measure, limit);
-    const keep = cut === undefined ? lines : lines.slice(0, cut);
-    const rest = cut === undefined ? [] : lines.slice(cut + 1);
-    // A part that ends inside a fence closes it; the next one reopens it (its first line opens it again).
-    const open = fenceAfter(keep);
-    parts.push([...keep, ...(open ? [open.marker] : [])].join('\n'));
-    lines = open ? [reopener(open), ...rest] : rest;
-    estimated = lines.length === 0 ? 0 : measure(lines.join('\n'));
-    fence = fenceAfter(lines);
-  };
-
-  for (const line of text.split('\n')) {
-    const nextFence = stepFence(line, fence);
-    if (fits(line, nextFence)) {
-      push(line);
-      fence = nextFence;
-      continue;
-    }
-    flush();
-    if (fits(line, nextFence)) {
-      push(line);
-      fence = nextFence;
-      continue;
-    }
-    // One line alone is too long: cut it by words (or by force), each piece on its own part.
-    // (a line that opens a fence needs room for its closing marker too)
-    const held = fence ?? nextFence;
-    for (const piece of cutLine(line, limit - size(lines, held) - 1 - (held ? measure(`\n${held.marker}`) : 0), limit - (fence ? measure(`${reopener(fence)}\n\n${fence.marker}`) : 0), measure)) {
-      // the piece may open a fence (an over-long opening line): its closing marker must fit too
-      if (lines.length > 0 && size([...lines, piece], stepFence(piece, fence)) > limit) flush();
-      push(piece);
-      fence = stepFence(piece, fence);
-    }
-    fence = nextFence;
-  }
-  if (lines.length > 0) parts.push(lines.join('\n'));
-  return parts.filter((part) => part.trim() !== '');
+interface Piece {
+  readonly open: string;
+  readonly text: string;
+  readonly close: string;
+  /** The line break or space cut at, after the text: kept between pieces in one part. */
+  readonly gap: string;
+  /** Size of `open + text + close`. */
+  readonly size: number;
 }
+
+const piece = (text: string, measure: Measure): Piece => ({ open: '', text, close: '', gap: '', size: measure(text) });
+
+/** The text of a part made of `pieces`. */
+function join(pieces: readonly Piece[]): string {
+  const last = pieces.length - 1;
+  return pieces[0]!.open + pieces.map((piece, i) => piece.text + (i < last ? piece.gap : '')).join('') + pieces[last]!.close;
+}
+
+/** A block as pieces that each fit alone: the block itself, or the block cut. */
+function blockPieces(token: MarkedToken, limit: number, measure: Measure): Piece[] {
+  const size = measure(token.raw);
+  if (size <= limit) return [{ open: '', text: token.raw, close: '', gap: '', size }];
+  switch (token.type) {
+    case 'list':
+      return listPieces(token, limit, measure);
+    case 'blockquote':
+      return nestedPieces(token.text, (text) => prefixLines(text, '> '), limit, measure);
+    case 'table':
+      return tablePieces(token.raw, limit, measure);
+    default:
+      return cutBlock(token.raw, token.type === 'paragraph', limit, measure);
+  }
+}
+
+/** Pieces of the blocks of a text, each within `limit`. */
+function textPieces(text: string, limit: number, measure: Measure): Piece[] {
+  return lexBlocks(text).flatMap((token) => blockPieces(token, limit, measure));
+}
+
+/**
+ * Parts from pieces, in order: a piece joins the part while the sizes summed fit (exact for
+ * an additive measure, as a length is); a part is then measured whole once, and only one
+ * over the limit (a measure far from additive) is packed again piece by piece, measured whole.
+ */
+function pack(pieces: readonly Piece[], limit: number, measure: Measure): string[] {
+  const parts: string[] = [];
+  let group: Piece[] = [];
+  let sum = 0;
+  const flush = (): void => {
+    if (group.length === 0) return;
+    const part = join(group);
+    parts.push(...(group.length === 1 || measure(part) <= limit ? [part] : packExactly(group, limit, measure)));
+    group = [];
+    sum = 0;
+  };
+  for (const piece of pieces) {
+    if (sum + piece.size > limit) flush();
+    group.push(piece);
+    sum += piece.size;
+  }
+  flush();
+  return parts;
+}
+
+/** Packs pieces measuring each candidate part whole (the longest run that fits). */
+function packExactly(pieces: readonly Piece[], limit: number, measure: Measure): string[] {
+  const parts: string[] = [];
+  for (let from = 0; from < pieces.length; ) {
+    const to = from + longestRun(pieces.length - from, (count) => measure(join(pieces.slice(from, from + count))) <= limit);
+    parts.push(join(pieces.slice(from, to)));
+    from = to;
+  }
+  return parts;
+}
+
+/**
+ * The largest count in [1, available] that `fits` (1 when none does). Gallops up from 1
+ * before it bisects, so it measures about as much as the run it finds, not all that is left.
+ */
+function longestRun(available: number, fits: (count: number) => boolean): number {
+  let low = 1;
+  let high = 2;
+  while (high <= available && fits(high)) {
+    low = high;
+    high *= 2;
+  }
+  high = Math.min(high, available + 1); // fits(low); not fits(high), or high is past the end
+  while (high - low > 1) {
+    const mid = Math.floor((low + high) / 2);
+    if (fits(mid)) low = mid;
+    else high = mid;
+  }
+  return low;
+}
+
+/** The last resort for a part the cutting above left too long: cut as plain text, markup or not. */
+function forced(part: string, limit: number, measure: Measure): string[] {
+  const cuts = cutPoints(part, limit, limit, measure, [], () => true);
+  return cuts.map((end, i) => part.slice(i === 0 ? 0 : skipSpace(part, cuts[i - 1]!), end));
+}
+
+/** A part without the blank lines and trailing spaces left at its cut points. */
+function tidy(part: string): string {
+  return part.replace(/^\n+/, '').trimEnd();
+}
+
+// ---- cutting one block --------------------------------------------------------------------
+
+/** A list too long: its items, an item too long cut as blocks behind its bullet (what follows the last item stays with it). */
+function listPieces(list: Tokens.List, limit: number, measure: Measure): Piece[] {
+  const used = list.items.reduce((sum, item) => sum + item.raw.length, 0);
+  const pieces = list.items.flatMap((item) => {
+    if (measure(item.raw) <= limit) return [piece(item.raw, measure)];
+    const marker = ITEM_MARKER.exec(item.raw)?.[0] ?? '';
+    const content = marker === '' ? item.raw : item.text;
+    // the item's first piece behind its bullet; the others as its text (in the part of the first, lazy lines of it)
+    // (a blank line after those: "2. b" after text would continue it, not start an item)
+    return nestedPieces(content, (text, first) => (first ? marker + hang(text, marker.length) : `${text}\n`), limit, measure);
+  });
+  const last = pieces.pop()!;
+  return [...pieces, { ...last, gap: last.gap + list.raw.slice(used) }];
+}
+
+/** A list item's bullet or number, its task box and the spaces after them. */
+const ITEM_MARKER = /^ {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]+\[[ xX]\])?[ \t]+/;
+
+/**
+ * Pieces of a container's content (a quote's, a list item's), cut as blocks of their own to
+ * the limit less what wrapping adds to a line, and each wrapped back (`> `, the bullet); a
+ * wrapped piece still too long (wrapping adds to every line) is cut as text.
+ */
+function nestedPieces(content: string, wrap: (text: string, first: boolean) => string, limit: number, measure: Measure): Piece[] {
+  const wrapped = (inner: number): string[] =>
+    pack(textPieces(content, inner, measure), inner, measure)
+      .map(tidy)
+      .filter((text) => text.trim() !== '')
+      .map((text, i) => `${wrap(text, i === 0)}\n`);
+  const inner = Math.max(32, limit - measure(wrap('', true)) - 1);
+  let texts = wrapped(inner);
+  // once more with the room less what the widest went over by (more tries were exponential in the depth of nesting)
+  const over = Math.max(...texts.map((text) => measure(text))) - limit;
+  if (over > 0) texts = wrapped(Math.max(32, inner - over));
+  return texts.flatMap((text) => (measure(text) <= limit ? [piece(text, measure)] : cutBlock(text, false, limit, measure)));
+}
+
+/** A table too long: runs of rows, each behind the table's header and delimiter row. */
+function tablePieces(raw: string, limit: number, measure: Measure): Piece[] {
+  const lines = raw.replace(/\n+$/, '').split('\n');
+  const head = lines.slice(0, 2);
+  const rows = lines.slice(2);
+  const table = (from: number, to: number): string => `${[...head, ...rows.slice(from, to)].join('\n')}\n`;
+  if (rows.length === 0 || measure(table(0, 0)) > limit / 2) return cutBlock(raw, false, limit, measure);
+  const pieces: Piece[] = [];
+  let headerSent = false;
+  for (let from = 0; from < rows.length; ) {
+    if (measure(table(from, from + 1)) > limit) {
+      // a row too long even alone: cut as text, behind the header while no run of rows has carried it
+      pieces.push(...cutBlock(`${headerSent ? '' : `${head.join('\n')}\n`}${rows[from]}\n`, false, limit, measure));
+      headerSent = true;
+      from++;
+      continue;
+    }
+    // (the widths of a rendered table's columns depend on all its rows: every run is measured whole)
+    const to = from + longestRun(rows.length - from, (count) => measure(table(from, from + count)) <= limit);
+    pieces.push(piece(table(from, to), measure));
+    headerSent = true;
+    from = to;
+  }
+  return pieces;
+}
+
+/**
+ * Cuts a block's text into pieces within `limit`: at the last line break that keeps at least
+ * half a piece, else the last space, else by force. Code fences left open at a cut are closed
+ * there and reopened after it; in a paragraph, so are emphasis and code spans. Text cut at a
+ * space that would start a block in the next part (`~~~`, `# `, `> `) is escaped.
+ */
+function cutBlock(text: string, paragraph: boolean, limit: number, measure: Measure): Piece[] {
+  const fence = firstFence(text);
+  const spans = paragraph ? inlineSpans(text) : [];
+  // room for what a cut adds: a closing and a reopening fence, closing and reopening markers, an escape
+  const markup = fence ? measure(`${reopener(fence, limit, measure)}\n\n${fence.marker}`) : spans.some((span) => !span.atomic) ? measure('*'.repeat(16)) : 0;
+  const budget = Math.max(8, limit - markup - measure('\\'));
+  const clean = (cut: number): boolean => {
+    if (spans.some((span) => !span.atomic && ((cut > span.start && cut < span.start + span.open.length) || (cut > span.end - span.close.length && cut < span.end)))) return false; // inside a marker
+    const next = skipSpace(text, cut);
+    const close = markers(spans, 0, cut, text.length).close;
+    const open = markers(spans, next, text.length, text.length).open;
+    return !(close !== '' && close[0] === text[cut - 1]) && !(open !== '' && open.at(-1) === text[next]);
+  };
+  const cuts = cutPoints(text, budget, limit - measure('\\'), measure, spans.filter((span) => span.atomic), clean);
+  const pieces: Piece[] = [];
+  let open: Fence | undefined;
+  for (let i = 0; i < cuts.length; i++) {
+    const start = i === 0 ? 0 : skipSpace(text, cuts[i - 1]!);
+    const end = cuts[i]!;
+    const marks = paragraph ? markers(spans, start, end, text.length) : { open: '', close: '' };
+    // text cut at a space starts a line in the next part: a "~~~" or "# " there would open a fence or a heading
+    const midLine = i > 0 && text[cuts[i - 1]!] !== '\n' && !open && marks.open === '' && BLOCK_START.test(text.slice(start, start + 8));
+    const body = text.slice(start, end);
+    const before = (open ? `${reopener(open, limit, measure)}\n` : '') + (midLine ? '\\' : '');
+    open = fenceAfter((midLine ? '\\' : '') + body, open); // (an escaped "```" opens nothing)
+    const after = open && end < text.length ? `\n${open.marker}` : '';
+    const gap = text.slice(end, i + 1 < cuts.length ? skipSpace(text, end) : text.length);
+    const size = measure(before + marks.open + body + marks.close + after);
+    pieces.push(size <= limit ? { open: before + marks.open, text: body, close: marks.close + after, gap, size } : { open: before, text: body, close: after, gap, size: measure(before + body + after) });
+  }
+  return pieces;
+}
+
+/** What opens a block at the start of a line: a fence, a heading, a quote, a bullet. */
+const BLOCK_START = /^(?:`{3}|~{3}|#{1,6}(?![^ \t])|>|[-+*](?![^ \t]))/;
+
+/** Where the next piece starts after a cut at `at`: past the line break or space cut at. */
+function skipSpace(text: string, at: number): number {
+  return text[at] === '\n' || text[at] === ' ' ? at + 1 : at;
+}
+
+/**
+ * End offsets of the pieces of `text`, each within `budget`: at a line break, else a space,
+ * else by force — at an earlier space when the markers closed or reopened there would run into
+ * the text's own (`*a*` + `*`), and not inside an atomic span (a link) when it can be helped
+ * (see {@link aroundSpan}).
+ * `room` is the size a piece may reach when no markup is reopened around it.
+ */
+function cutPoints(text: string, budget: number, room: number, measure: Measure, atomic: readonly Span[], clean: (cut: number) => boolean): number[] {
+  const cuts: number[] = [];
+  let start = 0;
+  let next = 0; // the first atomic span that may end after `start`
+  for (;;) {
+    const end = start + largestPrefix(text, start, budget, measure);
+    if (end >= text.length) break;
+    const half = start + (end - start) / 2;
+    const line = text.lastIndexOf('\n', end);
+    const space = text.lastIndexOf(' ', end);
+    let cut = line > half ? line : space > half ? space : end;
+    if (!clean(cut)) cut = cleaner(text, cut, half, start, clean) ?? cut;
+    while (next < atomic.length && atomic[next]!.end <= cut) next++;
+    const inside = atomic[next];
+    if (inside && inside.start < cut) cut = aroundSpan(text, inside, start, half, (end) => measure(text.slice(start, end)) <= room) ?? cut;
+    cuts.push(cut);
+    start = skipSpace(text, cut);
+  }
+  cuts.push(text.length);
+  return cuts;
+}
+
+/** A clean cut before `cut`: at one of the spaces before it past `half`, else a few characters before it. */
+function cleaner(text: string, cut: number, half: number, start: number, clean: (cut: number) => boolean): number | undefined {
+  for (let tries = 0, space = cut; tries < 8; tries++) {
+    space = text.lastIndexOf(' ', space - 1);
+    if (space <= half) break;
+    if (clean(space)) return space;
+  }
+  for (let at = cut - 1; at > start && at >= cut - 16; at--) if (clean(at)) return at;
+  return undefined;
+}
+
+/**
+ * A cut outside an atomic span the cut falls into: before it (at a space) when that keeps
+ * half a piece, else after it when the piece still fits `room`, else before it if that
+ * leaves anything in the piece, else none.
+ */
+function aroundSpan(text: string, span: Span, start: number, half: number, fits: (end: number) => boolean): number | undefined {
+  const space = text.lastIndexOf(' ', span.start);
+  const before = space > start ? space : span.start;
+  if (before > half) return before;
+  if (fits(span.end)) return span.end;
+  return before > start ? before : undefined;
+}
+
+/**
+ * How many characters of `text` from `start` fit `budget` (at least one), never ending between
+ * the halves of a surrogate pair. Gallops from `budget` characters up before it bisects, so a
+ * piece costs measures of about its own size, not of the whole text.
+ */
+function largestPrefix(text: string, start: number, budget: number, measure: Measure): number {
+  const available = text.length - start;
+  const fits = (n: number): boolean => measure(text.slice(start, start + n)) <= budget;
+  let low = 0; // fits (or nothing)
+  let high = Math.min(available, Math.max(1, budget));
+  while (high < available && fits(high)) {
+    low = high;
+    high = Math.min(available, high * 2);
+  }
+  if (high === available && fits(high)) return high;
+  while (high - low > 1) {
+    const mid = Math.floor((low + high) / 2);
+    if (fits(mid)) low = mid;
+    else high = mid;
+  }
+  const end = Math.max(1, low);
+  const code = text.charCodeAt(start + end - 1);
+  return code >= 0xd800 && code <= 0xdbff && end > 1 ? end - 1 : end;
+}
+
+// ---- fences -------------------------------------------------------------------------------
 
 interface Fence {
   /** The backticks or tildes that close it. */
@@ -103,74 +339,99 @@ interface Fence {
   readonly opener: string;
 }
 
+const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+
+/** The line that reopens a fence in the next part: its opening line, or only its marker when that line is long. */
+function reopener(fence: Fence, limit: number, measure: Measure): string {
+  return measure(fence.opener) <= limit / 4 ? fence.opener : fence.marker;
+}
+
 function stepFence(line: string, open: Fence | undefined): Fence | undefined {
   const match = FENCE.exec(line);
   if (!match) return open;
   const marker = match[1]!;
   if (open) return marker[0] === open.marker[0] && marker.length >= open.marker.length && match[2]!.trim() === '' ? undefined : open;
+  if (marker[0] === '`' && match[2]!.includes('`')) return undefined; // not a fence: an inline code span
   return { marker, opener: line.trimStart() };
 }
 
-function fenceAfter(lines: readonly string[]): Fence | undefined {
-  let open: Fence | undefined;
-  for (const line of lines) open = stepFence(line, open);
-  return open;
+/** The fence open after `text`, given the one open before it. */
+function fenceAfter(text: string, open: Fence | undefined): Fence | undefined {
+  let fence = open;
+  for (const line of text.split('\n')) fence = stepFence(line, fence);
+  return fence;
 }
 
-/** Index of the last blank line outside a fence past half the limit, if any. */
-function paragraphCut(lines: readonly string[], measure: (s: string) => number, limit: number): number | undefined {
-  let open: Fence | undefined;
-  let best: number | undefined;
-  let length = 0;
-  for (let i = 0; i < lines.length; i++) {
-    length += measure(lines[i]!) + 1;
-    if (lines[i]!.trim() === '' && !open && i > 0 && length >= limit / 2) best = i;
-    open = stepFence(lines[i]!, open);
+function firstFence(text: string): Fence | undefined {
+  for (const line of text.split('\n')) {
+    const fence = stepFence(line, undefined);
+    if (fence) return fence;
   }
-  return best;
+  return undefined;
 }
 
-/** Cuts one long line into pieces: at spaces when possible, else by force between code points. */
-function cutLine(line: string, firstRoom: number, room: number, measure: (s: string) => number): string[] {
-  const pieces: string[] = [];
-  let rest = line;
-  let budget = Math.max(8, firstRoom);
-  for (;;) {
-    let end = largestPrefix(rest, budget, measure);
-    if (end >= rest.length) break; // the rest fits
-    const space = rest.lastIndexOf(' ', end);
-    if (space > end / 2) end = space;
-    pieces.push(rest.slice(0, end));
-    rest = rest.slice(end);
-    if (rest.startsWith(' ')) rest = rest.slice(1);
-    budget = Math.max(8, room);
-  }
-  if (rest !== '') pieces.push(rest);
-  return pieces;
+// ---- inline markup across a cut -----------------------------------------------------------
+
+interface Span {
+  readonly start: number;
+  readonly end: number;
+  /** The markers that open and close it (`**`, `~~`, a run of backticks). */
+  readonly open: string;
+  readonly close: string;
+  /** A link or image (or a long code span): reopening cannot mend it, so no cut goes inside when it can be helped. */
+  readonly atomic: boolean;
 }
 
-/**
- * The longest prefix that fits `budget` (at least one character), never ending between the
- * halves of a surrogate pair. Gallops from `budget` characters up before it bisects, so a
- * piece costs measures of about its own size, not of the whole line (a line of a million
- * characters was measured whole for each of its pieces).
- */
-function largestPrefix(text: string, budget: number, measure: (s: string) => number): number {
-  const fits = (n: number): boolean => measure(text.slice(0, n)) <= budget;
-  let low = 0; // fits (or nothing)
-  let high = Math.min(text.length, Math.max(1, budget));
-  while (high < text.length && fits(high)) {
-    low = high;
-    high = Math.min(text.length, high * 2);
+/** The spans of a paragraph's inline markup, outer ones first, by offset. */
+function inlineSpans(text: string): Span[] {
+  const spans: Span[] = [];
+  const walk = (tokens: readonly Token[], from: number): void => {
+    let at = from;
+    for (const token of tokens as readonly MarkedToken[]) {
+      if (!text.startsWith(token.raw, at)) return; // tokens that do not retrace the text: no spans past here
+      const start = at;
+      spans.push(...spanOf(token, start));
+      if ((token.type === 'strong' || token.type === 'em' || token.type === 'del') && token.tokens.length > 0) {
+        walk(token.tokens, start + token.raw.indexOf(token.tokens[0]!.raw));
+      }
+      at = start + token.raw.length;
+    }
+  };
+  walk(lexInline(text), 0);
+  return spans;
+}
+
+function spanOf(token: MarkedToken, start: number): Span[] {
+  const end = start + token.raw.length;
+  switch (token.type) {
+    case 'strong':
+    case 'em':
+    case 'del': {
+      const content = token.tokens.map((child) => child.raw).join('');
+      const at = token.raw.indexOf(content);
+      return [{ start, end, open: token.raw.slice(0, at), close: token.raw.slice(at + content.length), atomic: false }];
+    }
+    case 'codespan': {
+      // three backticks or more reopened at the start of a line would open a code fence instead
+      const ticks = /^`+/.exec(token.raw)![0];
+      return [{ start, end, open: ticks, close: ticks, atomic: ticks.length >= 3 }];
+    }
+    case 'link':
+    case 'image':
+      return [{ start, end, open: '', close: '', atomic: true }];
+    default:
+      return [];
   }
-  if (high === text.length && fits(high)) return high;
-  // the answer is in [low, high): fits(low), not fits(high)
-  while (high - low > 1) {
-    const mid = Math.floor((low + high) / 2);
-    if (fits(mid)) low = mid;
-    else high = mid;
+}
+
+/** Markers to reopen at `start` and to close at `end` (the spans cut there). */
+function markers(spans: readonly Span[], start: number, end: number, length: number): { open: string; close: string } {
+  let open = '';
+  let close = '';
+  for (const span of spans) {
+    if (span.atomic) continue;
+    if (start > 0 && span.start < start && start < span.end) open += span.open;
+    if (end < length && span.start < end && end < span.end) close = span.close + close;
   }
-  const end = Math.max(1, low);
-  const code = text.charCodeAt(end - 1);
-  return code >= 0xd800 && code <= 0xdbff && end > 1 ? end - 1 : end;
+  return { open, close };
 }
