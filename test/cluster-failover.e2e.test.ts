@@ -13,12 +13,11 @@
  * - PostgreSQL unreachable at start: a clear error naming the server without its password.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { lastUserText, startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
-import { startTelegramPeer, type TelegramPeer, type TgUser } from './peers/telegram.ts';
+import { describe, it } from 'node:test';
+import { lastUserText } from './fixtures/fake-openai.ts';
+import type { TelegramPeer, TgUser } from './peers/telegram.ts';
 import { runCli, tempConfig } from './support/cli.ts';
-import { startCluster, type TestCluster } from './support/cluster.ts';
-import { startPostgres, type TestPostgres } from './support/postgres.ts';
+import { clusterSuite, startCluster } from './support/cluster.ts';
 import { until } from './support/wait.ts';
 
 const NOTE = /note-(\d+)/;
@@ -53,43 +52,28 @@ function answered(peer: TelegramPeer, chats?: ReadonlyMap<number, unknown>): Map
 }
 
 describe('cluster failover', () => {
-  let pg: TestPostgres;
-  let model: FakeOpenAI;
-  let peer: TelegramPeer;
-  let cluster: TestCluster | undefined;
+  const suite = clusterSuite();
 
-  before(async () => {
-    pg = await startPostgres();
-    model = await startFakeOpenAI();
-    peer = await startTelegramPeer();
-  });
-  after(async () => {
-    await cluster?.close();
-    await model?.close();
-    await peer?.close();
-    pg?.stop();
-  });
-
-  const channels = (): string => `${peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`;
+  const channels = (): string => `${suite.peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`;
 
   it('the node holding Telegram SIGKILLed mid-turn: another takes the channel and the turn over, and it is answered once', async (t) => {
-    const url = await pg.createDatabase();
-    model.fallback = (request) => {
+    const url = await suite.pg.createDatabase();
+    suite.model.fallback = (request) => {
       const text = lastUserText(request);
       return { text: `got note-${NOTE.exec(text)?.[1] ?? '?'}`, delayMs: text.includes('slow') ? 3000 : 50 };
     };
     // n1 alone first, so the slow turn is surely its own; n2 joins while it runs.
-    const first = startCluster({ url, modelUrl: model.baseUrl, channels: channels(), names: ['n1'] });
-    cluster = first;
+    const first = startCluster({ url, modelUrl: suite.model.baseUrl, channels: channels(), names: ['n1'] });
+    suite.cluster = first;
     const n1 = first.nodes[0]!;
     await first.joined(n1);
     await until(() => first.holder() === n1, 'n1 to hold Telegram', 20_000);
-    const { write, sent } = writer(peer);
+    const { write, sent } = writer(suite.peer);
     const who = person(1);
-    const before = model.requests.length;
+    const before = suite.model.requests.length;
     write(who, ' slow');
-    await until(() => model.requests.length > before, 'the slow turn to reach the model', 20_000);
-    const second = startCluster({ url, modelUrl: model.baseUrl, channels: channels(), names: ['n2'] });
+    await until(() => suite.model.requests.length > before, 'the slow turn to reach the model', 20_000);
+    const second = startCluster({ url, modelUrl: suite.model.baseUrl, channels: channels(), names: ['n2'] });
     const n2 = second.nodes[0]!;
     try {
       await second.joined(n2);
@@ -98,9 +82,9 @@ describe('cluster failover', () => {
       await n1.daemon.exited;
       write(who); // written while the channel has no holder, and queued behind the slow turn
       try {
-        await until(() => (answered(peer, sent).get(who.id)?.length ?? 0) >= 2, 'both notes answered', 90_000);
+        await until(() => (answered(suite.peer, sent).get(who.id)?.length ?? 0) >= 2, 'both notes answered', 90_000);
       } catch (error) {
-        throw new Error(`${(error as Error).message}; answered: ${JSON.stringify([...answered(peer, sent)])}\n${first.tail()}\n${second.tail()}`, { cause: error });
+        throw new Error(`${(error as Error).message}; answered: ${JSON.stringify([...answered(suite.peer, sent)])}\n${first.tail()}\n${second.tail()}`, { cause: error });
       }
       const answeredMs = Date.now() - killedAt;
       const takeover = /"time":(\d+)[^\n]*"msg":"this node now holds the channel"/.exec(n2.daemon.stdout());
@@ -109,21 +93,21 @@ describe('cluster failover', () => {
       // a turn whose node stopped sending heartbeats (10 s) is failed by the next supervise pass (≤ 3 s) and retried
       assert.ok(answeredMs < 45_000, `answered ${answeredMs} ms after the kill`);
       await sleep(2000);
-      assert.deepEqual(answered(peer, sent).get(who.id), sent.get(who.id), 'each answered once, in order');
+      assert.deepEqual(answered(suite.peer, sent).get(who.id), sent.get(who.id), 'each answered once, in order');
     } finally {
       await second.close();
       await first.close();
-      cluster = undefined;
+      suite.cluster = undefined;
     }
   });
 
   it('nodes SIGKILLed at random while messages flow: none lost, none doubled, order kept', async (t) => {
-    const url = await pg.createDatabase();
-    model.fallback = (request) => ({ text: `got note-${NOTE.exec(lastUserText(request))?.[1] ?? '?'}`, delayMs: 30 + Math.floor(Math.random() * 300) });
-    cluster = startCluster({ url, modelUrl: model.baseUrl, channels: channels() });
-    const c = cluster;
+    const url = await suite.pg.createDatabase();
+    suite.model.fallback = (request) => ({ text: `got note-${NOTE.exec(lastUserText(request))?.[1] ?? '?'}`, delayMs: 30 + Math.floor(Math.random() * 300) });
+    suite.cluster = startCluster({ url, modelUrl: suite.model.baseUrl, channels: channels() });
+    const c = suite.cluster;
     await Promise.all(c.nodes.map((node) => c.joined(node)));
-    const { write, sent } = writer(peer);
+    const { write, sent } = writer(suite.peer);
     let writing = true;
     const people = Array.from({ length: 10 }, (_, i) => person(100 + i));
     const writes = (async () => {
@@ -144,14 +128,14 @@ describe('cluster failover', () => {
     }
     await writes;
     const total = [...sent.values()].reduce((sum, list) => sum + list.length, 0);
-    const unique = (): number => [...answered(peer, sent).values()].reduce((sum, list) => sum + new Set(list).size, 0);
+    const unique = (): number => [...answered(suite.peer, sent).values()].reduce((sum, list) => sum + new Set(list).size, 0);
     try {
       await until(() => unique() >= total, `all ${total} notes answered`, 120_000);
     } catch (error) {
       throw new Error(`${(error as Error).message} (${unique()} were)\n${c.tail()}`, { cause: error });
     }
     await sleep(3000);
-    const got = answered(peer);
+    const got = answered(suite.peer);
     const doubles: string[] = [];
     for (const [chat, notes] of sent) {
       const replies = got.get(chat) ?? [];
@@ -164,7 +148,7 @@ describe('cluster failover', () => {
     assert.ok(kills.length >= 10);
     assert.ok(doubles.length <= holderKills, `${doubles.length} second copies, ${holderKills} holder kills`);
     await c.close();
-    cluster = undefined;
+    suite.cluster = undefined;
   });
 
   // This test was flaky (1–2 of 40 unanswered in about 1 run in 3) until the test server stopped
@@ -172,30 +156,30 @@ describe('cluster failover', () => {
   // crash, so a message the daemon had stored and confirmed to Telegram vanished with it. Its
   // wait ends at 60 s so a failure prints the nodes' logs.
   it('PostgreSQL restarted under load: the nodes reconnect and nothing is lost', async () => {
-    const url = await pg.createDatabase();
-    model.fallback = (request) => ({ text: `got note-${NOTE.exec(lastUserText(request))?.[1] ?? '?'}`, delayMs: 50 });
-    cluster = startCluster({ url, modelUrl: model.baseUrl, channels: channels(), names: ['n1', 'n2'] });
-    const c = cluster;
+    const url = await suite.pg.createDatabase();
+    suite.model.fallback = (request) => ({ text: `got note-${NOTE.exec(lastUserText(request))?.[1] ?? '?'}`, delayMs: 50 });
+    suite.cluster = startCluster({ url, modelUrl: suite.model.baseUrl, channels: channels(), names: ['n1', 'n2'] });
+    const c = suite.cluster;
     await Promise.all(c.nodes.map((node) => c.joined(node)));
-    const { write, sent } = writer(peer);
+    const { write, sent } = writer(suite.peer);
     const people = Array.from({ length: 5 }, (_, i) => person(200 + i));
     for (let i = 0; i < 20; i++) {
       write(people[i % people.length]!);
       await sleep(50);
     }
-    pg.restart();
+    suite.pg.restart();
     for (let i = 0; i < 20; i++) {
       write(people[i % people.length]!);
       await sleep(100);
     }
     const total = 40;
-    const unique = (): number => [...answered(peer, sent).values()].reduce((sum, list) => sum + new Set(list).size, 0);
+    const unique = (): number => [...answered(suite.peer, sent).values()].reduce((sum, list) => sum + new Set(list).size, 0);
     try {
       await until(() => unique() >= total, 'all 40 notes answered', 60_000);
     } catch (error) {
       throw new Error(`${(error as Error).message} (${unique()} were)\n${c.tail()}`, { cause: error });
     }
-    const got = answered(peer);
+    const got = answered(suite.peer);
     for (const [chat, notes] of sent) {
       const replies = got.get(chat) ?? [];
       assert.deepEqual(
@@ -206,11 +190,11 @@ describe('cluster failover', () => {
     }
     for (const node of c.nodes) assert.equal(node.daemon.child.exitCode, null, `${node.name} kept running\n${c.tail()}`);
     await c.close();
-    cluster = undefined;
+    suite.cluster = undefined;
   });
 
   it('PostgreSQL unreachable at start: a clear error naming the server (not its password), exit non-zero', async () => {
-    const config = tempConfig(model.baseUrl, `[store]\nkind = "postgres"\nurl = "postgres://switchboard:hunter2@127.0.0.1:1/switchboard"\n${channels()}`);
+    const config = tempConfig(suite.model.baseUrl, `[store]\nkind = "postgres"\nurl = "postgres://switchboard:hunter2@127.0.0.1:1/switchboard"\n${channels()}`);
     try {
       const result = await runCli(['start', '--config', config.file], { env: { TEST_MODEL_KEY: 'sk-x' }, timeoutMs: 60_000 });
       assert.notEqual(result.code, 0);

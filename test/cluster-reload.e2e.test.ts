@@ -6,12 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
-import { lastUserText, startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
-import { startTelegramPeer, type TelegramPeer, type TgUser } from './peers/telegram.ts';
-import { startCluster, type ClusterNodeHandle, type TestCluster } from './support/cluster.ts';
+import { describe, it } from 'node:test';
+import { lastUserText } from './fixtures/fake-openai.ts';
+import type { TgUser } from './peers/telegram.ts';
+import { clusterSuite, startCluster, type ClusterNodeHandle } from './support/cluster.ts';
 import { freePort } from './support/net.ts';
-import { startPostgres, type TestPostgres } from './support/postgres.ts';
 import { until } from './support/wait.ts';
 
 const NOTE = /note-(\d+)/;
@@ -20,32 +19,17 @@ const holdsTelegram = /"channel":"telegram","msg":"this node now holds the chann
 const count = (text: string, pattern: RegExp): number => text.match(pattern)?.length ?? 0;
 
 describe('config reload in a cluster', () => {
-  let pg: TestPostgres;
-  let model: FakeOpenAI;
-  let peer: TelegramPeer;
-  let cluster: TestCluster | undefined;
-
-  before(async () => {
-    pg = await startPostgres();
-    model = await startFakeOpenAI();
-    peer = await startTelegramPeer();
-  });
-  after(async () => {
-    await cluster?.close();
-    await model?.close();
-    await peer?.close();
-    pg?.stop();
-  });
+  const suite = clusterSuite();
 
   it('a reload that removes a channel on its holder hands it to another node; adding it back does not take it away', async () => {
-    const url = await pg.createDatabase();
-    model.fallback = (request) => ({ text: `got note-${NOTE.exec(lastUserText(request))?.[1] ?? '?'}`, delayMs: 50 });
-    const telegram = `${peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`;
+    const url = await suite.pg.createDatabase();
+    suite.model.fallback = (request) => ({ text: `got note-${NOTE.exec(lastUserText(request))?.[1] ?? '?'}`, delayMs: 50 });
+    const telegram = `${suite.peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`;
     const ports = new Map([['n1', await freePort()], ['n2', await freePort()]]);
     // each node also has a webhook (so it keeps a channel when Telegram is taken out of its config)
     const own = (name: string): string => `[gateway]\nlisten = "127.0.0.1:${ports.get(name)}"\n[channels.webhook]\nsecret = "${'s'.repeat(32)}"\n`;
-    cluster = startCluster({ url, modelUrl: model.baseUrl, names: ['n1', 'n2'], channels: (name) => `${own(name)}${telegram}` });
-    const c = cluster;
+    suite.cluster = startCluster({ url, modelUrl: suite.model.baseUrl, names: ['n1', 'n2'], channels: (name) => `${own(name)}${telegram}` });
+    const c = suite.cluster;
     const fail = (error: unknown): never => {
       throw new Error(`${(error as Error).message}\n${c.tail()}`, { cause: error });
     };
@@ -62,11 +46,11 @@ describe('config reload in a cluster', () => {
       for (let i = 0; i < count; i++) {
         n++;
         const who = people[n % people.length]!;
-        peer.queue({ message: { message_id: n, date: Math.floor(Date.now() / 1000), chat: { id: who.id, type: 'private', first_name: who.first_name }, from: who, text: `note-${n}` } });
+        suite.peer.queue({ message: { message_id: n, date: Math.floor(Date.now() / 1000), chat: { id: who.id, type: 'private', first_name: who.first_name }, from: who, text: `note-${n}` } });
         sent.push(n);
       }
     };
-    const answered = (): number[] => peer.sent.map((m) => Number(NOTE.exec(m.text)?.[1])).filter((x) => x > 0);
+    const answered = (): number[] => suite.peer.sent.map((m) => Number(NOTE.exec(m.text)?.[1])).filter((x) => x > 0);
     const allAnswered = (what: string): Promise<void> => until(() => sent.every((x) => answered().includes(x)), what, 30_000).catch(fail);
     const reload = async (node: ClusterNodeHandle, text: string): Promise<void> => {
       const before = count(node.daemon.stdout(), /"msg":"config reloaded"/g);
@@ -104,10 +88,10 @@ describe('config reload in a cluster', () => {
       'every note answered exactly once',
     );
     for (const who of people) {
-      const mine = peer.sent.filter((m) => m.chatId === who.id).map((m) => Number(NOTE.exec(m.text)?.[1]));
+      const mine = suite.peer.sent.filter((m) => m.chatId === who.id).map((m) => Number(NOTE.exec(m.text)?.[1]));
       assert.deepEqual(mine, [...mine].sort((a, b) => a - b), `order kept for ${who.first_name}`);
     }
     await c.close();
-    cluster = undefined;
+    suite.cluster = undefined;
   });
 });

@@ -5,58 +5,41 @@
  * client's tool and gets its answer — the turns on n2 through a call routed to n1.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { lastUserText, startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
-import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
-import { startCluster, type TestCluster } from './support/cluster.ts';
+import { describe, it } from 'node:test';
+import { lastUserText } from './fixtures/fake-openai.ts';
+import { clusterSuite, startCluster } from './support/cluster.ts';
 import { freePort } from './support/net.ts';
-import { startPostgres, type TestPostgres } from './support/postgres.ts';
 import { until } from './support/wait.ts';
 
 const NOTE = /note-(\d+)/;
 const token = 'cluster-tools-token-0123456789';
 
 describe('cluster: remote tools', () => {
-  let pg: TestPostgres;
-  let model: FakeOpenAI;
-  let peer: TelegramPeer;
-  let cluster: TestCluster | undefined;
-
-  before(async () => {
-    pg = await startPostgres();
-    model = await startFakeOpenAI();
-    peer = await startTelegramPeer();
-  });
-  after(async () => {
-    await cluster?.close();
-    await model?.close();
-    await peer?.close();
-    pg?.stop();
-  });
+  const suite = clusterSuite();
 
   it('a client on n1 serves the turns of every node', async (t) => {
-    const url = await pg.createDatabase();
+    const url = await suite.pg.createDatabase();
     const gateway = `127.0.0.1:${await freePort()}`;
-    // Each note: the model asks for the phone's battery, then answers with what the tool said.
-    model.fallback = (request) => {
+    // Each note: the suite.model asks for the phone's battery, then answers with what the tool said.
+    suite.model.fallback = (request) => {
       const note = NOTE.exec(lastUserText(request))?.[1] ?? '?';
       const last = request.body.messages.at(-1)!;
       if (last.role === 'tool') return { text: `note-${note}: ${last.content ?? ''}` };
       return { toolCalls: [{ name: 'phone_battery', arguments: { note } }] };
     };
-    cluster = startCluster({
+    suite.cluster = startCluster({
       url,
-      modelUrl: model.baseUrl,
+      modelUrl: suite.model.baseUrl,
       names: ['n1', 'n2'],
       // only n1 has a gateway (the client connects there); remote tools are medium risk: full autonomy runs them without asking the person
       channels: (name) =>
-        `${name === 'n1' ? `[gateway]\nlisten = "${gateway}"\ntoken = "${token}"\n[gateway.remote_tools]\ncall_timeout_seconds = 10\n` : ''}[security]\nautonomy = "full"\n${peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`,
+        `${name === 'n1' ? `[gateway]\nlisten = "${gateway}"\ntoken = "${token}"\n[gateway.remote_tools]\ncall_timeout_seconds = 10\n` : ''}[security]\nautonomy = "full"\n${suite.peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`,
     });
-    const { nodes } = cluster;
+    const { nodes } = suite.cluster;
     try {
-      await Promise.all(nodes.map((node) => cluster!.joined(node)));
+      await Promise.all(nodes.map((node) => suite.cluster!.joined(node)));
     } catch (error) {
-      throw new Error(`${(error as Error).message}\n${cluster.tail()}`, { cause: error });
+      throw new Error(`${(error as Error).message}\n${suite.cluster.tail()}`, { cause: error });
     }
 
     const phone = new WebSocket(`ws://${gateway}/ws/tools?client=phone`, { headers: { authorization: `Bearer ${token}` } } as unknown as string[]);
@@ -74,13 +57,13 @@ describe('cluster: remote tools', () => {
 
     const people = Array.from({ length: 16 }, (_, i) => ({ id: 7000 + i, is_bot: false, first_name: `P${i}`, username: `p${i}` }));
     for (const [n, person] of people.entries()) {
-      peer.queue({ message: { message_id: n + 1, date: Math.floor(Date.now() / 1000), chat: { id: person.id, type: 'private', first_name: person.first_name }, from: person, text: `note-${n + 1}` } });
+      suite.peer.queue({ message: { message_id: n + 1, date: Math.floor(Date.now() / 1000), chat: { id: person.id, type: 'private', first_name: person.first_name }, from: person, text: `note-${n + 1}` } });
     }
-    const replies = (): Map<number, string> => new Map(peer.sent.filter((m) => NOTE.test(m.text)).map((m) => [m.chatId, m.text]));
+    const replies = (): Map<number, string> => new Map(suite.peer.sent.filter((m) => NOTE.test(m.text)).map((m) => [m.chatId, m.text]));
     try {
       await until(() => replies().size >= people.length, `${people.length} replies`, 60_000);
     } catch (error) {
-      throw new Error(`${(error as Error).message}: got ${JSON.stringify([...replies()])}\n${cluster.tail()}`, { cause: error });
+      throw new Error(`${(error as Error).message}: got ${JSON.stringify([...replies()])}\n${suite.cluster.tail()}`, { cause: error });
     }
     for (const [n, person] of people.entries()) {
       assert.equal(replies().get(person.id), `note-${n + 1}: battery at 81% (asked for note-${n + 1})`, `chat ${person.id} got the tool's answer`);

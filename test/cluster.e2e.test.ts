@@ -5,48 +5,31 @@
  * lease polls and sends).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { lastUserText, startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
-import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
-import { startCluster, type TestCluster } from './support/cluster.ts';
-import { startPostgres, type TestPostgres } from './support/postgres.ts';
+import { describe, it } from 'node:test';
+import { lastUserText } from './fixtures/fake-openai.ts';
+import { clusterSuite, startCluster } from './support/cluster.ts';
 import { freePort } from './support/net.ts';
 import { until } from './support/wait.ts';
 
 const NOTE = /note-(\d+)/;
 
 describe('cluster: three daemons on one PostgreSQL', () => {
-  let pg: TestPostgres;
-  let model: FakeOpenAI;
-  let peer: TelegramPeer;
-  let cluster: TestCluster | undefined;
-
-  before(async () => {
-    pg = await startPostgres();
-    model = await startFakeOpenAI();
-    peer = await startTelegramPeer();
-  });
-  after(async () => {
-    await cluster?.close();
-    await model?.close();
-    await peer?.close();
-    pg?.stop();
-  });
+  const suite = clusterSuite();
 
   it('answers 300 messages from 30 people exactly once, in order per conversation, with turns on every node', async (t) => {
-    const url = await pg.createDatabase();
-    model.fallback = (request) => ({ text: `got note-${NOTE.exec(lastUserText(request))?.[1] ?? '?'}`, delayMs: 20 + Math.floor(Math.random() * 150) });
+    const url = await suite.pg.createDatabase();
+    suite.model.fallback = (request) => ({ text: `got note-${NOTE.exec(lastUserText(request))?.[1] ?? '?'}`, delayMs: 20 + Math.floor(Math.random() * 150) });
     // n1 also serves the gateway (status and the web console), as an operator's node would
     const gateway = `127.0.0.1:${await freePort()}`;
     const token = 'cluster-test-token-0123456789';
-    cluster = startCluster({
+    suite.cluster = startCluster({
       url,
-      modelUrl: model.baseUrl,
+      modelUrl: suite.model.baseUrl,
       failoverSeconds: 3,
-      channels: (node) => `${node === 'n1' ? `[gateway]\nlisten = "${gateway}"\ntoken = "${token}"\n` : ''}${peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`,
+      channels: (node) => `${node === 'n1' ? `[gateway]\nlisten = "${gateway}"\ntoken = "${token}"\n` : ''}${suite.peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`,
     });
-    const daemons = cluster.nodes.map((node) => node.daemon);
-    const tail = cluster.tail;
+    const daemons = suite.cluster.nodes.map((node) => node.daemon);
+    const tail = suite.cluster.tail;
     try {
       await Promise.all(daemons.map((daemon) => daemon.waitFor(/"msg":"joined the cluster/, 'stdout', 30_000)));
       await until(() => daemons.some((daemon) => /this node now holds the channel/.test(daemon.stdout())), 'a node to take the Telegram lease', 20_000);
@@ -58,13 +41,13 @@ describe('cluster: three daemons on one PostgreSQL', () => {
     const sent = new Map<number, number[]>(people.map((p) => [p.id, []]));
     for (let n = 1; n <= 300; n++) {
       const person = people[(n * 7) % people.length]!;
-      peer.queue({ message: { message_id: n, date: Math.floor(Date.now() / 1000), chat: { id: person.id, type: 'private', first_name: person.first_name }, from: person, text: `note-${n}` } });
+      suite.peer.queue({ message: { message_id: n, date: Math.floor(Date.now() / 1000), chat: { id: person.id, type: 'private', first_name: person.first_name }, from: person, text: `note-${n}` } });
       sent.get(person.id)!.push(n);
       if (n % 10 === 0) await new Promise((resolve) => setTimeout(resolve, 25));
     }
     const replies = (): Map<number, number[]> => {
       const byChat = new Map<number, number[]>();
-      for (const message of peer.sent) {
+      for (const message of suite.peer.sent) {
         const n = NOTE.exec(message.text)?.[1];
         if (n === undefined) continue;
         byChat.set(message.chatId, [...(byChat.get(message.chatId) ?? []), Number(n)]);
@@ -82,7 +65,7 @@ describe('cluster: three daemons on one PostgreSQL', () => {
     for (const [chat, notes] of sent) assert.deepEqual(got.get(chat), notes, `chat ${chat}: every note answered once, in order`);
     assert.equal(count(), 300);
     const turns = daemons.map((daemon) => (daemon.stdout().match(/"msg":"turn done"/g) ?? []).length);
-    t.diagnostic(`turns per node: ${turns.join(', ')}; model requests: ${model.requests.length}`);
+    t.diagnostic(`turns per node: ${turns.join(', ')}; suite.model requests: ${suite.model.requests.length}`);
     assert.equal(
       turns.reduce((a, b) => a + b, 0),
       300,
@@ -92,7 +75,7 @@ describe('cluster: three daemons on one PostgreSQL', () => {
     const holders = daemons.filter((daemon) => /"channel":"telegram"[^\n]*this node now holds the channel/.test(daemon.stdout()));
     assert.equal(holders.length, 1, 'exactly one node held Telegram');
 
-    // The status API and the web console's overview show the whole cluster.
+    // The status API and the web console's overview show the whole suite.cluster.
     const get = async (path: string): Promise<{ cluster?: { node: string; nodes: Array<{ node: string; alive: boolean; channels: string[]; turns: number }> } }> => {
       const response = await fetch(`http://${gateway}${path}`, { headers: { authorization: `Bearer ${token}` } });
       assert.equal(response.status, 200, `${path}: ${response.status}`);

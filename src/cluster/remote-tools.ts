@@ -15,9 +15,9 @@
  *   (unclaimed calls for this node, answered calls of this node) and on reconnect.
  */
 import { randomUUID } from 'node:crypto';
-import type { Client } from 'pg';
 import type { Logger } from 'pino';
 import type { Database } from '../store/sql.ts';
+import { listen } from './listen.ts';
 import type { ToolResult } from '../tool.ts';
 import { remoteToolMessages, type PeerCallOutcome, type PeerTool, type RemoteToolPeers, type RemoteToolSpec, type RoutedCall } from '../tools/remote-peers.ts';
 
@@ -72,7 +72,6 @@ export async function startRemoteToolBridge(options: RemoteToolBridgeOptions): P
   const log = options.log.child({ component: 'remote-tools-cluster' });
   const refreshMs = options.refreshMs ?? 2000;
   const retryMs = options.retryMs ?? 2000;
-  const { default: pg } = await import('pg');
 
   let peers: readonly PeerTool[] = [];
   let peersKey = '[]';
@@ -88,8 +87,6 @@ export async function startRemoteToolBridge(options: RemoteToolBridgeOptions): P
   let ticking = false;
   let sweptAt = 0;
   let closed = false;
-  const stopping = new AbortController();
-  let listener: Client | undefined;
 
   const notice = (payload: Notice): string => JSON.stringify(payload);
 
@@ -111,41 +108,6 @@ export async function startRemoteToolBridge(options: RemoteToolBridgeOptions): P
       else if (payload.k === 'cancel') serving.get(payload.id)?.abort();
       else void collect(payload.id);
     }
-  }
-
-  async function listen(): Promise<void> {
-    let first = true;
-    const connect = async (): Promise<void> => {
-      while (!stopping.signal.aborted) {
-        const next = new pg.Client({ connectionString: options.url, keepAlive: true });
-        try {
-          await next.connect();
-          next.on('notification', (note) => {
-            if (note.channel === CHANNEL && note.payload) onNotice(note.payload);
-          });
-          next.on('error', (error) => {
-            log.warn({ err: error }, 'remote-tool listener connection broke; reconnecting');
-            void next.end().catch(() => undefined);
-            if (listener === next && !stopping.signal.aborted) void connect();
-          });
-          await next.query(`LISTEN ${CHANNEL}`);
-          listener = next;
-          // Whatever was announced while no one listened.
-          if (!first) {
-            refreshSoon();
-            void tick();
-          }
-          first = false;
-          return;
-        } catch (error) {
-          await next.end().catch(() => undefined);
-          if (stopping.signal.aborted) return;
-          log.warn({ err: error }, 'cannot listen for remote-tool calls yet; trying again');
-          await new Promise((resolve) => setTimeout(resolve, retryMs).unref());
-        }
-      }
-    };
-    await connect();
   }
 
   /** Runs a call routed to this node, once (the row is claimed), and answers it. */
@@ -292,7 +254,19 @@ export async function startRemoteToolBridge(options: RemoteToolBridgeOptions): P
     }
   }
 
-  await listen();
+  const listener = await listen({
+    url: options.url,
+    channel: CHANNEL,
+    log,
+    what: 'remote-tool listener',
+    retryMs,
+    onNotice,
+    // whatever was announced while no one listened
+    onReconnect: () => {
+      refreshSoon();
+      void tick();
+    },
+  });
   await refresh();
   const timer = setInterval(() => void tick(), refreshMs);
   timer.unref();
@@ -359,8 +333,7 @@ export async function startRemoteToolBridge(options: RemoteToolBridgeOptions): P
       await refreshing;
       for (const entry of [...waiting.values()]) entry.finish({ kind: 'disconnected' });
       for (const controller of serving.values()) controller.abort();
-      stopping.abort();
-      await listener?.end().catch(() => undefined);
+      await listener.stop();
       try {
         await db.run('DELETE FROM remote_tools WHERE node = ?', [node]);
         await db.run('DELETE FROM remote_tool_calls WHERE node = ? AND result IS NULL', [node]);

@@ -4,9 +4,9 @@
  * connection of the holder's own. A notification missed while that connection was down is made
  * up for by `onReconnect` (send everything pending) and by the runtime's periodic sweep.
  */
-import type { Client } from 'pg';
 import type { Logger } from 'pino';
 import type { Sql } from '../store/sql.ts';
+import { listen } from './listen.ts';
 
 const CHANNEL = 'switchboard_replies';
 
@@ -25,41 +25,5 @@ export async function listenForReplies(
   events: { onReply(conversation: string): void; onReconnect(): void },
   retryMs = 2000,
 ): Promise<ReplyListener> {
-  const { default: pg } = await import('pg');
-  const stopping = new AbortController();
-  let client: Client | undefined;
-  let first = true;
-
-  const connect = async (): Promise<void> => {
-    while (!stopping.signal.aborted) {
-      const next = new pg.Client({ connectionString: url, keepAlive: true });
-      try {
-        await next.connect();
-        next.on('notification', (note) => {
-          if (note.channel === CHANNEL && note.payload) events.onReply(note.payload);
-        });
-        next.on('error', (error) => {
-          log.warn({ err: error }, 'reply listener connection broke; reconnecting');
-          void next.end().catch(() => undefined);
-          if (client === next && !stopping.signal.aborted) void connect();
-        });
-        await next.query(`LISTEN ${CHANNEL}`);
-        client = next;
-        if (!first) events.onReconnect();
-        first = false;
-        return;
-      } catch (error) {
-        await next.end().catch(() => undefined);
-        log.warn({ err: error }, 'cannot listen for replies yet; trying again');
-        await new Promise((resolve) => setTimeout(resolve, retryMs).unref());
-      }
-    }
-  };
-  await connect();
-  return {
-    async stop() {
-      stopping.abort();
-      await client?.end().catch(() => undefined);
-    },
-  };
+  return listen({ url, channel: CHANNEL, log, what: 'reply listener', retryMs, onNotice: events.onReply, onReconnect: events.onReconnect });
 }

@@ -2,7 +2,11 @@
  * Nodes of a test cluster: daemons on one PostgreSQL, each with its own data_dir and the same
  * channel section, started, killed and restarted by name.
  */
+import { after, before } from 'node:test';
+import { startFakeOpenAI, type FakeOpenAI } from '../fixtures/fake-openai.ts';
+import { startTelegramPeer, type TelegramPeer } from '../peers/telegram.ts';
 import { startDaemon, tempConfig, type Daemon } from './cli.ts';
+import { startPostgres, type TestPostgres } from './postgres.ts';
 
 export interface ClusterNodeHandle {
   readonly name: string;
@@ -79,4 +83,33 @@ export function startCluster(options: ClusterOptions): TestCluster {
       for (const config of configs) config.cleanup();
     },
   };
+}
+
+/** What a cluster test suite shares: its servers, and the cluster a test left running. */
+export interface ClusterSuite {
+  pg: TestPostgres;
+  model: FakeOpenAI;
+  peer: TelegramPeer;
+  /** Set it to the cluster a test starts: stopped after the suite if the test did not get to. */
+  cluster: TestCluster | undefined;
+}
+
+/**
+ * A PostgreSQL server, the scripted model and a Telegram peer, started before the suite's tests
+ * and stopped after them (with any cluster left running). Call inside `describe`.
+ */
+export function clusterSuite(): ClusterSuite {
+  const suite = { cluster: undefined } as ClusterSuite;
+  before(async () => {
+    suite.pg = await startPostgres();
+    suite.model = await startFakeOpenAI();
+    suite.peer = await startTelegramPeer();
+  });
+  after(async () => {
+    await suite.cluster?.close();
+    await suite.model?.close();
+    await suite.peer?.close();
+    suite.pg?.stop();
+  });
+  return suite;
 }
