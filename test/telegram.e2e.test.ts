@@ -65,6 +65,11 @@ describe('telegram faults', () => {
 
   /** A daemon on a fresh data dir (or the same one with `reuse`), fast restarts, short polls. */
   async function start(reuse = false): Promise<void> {
+    // a test that failed before its stop() leaves its daemon: two pollers on one token would fail every later test (and keep this file from ending)
+    if (daemon && daemon.child.exitCode === null && daemon.child.signalCode === null) {
+      daemon.child.kill('SIGKILL');
+      await daemon.exited;
+    }
     if (!reuse) {
       peer.reset();
       model.requests.length = 0;
@@ -125,7 +130,7 @@ describe('telegram faults', () => {
     await stop();
   });
 
-  it('answers exactly once after SIGKILL between receiving an update and replying, though the update was never confirmed', async () => {
+  it('answers exactly once after SIGKILL between receiving an update and replying, though the dead poller never confirmed it', async () => {
     await start();
     model.script({ text: 'never sent', delayMs: 60_000 });
     peer.stallAfterNextDelivery(); // the poll that would confirm the update never gets through
@@ -141,7 +146,10 @@ describe('telegram faults', () => {
     await until(() => peer.pending === 0, 'the update confirmed');
     await quiet();
     assert.deepEqual(texts(), ['echo: survive this']);
-    assert.equal(peer.deliveries(update), 2, 'Telegram handed the update out again; the inbox recognised it');
+    // The dead poller stored its offset once the update was in the inbox (channels/telegram/offset.ts), so the new
+    // one usually confirms it without reading it again; killed before that write, Telegram hands it out again and
+    // the inbox recognises it. Either way it is answered once.
+    assert.ok([1, 2].includes(peer.deliveries(update)), `handed out ${peer.deliveries(update)} times`);
     assert.equal(model.requests.length, 2, 'the model was asked once before the kill and once after');
     await stop();
   });

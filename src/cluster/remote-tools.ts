@@ -286,6 +286,8 @@ export async function startRemoteToolBridge(options: RemoteToolBridgeOptions): P
       const started = Date.now();
       return new Promise<PeerCallOutcome>((resolve) => {
         let done = false;
+        /** The call's row being written: an abandoned call is deleted after it (a delete that overtook a slow insert would leave the row behind). */
+        let stored: Promise<unknown> = Promise.resolve();
         const finish = (outcome: PeerCallOutcome): void => {
           if (done) return;
           done = true;
@@ -294,7 +296,7 @@ export async function startRemoteToolBridge(options: RemoteToolBridgeOptions): P
           waiting.delete(id);
           if (outcome.kind !== 'answered') {
             log.info({ callId: id, tool: tool.name, node: tool.node, outcome: outcome.kind }, 'routed remote-tool call ended without an answer');
-            db.run('DELETE FROM remote_tool_calls WHERE id = ?', [id]).catch((error: unknown) => log.warn({ err: error, callId: id }, 'could not delete an abandoned remote-tool call; the sweep will'));
+            stored.then(() => db.run('DELETE FROM remote_tool_calls WHERE id = ?', [id])).catch((error: unknown) => log.warn({ err: error, callId: id }, 'could not delete an abandoned remote-tool call; the sweep will'));
             // A cancelled turn: the client's node stops waiting for it too (at a timeout it stops by itself).
             if (outcome.kind === 'cancelled') {
               db.get('SELECT pg_notify(?, ?)', [CHANNEL, notice({ k: 'cancel', to: tool.node, id })]).catch((error: unknown) => log.warn({ err: error, callId: id }, 'could not tell the node of a cancelled remote-tool call'));
@@ -306,7 +308,7 @@ export async function startRemoteToolBridge(options: RemoteToolBridgeOptions): P
         const onAbort = (): void => finish({ kind: 'cancelled' });
         signal.addEventListener('abort', onAbort, { once: true });
         waiting.set(id, { node: tool.node, client: tool.client, finish });
-        db.get(
+        stored = db.get(
           `WITH stored AS (INSERT INTO remote_tool_calls (id, caller, node, client, name, args, created_at, deadline) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING node)
            SELECT pg_notify(?, json_build_object('k', 'call', 'to', node, 'id', ?::text)::text) FROM stored`,
           [id, node, tool.node, tool.client, tool.name, JSON.stringify(args), started, started + timeoutMs, CHANNEL, id],
