@@ -71,6 +71,15 @@ describe('splitMessage', () => {
     assert.match(parts[0]!, /^```ts\n[\s\S]*\n```$/);
   });
 
+  it('closes and reopens a fence whose info string holds a line separator (U+2028; fuzz seed 631626121)', () => {
+    const text = `~~~\u2028\n${'a'.repeat(150)}\n${'é '.repeat(60)}`;
+    const parts = splitMessage(text, 200);
+    assert.equal(parts.length, 2);
+    assert.ok(parts.every((part) => part.length <= 200));
+    assert.match(parts[0]!, /\n~~~$/);
+    assert.match(parts[1]!, /^~~~\u2028\n/);
+  });
+
   it('keeps every part within the limit for random texts with fences, paragraphs and long words', () => {
     let seed = 42;
     const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);

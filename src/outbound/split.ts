@@ -339,7 +339,8 @@ interface Fence {
   readonly opener: string;
 }
 
-const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+// `s`: an info string may hold U+2028/U+2029, which `.` alone does not match (the line is already cut at "\n")
+const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/s;
 
 /** The line that reopens a fence in the next part: its opening line, or only its marker when that line is long. */
 function reopener(fence: Fence, limit: number, measure: Measure): string {
