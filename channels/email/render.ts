@@ -4,44 +4,17 @@
  * aligned) and, when configured, as an HTML alternative.
  */
 import { htmlBlocks } from '../../src/outbound/html.ts';
-import { lex, listText, plainTextRules, prefixLines, renderInline, tableLines, type MarkedToken, type Token } from '../../src/outbound/markdown.ts';
+import { lex, plainBlocks, plainTextRules } from '../../src/outbound/markdown.ts';
 
 const plainInline = plainTextRules((url) => `<${url}>`);
 
 /** Markdown → the plain-text body of a mail. */
 export function renderPlain(markdown: string): string {
-  return plainBlocks(lex(markdown))
+  return plainBlocks(lex(markdown), plainInline, indent)
     .split('\n')
     .map((line) => line.trimEnd())
     .join('\n')
     .trim();
-}
-
-function plainBlocks(tokens: readonly Token[]): string {
-  return tokens.map((token) => plainBlock(token as MarkedToken)).join('\n');
-}
-
-function plainBlock(token: MarkedToken): string {
-  switch (token.type) {
-    case 'paragraph':
-    case 'text':
-    case 'heading':
-      return token.tokens ? renderInline(token.tokens, plainInline) : token.text;
-    case 'code':
-      return indent(token.text);
-    case 'table':
-      return indent(tableLines(token).join('\n'));
-    case 'blockquote':
-      return prefixLines(plainBlocks(token.tokens), '> ');
-    case 'list':
-      return listText(token, '-', plainBlocks);
-    case 'hr':
-      return '---';
-    case 'space':
-      return '';
-    default: // raw HTML, link definitions: shown as written
-      return token.raw.replace(/\n+$/, '');
-  }
 }
 
 const indent = (code: string): string => code.replace(/^(?=.)/gm, '    ');

@@ -6,7 +6,7 @@
  * `:nick!user@host PRIVMSG <target> :<text>\r\n` fits in 512 bytes — never inside a UTF-8
  * character, nor inside a grapheme (an emoji with its modifiers) unless one alone is too long.
  */
-import { lex, listText, plainTextRules, prefixLines, renderInline, tableLines, type MarkedToken, type Token } from '../../src/outbound/markdown.ts';
+import { lex, plainBlocks, plainTextRules } from '../../src/outbound/markdown.ts';
 
 /** The most bytes one IRC line may have, CR LF included (RFC 1459 / 2812). */
 export const IRC_LINE_BYTES = 512;
@@ -19,38 +19,13 @@ const plainInline = plainTextRules((url) => `(${url})`);
 export function flattenMarkdown(markdown: string): string[] {
   // no control characters: \x01 would make a line a CTCP request, others are formatting codes.
   // They go after lexing: taken out before, "\x02~~~ text" would become a fence and hide its text.
-  return flatten(lex(markdown))
+  return plainBlocks(lex(markdown), plainInline, (code) => code)
     .replace(/\t/g, '    ')
     // eslint-disable-next-line no-control-regex
     .replace(/[\x00-\x09\x0b-\x1f\x7f]/g, '')
     .split('\n')
     .filter((line) => line.trim() !== '')
     .map((line) => line.trimEnd());
-}
-
-function flatten(tokens: readonly Token[]): string {
-  return tokens.map((token) => flattenBlock(token as MarkedToken)).join('\n');
-}
-
-function flattenBlock(token: MarkedToken): string {
-  switch (token.type) {
-    case 'paragraph':
-    case 'text':
-    case 'heading':
-      return token.tokens ? renderInline(token.tokens, plainInline) : token.text;
-    case 'code':
-      return token.text;
-    case 'table':
-      return tableLines(token).join('\n');
-    case 'blockquote':
-      return prefixLines(flatten(token.tokens), '> ');
-    case 'list':
-      return listText(token, '-', flatten);
-    case 'hr':
-      return '---'; // a thematic break, kept as a plain separator
-    default: // raw HTML, link definitions: shown as written
-      return token.raw;
-  }
 }
 
 /** Bytes the server adds around our text: `:prefix PRIVMSG target :` and CR LF. */

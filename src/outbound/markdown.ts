@@ -232,6 +232,40 @@ export function plainTextRules(target: (url: string) => string): InlineRules {
 
 // ---- blocks ---------------------------------------------------------------------------------
 
+/**
+ * Blocks flattened to plain text (mail, IRC): inline markup by `inline`, code blocks and
+ * tables (as aligned lines) through `code` (indented for mail, as written for IRC), quotes as
+ * "> " lines, lists with "-" bullets, raw HTML and link definitions as written.
+ */
+export function plainBlocks(tokens: readonly Token[], inline: InlineRules, code: (text: string) => string): string {
+  const blocks = (inner: readonly Token[]): string => plainBlocks(inner, inline, code);
+  return tokens
+    .map((block) => {
+      const token = block as MarkedToken;
+      switch (token.type) {
+        case 'paragraph':
+        case 'text':
+        case 'heading':
+          return token.tokens ? renderInline(token.tokens, inline) : token.text;
+        case 'code':
+          return code(token.text);
+        case 'table':
+          return code(tableLines(token).join('\n'));
+        case 'blockquote':
+          return prefixLines(blocks(token.tokens), '> ');
+        case 'list':
+          return listText(token, '-', blocks);
+        case 'hr':
+          return '---'; // a thematic break, kept as a plain separator
+        case 'space':
+          return '';
+        default: // raw HTML, link definitions: shown as written
+          return token.raw.replace(/\n+$/, '');
+      }
+    })
+    .join('\n');
+}
+
 /** A table as aligned monospace lines (header, rule, rows): for platforms without tables. */
 export function tableLines(table: Tokens.Table, cell: (tokens: readonly Token[]) => string = inlineText): string[] {
   const rows = [table.header, ...table.rows].map((row) => row.map((c) => cell(c.tokens).replace(/\s+/g, ' ').trim()));
