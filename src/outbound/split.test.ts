@@ -71,6 +71,14 @@ describe('splitMessage', () => {
     assert.match(parts[0]!, /^```ts\n[\s\S]*\n```$/);
   });
 
+  it('escapes reopened markers that would run into the text as a fence ("~~" + "~~~~ x"; fuzz seed 2064582147)', () => {
+    const text = '- ~~zzzzzzzzzzzzzzzzzzzz ~~~~ [alpha](https://example.org/1) ~~~~ alpha~~ **alpha**\n- alpha';
+    const parts = splitMessage(text, 64);
+    assert.ok(parts.length >= 2);
+    for (const part of parts.slice(1)) assert.doesNotMatch(part, /^ {0,3}(?:~{3}|`{3})/, `a part opens a fence: ${JSON.stringify(part)}`);
+    assert.ok(parts.join('\n').includes('alpha~~ **alpha**'));
+  });
+
   it('closes and reopens a fence whose info string holds a line separator (U+2028; fuzz seed 631626121)', () => {
     const text = `~~~\u2028\n${'a'.repeat(150)}\n${'é '.repeat(60)}`;
     const parts = splitMessage(text, 200);

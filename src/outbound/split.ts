@@ -234,12 +234,17 @@ function cutBlock(text: string, paragraph: boolean, limit: number, measure: Meas
     // text cut at a space starts a line in the next part: a "~~~" or "# " there would open a fence or a heading
     const midLine = i > 0 && text[cuts[i - 1]!] !== '\n' && !open && marks.open === '' && BLOCK_START.test(text.slice(start, start + 8));
     const body = text.slice(start, end);
-    const before = (open ? `${reopener(open, limit, measure)}\n` : '') + (midLine ? '\\' : '');
-    open = fenceAfter((midLine ? '\\' : '') + body, open); // (an escaped "```" opens nothing)
+    // reopened markers that run into the text would open a block too: "~~" reopened before "~~~~ x" is a fence
+    const merged = i > 0 && !open && marks.open !== '' && BLOCK_START.test(marks.open + body.slice(0, 8)) ? '\\' : '';
+    // without its markers (the fallback below) the text itself starts the line
+    const bare = i > 0 && text[cuts[i - 1]!] !== '\n' && !open && marks.open !== '' && BLOCK_START.test(body.slice(0, 8)) ? '\\' : '';
+    const reopened = open ? `${reopener(open, limit, measure)}\n` : '';
+    const before = reopened + (midLine ? '\\' : '');
+    open = fenceAfter((midLine || merged !== '' || bare !== '' ? '\\' : '') + body, open); // (an escaped "```" opens nothing)
     const after = open && end < text.length ? `\n${open.marker}` : '';
     const gap = text.slice(end, i + 1 < cuts.length ? skipSpace(text, end) : text.length);
-    const size = measure(before + marks.open + body + marks.close + after);
-    pieces.push(size <= limit ? { open: before + marks.open, text: body, close: marks.close + after, gap, size } : { open: before, text: body, close: after, gap, size: measure(before + body + after) });
+    const size = measure(before + marks.open + merged + body + marks.close + after);
+    pieces.push(size <= limit ? { open: before + marks.open + merged, text: body, close: marks.close + after, gap, size } : { open: before + bare, text: body, close: after, gap, size: measure(before + bare + body + after) });
   }
   return pieces;
 }
