@@ -150,6 +150,8 @@ export async function startDiscordPeer(options: { heartbeatIntervalMs?: number }
   const wss = new WebSocketServer({ noServer: true });
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     stats.attempts++;
+    // a client that gives up (a channel stopping) may reset the connection before this answer is out
+    socket.on('error', () => undefined);
     if (down) {
       socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;

@@ -162,6 +162,7 @@ export async function startSlackPeer(options: { pingIntervalMs?: number } = {}):
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://peer');
     const ticket = url.searchParams.get('ticket') ?? '';
+    socket.on('error', () => undefined); // a client that gives up may reset before the refusal is out
     if (url.pathname !== '/link/' || !tickets.delete(ticket)) {
       socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
