@@ -1,18 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { unclosedFence } from '../../test/support/markup.ts';
 import { splitMessage } from './split.ts';
-
-/** Fences opened and not closed in a part (a part must render on its own). */
-function unclosedFence(part: string): boolean {
-  let open: string | undefined;
-  for (const line of part.split('\n')) {
-    const match = /^\s{0,3}(`{3,}|~{3,})(.*)$/.exec(line);
-    if (!match) continue;
-    if (open === undefined) open = match[1];
-    else if (match[1]![0] === open[0] && match[1]!.length >= open.length && match[2]!.trim() === '') open = undefined;
-  }
-  return open !== undefined;
-}
 
 /** Words of a text, ignoring fence lines added at part boundaries. */
 const words = (text: string): string[] => text.split('\n').filter((line) => !/^\s{0,3}(`{3,}|~{3,})/.test(line)).join(' ').split(/\s+/).filter(Boolean);

@@ -19,6 +19,7 @@ import { measure as telegramMeasure, renderHtml as telegramHtml, TELEGRAM_LIMIT,
 import { inlineText, lex, type MarkedToken, type Token } from '../../src/outbound/markdown.ts';
 import { splitMessage } from '../../src/outbound/split.ts';
 import { fuzz, markdownText } from '../support/fuzz.ts';
+import { balancedHtml, unclosedFence } from '../support/markup.ts';
 
 // ---- structured replies -------------------------------------------------------------------
 
@@ -94,29 +95,9 @@ function visible(markdown: string): string {
 
 // ---- balanced output, per platform ----------------------------------------------------------
 
-/** Whether every tag is closed in order (void tags excepted). */
-function balancedHtml(html: string): boolean {
-  const stack: string[] = [];
-  for (const match of html.matchAll(/<(\/?)([a-z][a-z0-9]*)\b[^>]*?(\/?)>/gi)) {
-    const name = match[2]!.toLowerCase();
-    if (match[3] === '/' || ['br', 'hr', 'img', 'meta'].includes(name)) continue;
-    if (match[1] === '') stack.push(name);
-    else if (stack.pop() !== name) return false;
-  }
-  return stack.length === 0;
-}
 
 /** Whether the markdown a platform gets back (Discord, Slack) has its code fences closed. */
-function fencesClosed(text: string): boolean {
-  let open: string | undefined;
-  for (const line of text.split('\n')) {
-    const match = /^ {0,3}(`{3,}|~{3,})([^\n]*)$/.exec(line); // ([^\n]: "." stops at U+2028)
-    if (!match || (match[1]![0] === '`' && match[2]!.includes('`') && open === undefined)) continue;
-    if (open === undefined) open = match[1];
-    else if (match[1]![0] === open[0] && match[1]!.length >= open.length && match[2]!.trim() === '') open = undefined;
-  }
-  return open === undefined;
-}
+const fencesClosed = (text: string): boolean => !unclosedFence(text);
 
 const channels = [
   { name: 'telegram', limit: TELEGRAM_LIMIT, measure: telegramMeasure, balanced: (part: string) => balancedHtml(telegramHtml(part)) },

@@ -15,21 +15,8 @@ import { measureMrkdwn, renderMrkdwn } from '../../channels/slack/render.ts';
 import { measure as telegramMeasure, renderHtml as telegramHtml, TELEGRAM_LIMIT, visibleText } from '../../channels/telegram/render.ts';
 import { splitMessage } from '../../src/outbound/split.ts';
 import { fuzz, markdownText, nastyText } from '../support/fuzz.ts';
+import { balancedHtml, unclosedFence } from '../support/markup.ts';
 
-const FENCE = /^ {0,3}(`{3,}|~{3,})([^\n]*)$/; // ("." would stop at U+2028; spaces only, as CommonMark: a BOM or NBSP before ``` makes no fence)
-/** Fences opened and not closed in a part. */
-function unclosedFence(part: string): boolean {
-  let open: string | undefined;
-  for (const line of part.split('\n')) {
-    const match = FENCE.exec(line);
-    if (!match) continue;
-    if (open === undefined) {
-      if (!(match[1]![0] === '`' && match[2]!.includes('`'))) open = match[1]; // (a backtick fence's info string holds no backtick: "``` `" is no fence)
-    }
-    else if (match[1]![0] === open[0] && match[1]!.length >= open.length && match[2]!.trim() === '') open = undefined;
-  }
-  return open !== undefined;
-}
 /** A text without whitespace and fence marker characters. */
 const strip = (text: string): string => text.replace(/[\s`~]/g, '');
 /** Whether `small` is `big` with characters left out (greedy, linear). */
@@ -39,17 +26,6 @@ function isSubsequence(small: string, big: string): boolean {
   return at === small.length;
 }
 
-/** Whether every tag is closed in order (void tags excepted). */
-function balancedHtml(html: string): boolean {
-  const stack: string[] = [];
-  for (const match of html.matchAll(/<(\/?)([a-z][a-z0-9]*)\b[^>]*?(\/?)>/gi)) {
-    const name = match[2]!.toLowerCase();
-    if (match[3] === '/' || ['br', 'hr', 'img', 'meta'].includes(name)) continue;
-    if (match[1] === '') stack.push(name);
-    else if (stack.pop() !== name) return false;
-  }
-  return stack.length === 0;
-}
 
 const channels = [
   { name: 'telegram', limit: TELEGRAM_LIMIT, measure: telegramMeasure },

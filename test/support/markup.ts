@@ -1,0 +1,28 @@
+/** Checks on rendered and split markup, shared by the splitter's and the renderers' tests. */
+
+const FENCE = /^ {0,3}(`{3,}|~{3,})([^\n]*)$/; // ("." would stop at U+2028; spaces only, as CommonMark: a BOM or NBSP before ``` makes no fence)
+
+/** Whether a code fence is opened in `text` and not closed (a part must render on its own). */
+export function unclosedFence(text: string): boolean {
+  let open: string | undefined;
+  for (const line of text.split('\n')) {
+    const match = FENCE.exec(line);
+    if (!match) continue;
+    if (open === undefined) {
+      if (!(match[1]![0] === '`' && match[2]!.includes('`'))) open = match[1]; // (a backtick fence's info string holds no backtick: "``` `" is no fence)
+    } else if (match[1]![0] === open[0] && match[1]!.length >= open.length && match[2]!.trim() === '') open = undefined;
+  }
+  return open !== undefined;
+}
+
+/** Whether every tag is closed in order (void tags excepted). */
+export function balancedHtml(html: string): boolean {
+  const stack: string[] = [];
+  for (const match of html.matchAll(/<(\/?)([a-z][a-z0-9]*)\b[^>]*?(\/?)>/gi)) {
+    const name = match[2]!.toLowerCase();
+    if (match[3] === '/' || ['br', 'hr', 'img', 'meta'].includes(name)) continue;
+    if (match[1] === '') stack.push(name);
+    else if (stack.pop() !== name) return false;
+  }
+  return stack.length === 0;
+}
