@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { WebSocket } from 'ws';
 import { startPostgres, type TestPostgres } from '../../test/support/postgres.ts';
 import { testLogger } from '../../test/support/log.ts';
+import { connectToolsClient as connectClient, type Frame } from '../../test/support/remote-tools-client.ts';
 import { until } from '../../test/support/wait.ts';
 import { openPostgres } from '../store/postgres/sql.ts';
 import type { Database } from '../store/sql.ts';
@@ -21,7 +21,6 @@ import { combineSources, listTools, type ToolSource } from '../tools/sources.ts'
 import { NodeRegistry } from './nodes.ts';
 import { startRemoteToolBridge, type RemoteToolBridge } from './remote-tools.ts';
 
-type Frame = Record<string, unknown> & { type: string };
 
 interface TestNode {
   readonly name: string;
@@ -69,24 +68,6 @@ async function startNode(url: string, name: string, callTimeoutMs = 2000): Promi
   };
 }
 
-/** A WebSocket client that queues the frames it receives. */
-async function connectClient(port: number, name: string): Promise<{ ws: WebSocket; next(): Promise<Frame>; send(frame: unknown): void }> {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws/tools?client=${name}`);
-  const queue: Frame[] = [];
-  const waiting: Array<(frame: Frame) => void> = [];
-  ws.on('message', (data) => {
-    const frame = JSON.parse(String(data)) as Frame;
-    const waiter = waiting.shift();
-    if (waiter) waiter(frame);
-    else queue.push(frame);
-  });
-  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-  return {
-    ws,
-    next: () => (queue.length > 0 ? Promise.resolve(queue.shift()!) : new Promise((resolve) => waiting.push(resolve))),
-    send: (frame) => ws.send(JSON.stringify(frame)),
-  };
-}
 
 const battery = { name: 'phone_battery', description: 'Battery level of the phone.', parameters: { type: 'object', properties: { unit: { type: 'string' } } } };
 

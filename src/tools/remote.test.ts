@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { WebSocket } from 'ws';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../../test/fixtures/fake-openai.ts';
 import { testLogger } from '../../test/support/log.ts';
+import { connectToolsClient as connectClient } from '../../test/support/remote-tools-client.ts';
 import { createAgent } from '../agent/agent.ts';
 import { ApprovalStore } from '../agent/approvals.ts';
 import { createToolRunner, type ToolRunner } from '../agent/tool-runner.ts';
@@ -18,26 +18,7 @@ import { createClockTool } from './clock.ts';
 import { createRemoteTools, type RemoteTools } from './remote.ts';
 import { combineSources, listTools, staticSource, type ToolSource } from './sources.ts';
 
-type Frame = Record<string, unknown> & { type: string };
 
-/** A WebSocket client that queues the frames it receives. */
-async function connectClient(port: number, name?: string): Promise<{ ws: WebSocket; next(): Promise<Frame>; send(frame: unknown): void }> {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws/tools${name ? `?client=${name}` : ''}`);
-  const queue: Frame[] = [];
-  const waiting: Array<(frame: Frame) => void> = [];
-  ws.on('message', (data) => {
-    const frame = JSON.parse(String(data)) as Frame;
-    const waiter = waiting.shift();
-    if (waiter) waiter(frame);
-    else queue.push(frame);
-  });
-  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-  return {
-    ws,
-    next: () => (queue.length > 0 ? Promise.resolve(queue.shift()!) : new Promise((resolve) => waiting.push(resolve))),
-    send: (frame) => ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame)),
-  };
-}
 
 const deviceInfo = { name: 'device_info', description: 'Model and OS of the phone.', parameters: { type: 'object', properties: { detail: { type: 'string' } } } };
 const toolMessages = (request: RecordedRequest): string[] => request.body.messages.filter((m) => m.role === 'tool').map((m) => m.content ?? '');
