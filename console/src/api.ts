@@ -43,6 +43,17 @@ export async function api<T>(path: string, options: { method?: 'GET' | 'POST' | 
   return parsed as T;
 }
 
+/** An operator's action: POSTs it, says how it went (`done`, or the error), and reloads the page's data either way. */
+export async function postAction(path: string, body: unknown, done: string, say: (message: string) => void, reload: () => void): Promise<void> {
+  try {
+    await api(path, { method: 'POST', body });
+    say(done);
+  } catch (e) {
+    say((e as Error).message);
+  }
+  reload();
+}
+
 /** "3m ago", "2h ago" — a wall time relative to now. */
 export function ago(at: number | string | undefined): string {
   if (at === undefined) return 'never';

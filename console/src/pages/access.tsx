@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { ago, api } from '../api.ts';
+import { ago, api, postAction } from '../api.ts';
 
 interface Access {
   pending: Array<{ channel: string; senderId: string; code: string; createdAt: number }>;
@@ -16,15 +16,7 @@ export function AccessPage() {
     const timer = setInterval(load, 3000);
     return () => clearInterval(timer);
   }, []);
-  const act = async (path: string, body: unknown, done: string): Promise<void> => {
-    try {
-      await api(path, { method: 'POST', body });
-      setMessage(done);
-    } catch (e) {
-      setMessage((e as Error).message);
-    }
-    load();
-  };
+  const act = (path: string, body: unknown, done: string): Promise<void> => postAction(path, body, done, setMessage, load);
   if (!data) return <p class="muted">Loading…</p>;
   return (
     <>

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { ago, api } from '../api.ts';
+import { ago, api, postAction } from '../api.ts';
 
 interface Entry {
   id: string;
@@ -27,15 +27,7 @@ export function MemoryPage() {
     void api<typeof data>(`/api/console/memory?${params}`).then(setData).catch((e: Error) => setMessage(e.message));
   };
   useEffect(load, [person]);
-  const post = async (path: string, body: unknown, done: string): Promise<void> => {
-    try {
-      await api(path, { method: 'POST', body });
-      setMessage(done);
-    } catch (e) {
-      setMessage((e as Error).message);
-    }
-    load();
-  };
+  const post = (path: string, body: unknown, done: string): Promise<void> => postAction(path, body, done, setMessage, load);
   const exportHref = `/api/console/memory/export${person && person !== '(shared)' ? `?person=${encodeURIComponent(person)}` : ''}`;
   return (
     <>
