@@ -159,7 +159,7 @@ export class ThreadBook {
       dir: this.#options.legacyDir,
       file: 'threads.jsonl',
       log: this.#log,
-      stored: async () => (await state.list(RECEIVED)).length > 0 || (await state.list(SENT)).length > 0,
+      stored: async () => (await state.any(RECEIVED)) || (await state.any(SENT)),
       load: async (text) => {
         this.#clear();
         for (const line of text.split('\n')) {

@@ -82,7 +82,7 @@ export class ResultStore {
       dir: this.#options.legacyDir,
       file: 'results.jsonl',
       log: this.#log,
-      stored: async () => (await this.#state.list(PREFIX)).length > 0,
+      stored: () => this.#state.any(PREFIX),
       load: async (text) => {
         const records = new Map<string, ResultRecord>();
         let skipped = 0;
