@@ -68,6 +68,13 @@ describe('splitMessage', () => {
     assert.ok(parts.join('\n').includes('alpha~~ **alpha**'));
   });
 
+  it('does not reopen markers that alone would open a fence ("~~" twice is "~~~~"; fuzz seed 364318114)', () => {
+    const text = `- ~~\`tick ${'z'.repeat(20)}~~ \`tick alpha ~~${'z'.repeat(68)} alpha alpha closed* alpha~~ ${'z'.repeat(141)} alpha **~~ alpha** **alpha**\n- ~~alpha~~\n\n- alpha`;
+    const parts = splitMessage(text, 300, { measure: (part) => Buffer.byteLength(part, 'utf8') });
+    assert.ok(parts.length >= 2);
+    for (const part of parts.slice(1)) assert.doesNotMatch(part, /^ {0,3}(?:~{3}|`{3})/, `a part opens a fence: ${JSON.stringify(part)}`);
+  });
+
   it('closes and reopens a fence whose info string holds a line separator (U+2028; fuzz seed 631626121)', () => {
     const text = `~~~\u2028\n${'a'.repeat(150)}\n${'é '.repeat(60)}`;
     const parts = splitMessage(text, 200);

@@ -244,7 +244,9 @@ function cutBlock(text: string, paragraph: boolean, limit: number, measure: Meas
     const after = open && end < text.length ? `\n${open.marker}` : '';
     const gap = text.slice(end, i + 1 < cuts.length ? skipSpace(text, end) : text.length);
     const size = measure(before + marks.open + merged + body + marks.close + after);
-    pieces.push(size <= limit ? { open: before + marks.open + merged, text: body, close: marks.close + after, gap, size } : { open: before + bare, text: body, close: after, gap, size: measure(before + bare + body + after) });
+    // markers that alone open a fence at a line start ("~~" reopened twice is "~~~~") are not reopened: the piece goes without them
+    const fenceByMarkers = i > 0 && /^(?:~{3}|`{3})/.test(marks.open);
+    pieces.push(size <= limit && !fenceByMarkers ? { open: before + marks.open + merged, text: body, close: marks.close + after, gap, size } : { open: before + bare, text: body, close: after, gap, size: measure(before + bare + body + after) });
   }
   return pieces;
 }
