@@ -40,7 +40,14 @@ class InTransaction implements Sql {
   }
 
   async get<Row>(sql: string, params: readonly SqlValue[] = []): Promise<Row | undefined> {
-    return this.#statements.get(sql).get(...params) as Row | undefined;
+    const statement = this.#statements.get(sql);
+    // A write with RETURNING is run to its end, never stepped once and reset: better-sqlite3's
+    // get() ignores what sqlite3_reset() returns, and outside a transaction that reset is where
+    // the implied COMMIT happens — on a full disk it fails and rolls the row back while get()
+    // still hands out the RETURNING row (an inbox seq that was never stored: issue 22's lost
+    // message). all() steps to SQLITE_DONE, so a failed commit throws.
+    if (!statement.readonly) return statement.all(...params)[0] as Row | undefined;
+    return statement.get(...params) as Row | undefined;
   }
 
   async all<Row>(sql: string, params: readonly SqlValue[] = []): Promise<Row[]> {
