@@ -33,7 +33,11 @@ export interface DeliveryEvents {
   onSent?(channel: string): void;
   /** A round of one conversation ended (whatever its outcome). Must not reject. */
   onRoundEnd?(): Promise<void>;
-  /** An outbox write failed; true when it was the disk being full (then it is retried later, not thrown). */
+  /**
+   * An outbox read or write failed; true when it was the store failing (a full disk, a lock, a
+   * lost connection): what went out is then remembered here and the round is tried again
+   * later, not thrown.
+   */
   onWriteFailed?(error: unknown, what: string): boolean;
 }
 
@@ -62,6 +66,8 @@ export class Delivery {
   readonly #unrecorded = new Map<number, { dead?: string }>();
   /** Units out per outbox id whose progress could not be recorded yet. */
   readonly #progress = new Map<number, number>();
+  /** Conversations whose round stopped on a failing store: the retry timer and how many in a row. */
+  readonly #retries = new Map<string, { timer: NodeJS.Timeout | undefined; attempt: number }>();
 
   constructor(outbox: Outbox, channels: ReadonlyMap<string, Channel>, options: DeliveryOptions, log: Logger, events: DeliveryEvents = {}) {
     this.#outbox = outbox;
@@ -75,10 +81,16 @@ export class Delivery {
   deliver(conversation: string, signal: AbortSignal): Promise<void> {
     const previous = this.#chains.get(conversation) ?? Promise.resolve();
     const next = previous.then(() =>
-      this.#round(conversation, signal).catch((error: unknown) => {
-        // A read or an unexpected failure: the replies stay pending for the next round.
-        if (!this.#events.onWriteFailed?.(error, 'read the outbox')) this.#log.error({ err: error, conversation }, 'delivery round failed; the replies stay pending for the next round');
-      }).then(() => this.#events.onRoundEnd?.()),
+      this.#round(conversation, signal)
+        .then(
+          (complete) => (complete ? this.#settled(conversation) : this.#retrySoon(conversation, signal)),
+          (error: unknown) => {
+            // A read or an unexpected failure: the replies stay pending for the next round.
+            if (this.#events.onWriteFailed?.(error, 'read the outbox')) this.#retrySoon(conversation, signal);
+            else this.#log.error({ err: error, conversation }, 'delivery round failed; the replies stay pending for the next round');
+          },
+        )
+        .then(() => this.#events.onRoundEnd?.()),
     );
     this.#chains.set(conversation, next);
     void next.finally(() => {
@@ -104,32 +116,53 @@ export class Delivery {
     while (this.#chains.size > 0) await Promise.all(this.#chains.values());
   }
 
-  async #round(conversation: string, signal: AbortSignal): Promise<void> {
+  /** A round that stopped on the store is tried again, backing off, without waiting for the sweep. */
+  #retrySoon(conversation: string, signal: AbortSignal): void {
+    const retry = this.#retries.get(conversation) ?? { timer: undefined, attempt: 0 };
+    this.#retries.set(conversation, retry);
+    if (retry.timer || signal.aborted) return;
+    const wait = backoffDelay(retry.attempt++, { initialMs: this.#options.initialBackoffMs, maxMs: this.#options.maxBackoffMs });
+    retry.timer = setTimeout(() => {
+      retry.timer = undefined;
+      void this.deliver(conversation, signal);
+    }, wait);
+    retry.timer.unref();
+  }
+
+  #settled(conversation: string): void {
+    const retry = this.#retries.get(conversation);
+    if (retry?.timer) clearTimeout(retry.timer);
+    this.#retries.delete(conversation);
+  }
+
+  /** Sends what is pending; false when it stopped because the store failed (see {@link #retrySoon}). */
+  async #round(conversation: string, signal: AbortSignal): Promise<boolean> {
     for (const entry of await this.#outbox.pending(conversation)) {
-      if (signal.aborted) return;
+      if (signal.aborted) return true;
       const unrecorded = this.#unrecorded.get(entry.id);
       if (unrecorded) {
         // Out already: only its record is missing. Keep order: later replies wait for it.
-        if (!(await this.#finish(entry.id, entry.message.channel, unrecorded.dead, false))) return;
+        if (!(await this.#finish(entry.id, entry.message.channel, unrecorded.dead, false))) return false;
         continue;
       }
       const channel = this.#channels.get(entry.message.channel);
       const log = this.#log.child({ conversation, outbox: entry.id });
       if (!channel) {
         log.warn({ channel: entry.message.channel }, 'reply waits: its channel is not configured; it will be sent when the channel is back');
-        return;
+        return true;
       }
       const units = unitsOf(entry.message, channel);
       let dead: string | undefined;
       for (let index = Math.max(entry.progress, this.#progress.get(entry.id) ?? 0); index < units.length && dead === undefined; index++) {
         const outcome = await this.#sendWithRetries(channel, entry.id, entry.message, units[index]!, signal, log);
-        if (outcome === 'retry later') return; // keep order: this unit and later replies wait
+        if (outcome === 'retry later') return true; // keep order: this unit and later replies wait (the sweep retries)
         if (typeof outcome === 'object') dead = outcome.dead;
         else if (index + 1 < units.length) await this.#recordProgress(entry.id, index + 1);
       }
       if (dead === undefined) this.#events.onSent?.(channel.name);
-      if (!(await this.#finish(entry.id, channel.name, dead, true))) return;
+      if (!(await this.#finish(entry.id, channel.name, dead, true))) return false;
     }
+    return true;
   }
 
   /**
@@ -142,7 +175,7 @@ export class Delivery {
       else await this.#outbox.markSent(id);
     } catch (error) {
       if (!this.#events.onWriteFailed?.(error, `record reply ${id} as ${dead === undefined ? 'sent' : 'undeliverable'}`)) throw error;
-      if (first) this.#log.warn({ outbox: id, channel }, 'reply sent, but the disk is full so it cannot be marked sent yet; it is remembered and not sent again');
+      if (first) this.#log.warn({ outbox: id, channel }, 'reply sent, but the store failed so it cannot be marked sent yet; it is remembered and not sent again');
       this.#unrecorded.set(id, dead === undefined ? {} : { dead });
       return false;
     }

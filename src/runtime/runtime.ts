@@ -23,9 +23,9 @@ import { History } from '../store/history.ts';
 import { Inbox } from '../store/inbox.ts';
 import { Outbox, type Reply } from '../store/outbox.ts';
 import { deadline } from '../abort.ts';
-import { DiskFullError, StorageHealth, diskFullCode, type StorageState } from '../store/storage.ts';
+import { DiskFullError, StorageHealth, diskFullCode, transientStoreError, type StorageState } from '../store/storage.ts';
 import { damagedDatabaseError } from '../store/integrity.ts';
-import { sleep } from './backoff.ts';
+import { backoffDelay, sleep } from './backoff.ts';
 import { Delivery, type DeliveryOptions } from './delivery.ts';
 import { KeyedPool } from './pool.ts';
 import type { TurnQueue } from '../cluster/queue.ts';
@@ -134,6 +134,14 @@ export interface RuntimeHealth {
 
 const DAY_MS = 86_400_000;
 
+/** A turn's write failed on a passing store failure and the runtime stopped before it went through. */
+class StoreStoppedError extends Error {
+  constructor(what: string, cause: unknown) {
+    super(`could not ${what} before shutdown: the store kept failing`, { cause });
+    this.name = 'StoreStoppedError';
+  }
+}
+
 export class Runtime {
   /** Replaced (never mutated) by `reconfigure`. */
   #options: RuntimeOptions;
@@ -207,7 +215,7 @@ export class Runtime {
         options.events?.onSent?.(channel);
       },
       onRoundEnd: () => this.#countPending(),
-      onWriteFailed: (error, what) => this.#storage.failed(error, what) !== undefined,
+      onWriteFailed: (error, what) => this.#storage.failed(error, what) !== undefined || this.#passing(error, what) !== undefined,
     });
     this.#ready = new Promise((resolve) => (this.#resolveReady = resolve));
   }
@@ -215,6 +223,9 @@ export class Runtime {
   /** Records a turn's output: its history, its reply, and its message answered — all or nothing. */
   #commitTurn(seq: number, conversation: string, output: TurnOutput, message: InboundMessage, draftId: string | undefined): Promise<boolean> {
     return this.#database.transaction(async (tx) => {
+      // First, so a commit tried again after one that was applied (its answer lost with the
+      // connection) records nothing twice: the message is no longer waiting.
+      if (!(await this.#inbox.in(tx).markDone(seq))) return false;
       await output.commit?.(tx);
       await this.#history.in(tx).append(conversation, seq, output.messages);
       if (output.reply !== '' || (output.files?.length ?? 0) > 0) {
@@ -231,7 +242,7 @@ export class Runtime {
         );
       }
       await this.#drafts.in(tx).delete(seq);
-      return this.#inbox.in(tx).markDone(seq);
+      return true;
     });
   }
 
@@ -244,17 +255,19 @@ export class Runtime {
   /** A reply the runtime gives itself (a pairing code, a command's answer). */
   #commitAnswer(seq: number, message: InboundMessage, text: string, commit: ((tx: Sql) => Promise<void>) | undefined): Promise<boolean> {
     return this.#database.transaction(async (tx) => {
+      if (!(await this.#inbox.in(tx).markDone(seq))) return false; // see #commitTurn
       await commit?.(tx);
       await this.#recordReply(tx, { ...refOf(message), text, replyTo: message.id }, seq);
-      return this.#inbox.in(tx).markDone(seq);
+      return true;
     });
   }
 
   #commitFailure(seq: number, message: InboundMessage, text: string, error: string, draftId: string | undefined): Promise<boolean> {
     return this.#database.transaction(async (tx) => {
+      if (!(await this.#inbox.in(tx).markFailed(seq, error))) return false; // see #commitTurn
       await this.#recordReply(tx, { ...refOf(message), text, replyTo: message.id, ...(draftId === undefined ? {} : { draftId }) }, seq);
       await this.#drafts.in(tx).delete(seq);
-      return this.#inbox.in(tx).markFailed(seq, error);
+      return true;
     });
   }
 
@@ -303,9 +316,13 @@ export class Runtime {
       throw this.#storage.failed(error, `accept message ${message.id} of ${message.channel}`) ?? error;
     }
     if (!entry) {
-      if (!queue) this.#pool.release();
       this.#counters.duplicates++;
       this.#log.debug({ channel: message.channel, id: message.id }, 'redelivered message ignored');
+      // Stored though its push failed (the accept's answer was lost after it committed): its turn
+      // is queued here now. A second run of a turn already queued finds it answered and does nothing.
+      const waiting = queue ? undefined : await this.#inbox.waiting(message).catch(() => undefined);
+      if (waiting) this.#pool.enqueue(waiting.conversation, waiting.seq, { reserved: true });
+      else if (!queue) this.#pool.release();
       return 'duplicate';
     }
     this.#counters.received++;
@@ -513,44 +530,79 @@ export class Runtime {
    * the next start.
    */
   async #turnDurably(seq: number, conversation: string): Promise<void> {
-    for (;;) {
+    for (let attempt = 0; ; attempt++) {
       try {
         return await this.#turn(seq, conversation);
       } catch (error) {
-        const full = this.#storage.failed(error, `finish the turn of message ${seq}`);
-        if (!full) throw error;
-        try {
-          await this.#storage.writable(this.#working.signal);
-        } catch {
-          this.#log.warn({ seq, conversation }, 'shutdown while the disk is full: the message stays in the inbox for the next start');
-          return;
-        }
+        const outcome = await this.#afterStoreFailure(error, `finish the turn of message ${seq}`, attempt);
+        if (outcome === 'retry') continue;
+        if (outcome === 'other') throw error;
+        this.#log.warn({ seq, conversation }, 'shutdown while the store fails: the message stays in the inbox for the next start');
+        return;
       }
     }
   }
 
   /**
-   * Runs one of the turn's transactions, trying again while the disk is full (the model's
-   * answer is kept in memory meanwhile: it is neither lost nor asked for twice). Throws
-   * DiskFullError when the runtime stops first: nothing was recorded, so the message runs
-   * again at the next start and is answered once.
+   * After a failed read or write: 'retry' once the store may take writes again — a full disk
+   * when the probe finds room, a passing failure (a lock, an I/O error, a lost connection)
+   * after a backoff; a DiskFullError or 'stopped' when the runtime stops first; 'other' when
+   * `error` is no store failure (a bug: the caller throws it).
+   */
+  async #afterStoreFailure(error: unknown, what: string, attempt: number): Promise<'retry' | 'other' | 'stopped' | DiskFullError> {
+    const full = this.#storage.failed(error, what);
+    if (!full && this.#passing(error, what, attempt) === undefined) return 'other';
+    const stopped = full ?? 'stopped';
+    if (this.#working.signal.aborted || this.#stopping) return stopped;
+    try {
+      if (full) await this.#storage.writable(this.#working.signal);
+      else await sleep(backoffDelay(attempt, { initialMs: 100, maxMs: 10_000 }), this.#working.signal);
+    } catch {
+      return stopped;
+    }
+    return this.#stopping ? stopped : 'retry';
+  }
+
+  /** Whether `error` is a passing store failure; logs it (with `what`) when given one. */
+  #passing(error: unknown, what?: string, attempt = 0): string | undefined {
+    const code = transientStoreError(error);
+    if (code !== undefined && what !== undefined) {
+      const fields = { code, what, attempt: attempt + 1, err: error };
+      if (attempt < 3) this.#log.warn(fields, `could not ${what}: the store failed (${code}); trying again`);
+      else this.#log.error(fields, `could not ${what}: the store keeps failing (${code}); trying again. Check the database (switchboard doctor)`);
+    }
+    return code;
+  }
+
+  /**
+   * Runs one of the turn's transactions, trying again while the store fails — a full disk, a
+   * lock, an I/O error, a lost connection (the model's answer is kept in memory meanwhile: it is
+   * neither lost nor asked for twice). Throws DiskFullError or StoreStoppedError when the
+   * runtime stops first: nothing was recorded, so the message runs again at the next start and
+   * is answered once.
    */
   async #commit<T>(what: string, work: () => Promise<T>): Promise<T> {
-    for (;;) {
+    for (let attempt = 0; ; attempt++) {
       try {
         return await work();
       } catch (error) {
-        const full = this.#storage.failed(error, what);
-        if (!full) throw error;
-        if (this.#working.signal.aborted || this.#stopping) throw full;
-        await this.#storage.writable(this.#working.signal).catch(() => undefined);
+        const outcome = await this.#afterStoreFailure(error, what, attempt);
+        if (outcome === 'retry') continue;
+        if (outcome === 'other') throw error;
+        throw outcome === 'stopped' ? new StoreStoppedError(what, error) : outcome;
       }
     }
   }
 
   async #turn(seq: number, conversation: string): Promise<void> {
     const entry = await this.#inbox.queuedEntry(seq);
-    if (!entry) return; // answered before a crash; its reply (if unsent) goes out via the outbox
+    if (!entry) {
+      // Answered already (before a crash, or by a commit whose answer was lost): its reply, if
+      // unsent, goes out now rather than at the next sweep.
+      const channel = parseConversationKey(conversation)?.channel;
+      if (channel !== undefined) await this.#deliverHere(conversation, channel);
+      return;
+    }
     const { message } = entry;
     const log = this.#log.child({ channel: message.channel, conversation, seq });
     const policy = this.#options.policies?.get(message.channel);
@@ -589,8 +641,8 @@ export class Runtime {
     } catch (error) {
       stopTyping();
       const draftId = await draft?.finish();
-      if (error instanceof DiskFullError) {
-        log.warn('shutdown while the disk is full: the reply was not recorded; the message stays in the inbox for the next start');
+      if (error instanceof DiskFullError || error instanceof StoreStoppedError) {
+        log.warn('shutdown while the store fails: the reply was not recorded; the message stays in the inbox for the next start');
         return;
       }
       if (this.#working.signal.aborted) {
@@ -603,8 +655,8 @@ export class Runtime {
       try {
         await this.#commit(`record the apology for message ${seq}`, () => this.#commitFailure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId));
       } catch (failure) {
-        if (!(failure instanceof DiskFullError)) throw failure;
-        log.warn('shutdown while the disk is full: the apology was not recorded; the message stays in the inbox for the next start');
+        if (!(failure instanceof DiskFullError || failure instanceof StoreStoppedError)) throw failure;
+        log.warn('shutdown while the store fails: the apology was not recorded; the message stays in the inbox for the next start');
         return;
       }
     } finally {

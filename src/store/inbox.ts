@@ -57,6 +57,15 @@ export class Inbox {
     return row ? { seq: row.seq, conversation, message } : undefined;
   }
 
+  /**
+   * The seq and conversation of a stored message that still waits for an answer: a redelivery
+   * of one whose accept was applied though its caller was told it failed (a connection lost
+   * after COMMIT) must still get its turn.
+   */
+  async waiting(message: InboundMessage): Promise<{ seq: number; conversation: string } | undefined> {
+    return this.#sql.get<{ seq: number; conversation: string }>("SELECT seq, conversation FROM inbox WHERE channel = ? AND platform_id = ? AND status = 'queued'", [message.channel, message.id]);
+  }
+
   /** The entry with this seq if it still waits for an answer. */
   async queuedEntry(seq: number): Promise<InboxEntry | undefined> {
     const row = await this.#sql.get<{ seq: number; conversation: string; payload: string; status: string }>(

@@ -30,6 +30,27 @@ export function diskFullCode(error: unknown): DiskFullCode | undefined {
   return undefined;
 }
 
+/**
+ * Which passing store failure `error` is, if any: the write lock held past busy_timeout
+ * (SQLITE_BUSY / SQLITE_LOCKED), an I/O error (SQLITE_IOERR_*: a flaky disk or network file
+ * system), a PostgreSQL connection that broke or a transaction the server aborted to keep
+ * order (40001 serialization, 40P01 deadlock, 57P0x shutdown, 08xxx connection, 53300 too many
+ * connections). Such a write is tried again after a pause; undefined for anything else — a bug
+ * or a damaged database, which retrying cannot fix.
+ */
+export function transientStoreError(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') {
+    if (/^SQLITE_(BUSY|LOCKED|IOERR|PROTOCOL)/.test(code)) return code;
+    if (/^(08...|40001|40P01|57P0[123]|53300)$/.test(code)) return code;
+    if (/^(ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)$/.test(code)) return code;
+  }
+  const message = error instanceof Error ? error.message : '';
+  // pg's own errors for a connection that ended or never came carry no code
+  if (/^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Query read timeout)/.test(message)) return 'connection lost';
+  return undefined;
+}
+
 /** A write refused because the data_dir's disk is full; nothing of it was stored. */
 export class DiskFullError extends Error {
   readonly code: DiskFullCode;
