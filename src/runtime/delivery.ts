@@ -66,6 +66,7 @@ export class Delivery {
   readonly #unrecorded = new Map<number, { dead?: string }>();
   /** Units out per outbox id whose progress could not be recorded yet. */
   readonly #progress = new Map<number, number>();
+  #stopped = false;
   /** Conversations whose round stopped on a failing store: the retry timer and how many in a row. */
   readonly #retries = new Map<string, { timer: NodeJS.Timeout | undefined; attempt: number }>();
 
@@ -79,6 +80,7 @@ export class Delivery {
 
   /** Sends every pending reply of `conversation`. Never rejects. */
   deliver(conversation: string, signal: AbortSignal): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
     const previous = this.#chains.get(conversation) ?? Promise.resolve();
     const next = previous.then(() =>
       this.#round(conversation, signal)
@@ -116,11 +118,33 @@ export class Delivery {
     while (this.#chains.size > 0) await Promise.all(this.#chains.values());
   }
 
+  /**
+   * At shutdown: no more retry rounds, and one last try to record the ends of replies that went
+   * out while the store failed — recorded, they are not sent again after the restart (only a
+   * crash, or a store still failing now, leaves that at-least-once window open).
+   */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const retry of this.#retries.values()) if (retry.timer) clearTimeout(retry.timer);
+    this.#retries.clear();
+    await this.idle();
+    for (const [id, { dead }] of this.#unrecorded) {
+      try {
+        if (dead !== undefined) await this.#outbox.markDead(id, dead);
+        else await this.#outbox.markSent(id);
+        this.#unrecorded.delete(id);
+      } catch (error) {
+        this.#log.warn({ err: error, outbox: id }, 'at shutdown the store still fails: a reply that went out is not recorded as sent and goes out again after the restart');
+      }
+    }
+  }
+
   /** A round that stopped on the store is tried again, backing off, without waiting for the sweep. */
   #retrySoon(conversation: string, signal: AbortSignal): void {
+    if (this.#stopped || signal.aborted) return;
     const retry = this.#retries.get(conversation) ?? { timer: undefined, attempt: 0 };
     this.#retries.set(conversation, retry);
-    if (retry.timer || signal.aborted) return;
+    if (retry.timer) return;
     const wait = backoffDelay(retry.attempt++, { initialMs: this.#options.initialBackoffMs, maxMs: this.#options.maxBackoffMs });
     retry.timer = setTimeout(() => {
       retry.timer = undefined;

@@ -465,6 +465,7 @@ export class Runtime {
       this.#working.abort(new Error('shutdown deadline'));
       await Promise.race([stopped, sleep(2000)]);
       await Promise.race([this.#delivery.idle(), sleep(2000)]);
+      await this.#delivery.stop();
       this.#log.info({ ms: Math.round(this.#clock.monotonic() - started) }, 'stopped');
       return;
     }
@@ -480,6 +481,7 @@ export class Runtime {
       this.#working.abort(new Error('shutdown deadline'));
       await Promise.race([this.idle(), sleep(2000)]);
     }
+    await this.#delivery.stop();
     this.#log.info({ queuedForNextStart: left, ms: Math.round(this.#clock.monotonic() - started) }, 'stopped');
   }
 
@@ -615,16 +617,20 @@ export class Runtime {
     const elapsed = (): number => Math.round(this.#clock.monotonic() - started);
     const limit = deadline(this.#working.signal, this.#options.turnTimeoutMs);
     const { signal } = limit;
-    const stopTyping = channel ? this.#startTyping(channel, message, log) : () => undefined;
-    const draft = channel && policy?.stream && canEdit(channel) ? await this.#startDraft(channel, seq, message, log) : undefined;
+    // The turn's reads first: a store failure here is the store's, retried by #turnDurably —
+    // not a failed turn to apologise for (and no typing timer or draft is left behind).
     const context = policy && message.direct === false ? await this.#inbox.contextBefore(seq, conversation, conversationKey({ ...refOf(message), thread: '' })) : [];
     const model = await this.#options.commands?.model(conversation);
+    const history = await this.#history.recent(conversation, this.#options.historyTurns);
+    const existingDraft = channel && policy?.stream && canEdit(channel) ? await this.#drafts.get(seq) : undefined;
+    const stopTyping = channel ? this.#startTyping(channel, message, log) : () => undefined;
+    const draft = channel && policy?.stream && canEdit(channel) ? this.#startDraft(channel, seq, message, existingDraft, log) : undefined;
     try {
       const output = await this.#options.agent({
         message,
         conversation,
         turnId: seq,
-        history: await this.#history.recent(conversation, this.#options.historyTurns),
+        history,
         signal,
         log,
         prompt: turnText(message, context),
@@ -721,8 +727,7 @@ export class Runtime {
     return () => clearInterval(timer);
   }
 
-  async #startDraft(channel: Channel & MessageEditor, seq: number, message: InboundMessage, log: Logger): Promise<Draft> {
-    const existing = await this.#drafts.get(seq);
+  #startDraft(channel: Channel & MessageEditor, seq: number, message: InboundMessage, existing: string | undefined, log: Logger): Draft {
     return startDraft({
       channel,
       target: { ...refOf(message), text: '', replyTo: message.id },

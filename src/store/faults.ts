@@ -40,6 +40,11 @@ export interface FaultyDatabase extends Database {
   record(): void;
   /** Makes operation `index` (as numbered since {@link record}) fail with `fault` — and the `times - 1` after it. */
   failAt(index: number, fault: StoreFault, times?: number): void;
+  /**
+   * Makes the `occurrence`-th operation (from 1, since {@link record}) of this kind and SQL fail
+   * with `fault` — steadier than an index when background work (a sweep, a sync) runs between.
+   */
+  failOn(operation: Pick<Operation, 'kind' | 'sql'>, occurrence: number, fault: StoreFault): void;
   /** No more faults. */
   clear(): void;
   /** How many faults have been raised. */
@@ -65,11 +70,7 @@ export function faultError(fault: StoreFault): Error {
 /** Whether a fault leaves its operation applied (only its answer lost). */
 const applied = (fault: StoreFault): boolean => fault === 'PG_CONNECTION';
 
-interface Plan {
-  from: number;
-  to: number;
-  fault: StoreFault;
-}
+type Plan = { from: number; to: number; fault: StoreFault } | { kind: Operation['kind']; sql: string; occurrence: number; fault: StoreFault };
 
 class Counter {
   operations: Operation[] = [];
@@ -82,7 +83,13 @@ class Counter {
     const index = this.next++;
     this.operations.push({ index, kind, sql, inTransaction });
     const plan = this.plan;
-    if (!plan || index < plan.from || index > plan.to) return undefined;
+    if (!plan) return undefined;
+    if ('from' in plan) {
+      if (index < plan.from || index > plan.to) return undefined;
+    } else {
+      if (plan.kind !== kind || plan.sql !== sql || --plan.occurrence !== 0) return undefined;
+      this.plan = undefined;
+    }
     this.raised++;
     return plan.fault;
   }
@@ -167,6 +174,9 @@ export function withFaults(database: Database): FaultyDatabase {
     },
     failAt(index, fault, times = 1) {
       counter.plan = { from: index, to: index + times - 1, fault };
+    },
+    failOn(operation, occurrence, fault) {
+      counter.plan = { kind: operation.kind, sql: operation.sql, occurrence, fault };
     },
     clear() {
       counter.plan = undefined;
