@@ -7,8 +7,8 @@
  * before it is in the inbox, and lost if the process died then. Here that `ack` only records
  * the answer; the envelope is acknowledged after `await app.processEvent(…)` resolved, i.e.
  * after the listener's push stored the message. When processEvent rejects (push rejected: a
- * shutdown) the envelope is left unacknowledged and Slack redelivers it on a later
- * connection, where the inbox recognises it. Envelopes that are not events (slash commands,
+ * shutdown, a failing store) the envelope is left unacknowledged and the connection is
+ * replaced: Slack redelivers it on the next one, where the inbox recognises it. Envelopes that are not events (slash commands,
  * interactivity: not used) are acknowledged the same way, so Slack stops resending them.
  *
  * - Liveness: every frame (hello, envelopes), every server ping and every pong to the
@@ -187,9 +187,13 @@ async function session(options: SocketReceiverOptions, app: App, signal: AbortSi
     };
     try {
       await app.processEvent(event);
-    } catch {
-      // app.ts logged why (with the event id).
-      log.debug({ envelope: envelope.envelope_id }, 'slack envelope not acknowledged; Slack will deliver it again');
+    } catch (error) {
+      // app.ts logged why (with the event id). Slack retries an event it got no ack for, but on
+      // its own schedule (the Events API's: at once, after 1 and 5 minutes); the envelope left
+      // unacknowledged is handed out again on the next connection, so a push refused while the
+      // store failed (a full disk, a lock) is tried again within a reconnect, not minutes later.
+      log.debug({ envelope: envelope.envelope_id }, 'slack envelope not acknowledged; reconnecting so Slack delivers it again');
+      settle({ reason: 'failed', error });
       return;
     }
     try {
