@@ -50,6 +50,35 @@ describe('IRC inbound queue', () => {
     assert.deepEqual(lines, ['10 IRC messages are waiting for the runtime; dropping new ones until there is room', '99990 IRC messages were dropped while the runtime was full']);
   });
 
+  it('holds a message push refuses while listening and offers it again, in order, until it is stored', async () => {
+    const pushed: string[] = [];
+    let refusals = 2;
+    const push: Push = async (m) => {
+      if (refusals > 0) {
+        refusals--;
+        throw new Error('could not accept message: the disk is full');
+      }
+      pushed.push(m.id);
+      return 'accepted';
+    };
+    const queue = new InboundQueue({ push, log: pino({ level: 'silent' }), signal: new AbortController().signal, onFailure: () => assert.fail('no failure') });
+    queue.add(message(1));
+    queue.add(message(2));
+    await queue.idle();
+    assert.deepEqual(pushed, ['m1', 'm2']);
+    assert.equal(queue.failure, undefined);
+  });
+
+  it('gives a refused message up once the listen stops', async () => {
+    const stop = new AbortController();
+    const failures: unknown[] = [];
+    const queue = new InboundQueue({ push: async () => Promise.reject(new Error('shutting down')), log: pino({ level: 'silent' }), signal: stop.signal, onFailure: (error) => failures.push(error) });
+    queue.add(message(1));
+    setTimeout(() => stop.abort(), 50);
+    await queue.idle();
+    assert.equal(failures.length, 1);
+  });
+
   it('stops pushing after push rejects, and reports the error once', async () => {
     const failures: unknown[] = [];
     let calls = 0;

@@ -4,8 +4,14 @@
  * (push waits), lines keep arriving. So at most `max` messages wait here; past it a message is
  * dropped — logged when the overload starts and, with how many went, when it ends — rather
  * than memory growing until the daemon falls over and loses them all.
+ *
+ * For the same reason a push the runtime refuses while still listening (its store fails: a
+ * full disk, a lock, a lost connection) is not given up: the message is held, in order, and
+ * offered again with a backoff (0.25 s doubling to 5 s) until it is stored. Only a refusal once
+ * `signal` aborted (a shutdown) ends the session.
  */
 import type { Logger } from 'pino';
+import { pause } from '../../src/abort.ts';
 import type { InboundMessage, Push } from '../../src/channel.ts';
 
 /** Messages waiting for `push` at most. */
@@ -22,8 +28,12 @@ export class InboundQueue {
   #dropped = 0;
   #failure: unknown;
 
-  constructor(options: { readonly push: Push; readonly log: Logger; readonly onFailure: (error: unknown) => void; readonly max?: number }) {
+  /** The listen's signal: a refused push is offered again while it has not aborted. Omitted: the first refusal ends it. */
+  readonly #signal: AbortSignal | undefined;
+
+  constructor(options: { readonly push: Push; readonly log: Logger; readonly onFailure: (error: unknown) => void; readonly max?: number; readonly signal?: AbortSignal }) {
     this.#push = options.push;
+    this.#signal = options.signal;
     this.#log = options.log;
     this.#onFailure = options.onFailure;
     this.#max = options.max ?? MAX_WAITING_MESSAGES;
@@ -51,7 +61,7 @@ export class InboundQueue {
     this.#waiting++;
     this.#tail = this.#tail.then(async () => {
       try {
-        if (this.#failure === undefined) await this.#push(message);
+        if (this.#failure === undefined) await this.#offer(message);
       } catch (error) {
         this.#failure = error;
         this.#onFailure(error);
@@ -59,6 +69,22 @@ export class InboundQueue {
         this.#waiting--;
       }
     });
+  }
+
+  /** Pushes `message`, offering it again while push refuses it and the listen goes on. */
+  async #offer(message: InboundMessage): Promise<void> {
+    const signal = this.#signal;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.#push(message);
+        if (attempt > 0) this.#log.info({ id: message.id, attempts: attempt + 1 }, 'IRC message stored after being refused');
+        return;
+      } catch (error) {
+        if (!signal || signal.aborted) throw error;
+        if (attempt === 0) this.#log.warn({ err: error, id: message.id }, 'IRC message refused (IRC cannot send it again): holding it and offering it again');
+        if (!(await pause(Math.min(5000, 250 * 2 ** attempt), signal))) throw error;
+      }
+    }
   }
 
   /** Resolves when every message added so far has been pushed (or dropped after a failure). */

@@ -98,7 +98,7 @@ export function createIrcChannel(config: IrcConfig, ctx: ChannelContext, options
       const onAbort = (): void => stop.abort(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
       // pushed one at a time, in the order the server sent them; bounded while push waits
-      const inbound = new InboundQueue({ push, log, onFailure: (error) => stop.abort(error) });
+      const inbound = new InboundQueue({ push, log, signal, onFailure: (error) => stop.abort(error) });
       const session: IrcSession = new IrcSession(
         config,
         log,

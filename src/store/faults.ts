@@ -49,6 +49,8 @@ export interface FaultyDatabase extends Database {
   clear(): void;
   /** How many faults have been raised. */
   readonly raised: number;
+  /** The database it wraps. */
+  readonly inner: Database;
 }
 
 /** The error a driver raises for `fault`. */
@@ -98,6 +100,8 @@ class Counter {
 /** Statements inside a transaction of the wrapped database. */
 class FaultySql implements Sql {
   readonly dialect: Sql['dialect'];
+  /** What it wraps (rawPostgres reaches the connection through it: pg-boss enqueues in the same transaction). */
+  readonly inner: Sql;
   readonly #inner: Sql;
   readonly #counter: Counter;
   readonly #inTransaction: boolean;
@@ -106,6 +110,7 @@ class FaultySql implements Sql {
 
   constructor(inner: Sql, counter: Counter, inTransaction: boolean) {
     this.dialect = inner.dialect;
+    this.inner = inner;
     this.#inner = inner;
     this.#counter = counter;
     this.#inTransaction = inTransaction;
@@ -186,5 +191,6 @@ export function withFaults(database: Database): FaultyDatabase {
     run: (sql, params) => outer.run(sql, params),
     transaction: (work) => runTransaction(database, counter, work),
     close: () => database.close(),
+    inner: database,
   };
 }

@@ -86,7 +86,10 @@ class PostgresSql implements Sql {
 
 /** The PostgreSQL connection behind `sql` (a database or an open transaction), or undefined on another engine. */
 export function rawPostgres(sql: Sql): { query(text: string, values?: readonly unknown[]): Promise<{ rows: unknown[] }> } | undefined {
-  return sql instanceof PostgresSql ? sql : undefined;
+  if (sql instanceof PostgresSql) return sql;
+  // a decorator of the port (the fault seam, src/store/faults.ts) names the Sql it wraps
+  const inner = (sql as { readonly inner?: Sql }).inner;
+  return inner === undefined ? undefined : rawPostgres(inner);
 }
 
 class PostgresDatabase extends PostgresSql implements Database {
