@@ -20,6 +20,7 @@ import { parse } from 'smol-toml';
 import { configPort } from '../app/console.ts';
 import type { Config } from '../src/config/schema.ts';
 import type { ConsoleDeps } from '../src/console/deps.ts';
+import { unmaskText } from '../src/console/mask.ts';
 import { createConsole } from '../src/console/server.ts';
 import { fuzzAsync } from './support/fuzz.ts';
 
@@ -114,6 +115,8 @@ describe('the Config page hands out no secret (property, loopback)', () => {
         answers.push(body);
         assert.equal(read.status, 200, body);
         const shown = (JSON.parse(body) as { text: string }).text;
+        // What it showed, sent back unchanged, is the file again, byte for byte.
+        assert.deepEqual(unmaskText(shown, text), { text, problems: [] });
         const edits = [
           shown,
           // The mark moved into a multi-line string, beside a line that looks like a key.

@@ -127,6 +127,58 @@ describe('console API', () => {
     assert.equal((await fetch(`${base}/assets/..%2f..%2fetc%2fpasswd`)).status, 404);
   });
 
+  it('puts the security headers on every answer: the page, the API, errors', async () => {
+    const { cookie } = await signIn();
+    const answers = [await fetch(`${base}/`), await fetch(`${base}/api/console/overview`, { headers: { cookie } }), await fetch(`${base}/api/console/overview`), await fetch(`${base}/nope`), await post('/api/console/channels/restart', {}, { cookie })];
+    for (const answer of answers) {
+      assert.match(answer.headers.get('content-security-policy') ?? '', /^default-src 'self'; script-src 'self';.*object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'$/, answer.url);
+      assert.equal(answer.headers.get('x-frame-options'), 'DENY');
+      assert.equal(answer.headers.get('x-content-type-options'), 'nosniff');
+      assert.equal(answer.headers.get('referrer-policy'), 'no-referrer');
+      assert.equal(answer.headers.get('cross-origin-opener-policy'), 'same-origin');
+      assert.equal(answer.headers.get('cross-origin-resource-policy'), 'same-origin');
+    }
+  });
+
+  it('serves only the built files: no way out of the static folder', async () => {
+    const { request } = await import('node:http');
+    // Raw paths (fetch would normalise the dots away before they reach the server).
+    const raw = (path: string): Promise<{ status: number; body: string }> =>
+      new Promise((resolve, reject) => {
+        request({ host: '127.0.0.1', port: new URL(base).port, path }, (response) => {
+          let body = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => (body += chunk));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+        })
+          .on('error', reject)
+          .end();
+      });
+    const built = ['<!doctype html><title>console</title>', 'export {}'];
+    for (const path of ['/assets/..', '/assets/../index.html', '/assets/..%2findex.html', '/assets/%2e%2e%2f%2e%2e%2fetc%2fpasswd', '/../../etc/passwd', '/assets/app-1.js/..', '/assets//etc/passwd', '/assets/.%2e/x', '/index.html/../../x', '/server.ts', '/assets/%2e%2e', '/assets/..%5c..%5cetc%5cpasswd']) {
+      const { status, body } = await raw(path);
+      // (dots that URL rules resolve, "/assets/.." being "/", may serve a built file; nothing else)
+      assert.ok(status === 404 || status === 400 || (status === 200 && built.includes(body)), `${path}: ${status} ${body.slice(0, 80)}`);
+    }
+    assert.equal((await raw('/assets/app-1.js')).status, 200);
+  });
+
+  it('marks the cookie Secure over TLS (a proxy’s X-Forwarded-Proto: https), not over plain HTTP', async () => {
+    const plain = await post('/api/console/session', { token, name: 'ada' }, {});
+    assert.doesNotMatch(plain.headers.get('set-cookie') ?? '', /Secure/);
+    const tls = await post('/api/console/session', { token, name: 'ada' }, { 'x-forwarded-proto': 'https' });
+    assert.match(tls.headers.get('set-cookie') ?? '', /; HttpOnly; SameSite=Strict; Max-Age=60; Secure$/);
+  });
+
+  it('refuses a sign-out without the CSRF token, and a change from another origin without one', async () => {
+    const { cookie } = await signIn();
+    assert.equal((await fetch(`${base}/api/console/session`, { method: 'DELETE', headers: { cookie } })).status, 403);
+    assert.equal((await fetch(`${base}/api/console/overview`, { headers: { cookie } })).status, 200, 'still signed in');
+    const foreign = await post('/api/console/channels/restart', { name: 'telegram' }, { cookie, origin: 'http://127.0.0.1.evil.example' });
+    assert.equal(foreign.status, 403);
+    assert.deepEqual(changes, []);
+  });
+
   it('refuses a wrong token with 401, and the API without a session', async () => {
     const wrong = await post('/api/console/session', { token: 'nope', name: 'mallory' }, {});
     assert.equal(wrong.status, 401);
