@@ -101,6 +101,14 @@ describe('the Config page hands out no secret (property, loopback)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('will not show a file on disk that is not TOML (422, the line named, nothing of it quoted)', async () => {
+    writeFileSync(file, 'data_dir = "./data"\n[provider]\napi_key = "S3crUnclosed0001\n');
+    const response = await fetch(`${base}/api/console/config`, { headers });
+    assert.equal(response.status, 422);
+    const { error } = (await response.json()) as { error: string };
+    assert.match(error, /^the config file is not valid TOML \(line 3, column \d+\); it is not shown, so that no secret in it reaches the page$/);
+  });
+
   it('no secret in the config read, validate or save answers, for secrets in every TOML form', async (t) => {
     await fuzzAsync(
       t,
