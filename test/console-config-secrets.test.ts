@@ -106,7 +106,8 @@ describe('the Config page hands out no secret (property, loopback)', () => {
     const response = await fetch(`${base}/api/console/config`, { headers });
     assert.equal(response.status, 422);
     const { error } = (await response.json()) as { error: string };
-    assert.match(error, /^the config file is not valid TOML \(line 3, column \d+\); it is not shown, so that no secret in it reaches the page$/);
+    assert.match(error, /^the config file is not valid TOML \(line 3, column \d+\); fix it on disk .* it is not shown here, so that no secret in it reaches the page$/);
+    assert.ok(!error.includes('S3crUnclosed0001'));
   });
 
   it('no secret in the config read, validate or save answers, for secrets in every TOML form', async (t) => {
