@@ -114,6 +114,25 @@ describe('console markdown (fuzz)', () => {
     });
   }
 
+  it('reads long runs of link openers in about linear time (no backtracking over the line)', () => {
+    // (test/fuzz/slow-inputs.fuzz.test.ts runs every unit at random; these are the ones that were quadratic)
+    for (const unit of ['[', '[a ', '[a](x', '](']) {
+      const timed = (n: number): number => {
+        const text = unit.repeat(Math.ceil(n / unit.length));
+        let best = Infinity;
+        for (let i = 0; i < 2; i++) {
+          const began = performance.now();
+          parseBlocks(text);
+          best = Math.min(best, performance.now() - began);
+        }
+        return best;
+      };
+      const short = timed(10_000);
+      const long = timed(40_000);
+      assert.ok(long < 300 || long / Math.max(short, 1) < 8, `${JSON.stringify(unit)}: ${Math.round(short)} ms for 10 000 characters, ${Math.round(long)} ms for 40 000`);
+    }
+  });
+
   it('each line that opens with three backticks is a fence, closed by as many backticks or more', () => {
     assert.deepEqual(parseBlocks('```c++\nint x;\n```\nafter'), [
       { kind: 'code', text: 'int x;' },
