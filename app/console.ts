@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ConfigError, formatProblems, parseConfig } from '../src/config/load.ts';
 import type { Config } from '../src/config/schema.ts';
-import type { ConfigPort, ConsoleDeps, RecallRecord } from '../src/console/deps.ts';
+import type { ConfigPort, ConsoleDeps, RecallRecord, ReloadOutcome } from '../src/console/deps.ts';
 import type { Memory, MemoryWho, RecallOptions } from '../src/memory.ts';
 
 /** dist/console, from app/console.ts (source) or dist/app/console.js (built). */
@@ -43,42 +43,61 @@ export function lazyConsole(deps: () => Promise<ConsoleDeps>): Fallback {
 /** The Config page's file operations: validate like the CLI, save with a .bak, reload. */
 export function configPort(options: { file: string; current: () => Config; reload: ConfigPort['reload'] }): ConfigPort {
   const { file } = options;
-  const problemsOf = async (text: string): Promise<string[]> => {
+  const loadMask = (): Promise<typeof import('../src/console/mask.ts')> => import('../src/console/mask.ts');
+  /**
+   * The CLI's messages for `text`, without a secret in them: a problem at a secret key says what
+   * is wrong but not what it got, and any secret of the text or the file still in a message is
+   * masked (the page is no place for them, even the operator's own).
+   */
+  const problemsOf = async (text: string, original: string): Promise<string[]> => {
+    const { isSecretPath, scrub, secretsOf } = await loadMask();
+    let lines: string[];
     try {
       parseConfig(text, file);
       return [];
     } catch (error) {
-      if (error instanceof ConfigError) return formatProblems(error.file, error.problems, '').trim().split('\n');
-      return [error instanceof Error ? error.message : String(error)];
+      if (error instanceof ConfigError) {
+        const problems = error.problems.map((problem) =>
+          isSecretPath(problem.path.split('.').map((part) => (/^\d+$/.test(part) ? Number(part) : part))) ? { ...problem, problem: problem.problem.replace(/, got [\s\S]*$/, '') } : problem,
+        );
+        lines = formatProblems(error.file, problems, '').trim().split('\n');
+      } else lines = [error instanceof Error ? error.message : String(error)];
     }
+    const secrets = [...secretsOf(text), ...secretsOf(original)];
+    return lines.map((line) => scrub(line, secrets));
   };
-  const loadMask = (): Promise<typeof import('../src/console/mask.ts')> => import('../src/console/mask.ts');
+  /** A reload's outcome; its error (the file's problems, as the CLI prints them) without secrets. */
+  const reload = async (): Promise<ReloadOutcome> => {
+    const outcome = await options.reload();
+    if (outcome.ok) return outcome;
+    const { scrub, secretsOf } = await loadMask();
+    return { ok: false, error: scrub(outcome.error, secretsOf(await readFile(file, 'utf8').catch(() => ''))) };
+  };
+  /** The edited text with its masked secrets put back from the file on disk, or the problems. */
+  const unmasked = async (edited: string): Promise<{ text: string; original: string; problems: string[] }> => {
+    const original = await readFile(file, 'utf8');
+    const { text, problems } = (await loadMask()).unmaskText(edited, original);
+    return { text, original, problems: problems.length > 0 ? problems : await problemsOf(text, original) };
+  };
   return {
     file,
     async read() {
       return (await loadMask()).maskText(await readFile(file, 'utf8'));
     },
     async validate(edited) {
-      const { unmaskText } = await loadMask();
-      const { text, missing } = unmaskText(edited, await readFile(file, 'utf8'));
-      if (missing.length > 0) return missing.map((key) => `${key}: a masked secret with no saved value; type the value or a "\${NAME}" reference`);
-      return problemsOf(text);
+      return (await unmasked(edited)).problems;
     },
     async save(edited) {
-      const { unmaskText } = await loadMask();
-      const original = await readFile(file, 'utf8');
-      const { text, missing } = unmaskText(edited, original);
-      if (missing.length > 0) return { problems: missing.map((key) => `${key}: a masked secret with no saved value; type the value or a "\${NAME}" reference`) };
-      const problems = await problemsOf(text);
+      const { text, problems } = await unmasked(edited);
       if (problems.length > 0) return { problems };
       await copyFile(file, `${file}.bak`);
       // Written beside it and renamed, so a crash mid-write never leaves half a config.
       const temporary = `${file}.console-${process.pid}.tmp`;
       await writeFile(temporary, text, { mode: 0o600 });
       await rename(temporary, file);
-      return { problems: [], reload: await options.reload() };
+      return { problems: [], reload: await reload() };
     },
-    reload: options.reload,
+    reload,
     async effective() {
       return (await loadMask()).maskObject(options.current());
     },

@@ -396,6 +396,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
           log: log.child({ component: 'console' }),
           token: () => (gatewayConfig!.token === undefined || gatewayConfig!.token === '' ? undefined : gatewayConfig!.token),
           sessionMs: gatewayConfig!.session_hours * 3_600_000,
+          trustedProxies: gatewayConfig!.trusted_proxies,
           staticDir: consoleStaticDir(),
           maxJsonBytes: Math.min(64 * 1024, gatewayConfig!.max_body_kb * 1024),
           // Awaited: the runtime's reads may become asynchronous (the PostgreSQL backend).

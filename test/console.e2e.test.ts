@@ -27,6 +27,8 @@ const token = 'console-e2e-token-0123456789abcdef';
 const env = { TEST_MODEL_KEY: 'sk-console', SWITCHBOARD_TOKEN: token };
 const artifacts = new URL('./artifacts/', import.meta.url).pathname;
 const streamed = 'Streaming reply: one two three four five six seven eight.';
+/** Fences the console's markdown once looped forever on, and what must stay text. */
+const oddReply = ['Odd fences:', '```c++', 'int main() {}', '```', '````', 'four ticks', '````', '```js title="x"', 'let a = 1;', '```', '[click me](javascript:alert(1)) [data link](data:text/html,hi) <img src=x onerror="alert(1)"> end of reply'].join('\n');
 
 describe('web console (real browser)', () => {
   let model: Awaited<ReturnType<typeof startFakeOpenAI>>;
@@ -57,6 +59,7 @@ describe('web console (real browser)', () => {
     model.fallback = (request) => {
       if (request.body.messages.at(-1)?.role === 'tool') return { text: 'done with tools' };
       const last = [...request.body.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+      if (last.includes('odd fences please')) return { text: oddReply };
       if (last.includes('stream please')) return { text: streamed, deltas: streamed.split(/(?<= )/), deltaDelayMs: 250 };
       const saved = /saved at (\S+)/.exec(last);
       if (last.includes('send it back') && saved) return { toolCalls: [{ name: 'send_file', arguments: { path: saved[1]! } }] };
@@ -147,6 +150,19 @@ describe('web console (real browser)', () => {
     assert.equal(await download.text(), 'file from the browser\n');
     await page.locator('.bubble.assistant', { hasText: 'done with tools' }).waitFor();
     await shot('chat');
+  });
+
+  it('renders any fence in a reply, and unsafe links and raw HTML as text', async () => {
+    await go('chat');
+    await page.getByLabel('Message').fill('odd fences please');
+    await page.getByLabel('Message').press('Enter');
+    const bubble = page.locator('.bubble.assistant', { hasText: 'end of reply' });
+    await bubble.waitFor({ timeout: 10_000 });
+    assert.deepEqual(await bubble.locator('pre code').allInnerTexts(), ['int main() {}', 'four ticks', 'let a = 1;']);
+    assert.equal(await bubble.locator('a').count(), 0, 'no javascript: or data: link');
+    assert.equal(await bubble.locator('img').count(), 0, 'raw HTML is not markup');
+    assert.match(await bubble.innerText(), /\[click me\]\(javascript:alert\(1\)\).*<img src=x onerror="alert\(1\)">/s);
+    await shot('chat-markdown');
   });
 
   it('forgets a memory, and it is gone from recall', async () => {

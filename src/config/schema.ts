@@ -3,6 +3,7 @@
  * example is quoted back in errors, so keep one on each leaf. (valibot: ~10 ms to load,
  * against ~100–150 ms for the JSON-Schema builders we tried — start-up time is a feature.)
  */
+import { isIP } from 'node:net';
 import * as v from 'valibot';
 
 /** A whole number in [min, max] with a default. */
@@ -197,6 +198,12 @@ const RemoteTools = v.strictObject({
   max_clients: int(1, 1000, 16),
 });
 
+/** "127.0.0.1", "::1", "10.0.0.0/8". */
+function isAddressOrRange(entry: string): boolean {
+  const [address = '', bits] = entry.split('/');
+  return isIP(address) !== 0 && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (isIP(address) === 4 ? 32 : 128)));
+}
+
 const Gateway = v.strictObject({
   /** host:port of the HTTP gateway; loopback by default. Any other address needs `token`. */
   listen: v.optional(listenAddress('127.0.0.1:8787'), '127.0.0.1:8787'),
@@ -210,6 +217,17 @@ const Gateway = v.strictObject({
   console: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
   /** How long a console sign-in lasts (hours). */
   session_hours: int(1, 720, 12),
+  /**
+   * Reverse proxies (addresses or CIDR ranges) whose X-Forwarded-For names the client, for the
+   * console's sign-in limit. Empty: the socket's address counts (a forwarded header is ignored).
+   */
+  trusted_proxies: v.optional(
+    v.pipe(
+      v.array(v.pipe(v.string(), v.check(isAddressOrRange, 'an IP address or CIDR range, e.g. "127.0.0.1" or "10.0.0.0/8"'))),
+      v.examples([['127.0.0.1', '::1']]),
+    ),
+    [],
+  ),
 });
 
 const McpServer = v.pipe(

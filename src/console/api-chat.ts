@@ -11,8 +11,25 @@ import { HttpError, query, securityHeaders, send, str } from './http.ts';
 /** Files per message, and the whole request (base64 makes files a third larger). */
 const maxFiles = 5;
 const maxChatBody = 12 * 1024 * 1024;
+/** Largest file, as the page says (console/src/pages/chat.tsx); enforced here, not only there. */
+const defaultMaxFileBytes = 8 * 1024 * 1024;
 
-function uploads(value: unknown): ChatUpload[] {
+/** "8 MB" for 8 MiB: how the page and the README name the limit. */
+const megabytes = (bytes: number): string => `${Math.round((bytes / 1024 / 1024) * 10) / 10} MB`;
+
+/**
+ * `Content-Disposition` for a download: an ASCII `filename` for old clients and the real name
+ * as `filename*=UTF-8''…` (RFC 6266 / 5987). A header holds Latin-1 only: a raw non-Latin-1
+ * name made Node throw, and the download a 500.
+ */
+export function attachmentDisposition(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]|["\\%]/g, '_');
+  // (a lone surrogate would make encodeURIComponent throw: it becomes U+FFFD)
+  const encoded = encodeURIComponent(name.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD')).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}
+
+function uploads(value: unknown, maxFileBytes: number): ChatUpload[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) throw new HttpError(400, '"files" must be an array');
   if (value.length > maxFiles) throw new HttpError(400, `at most ${maxFiles} files per message`);
@@ -22,7 +39,9 @@ function uploads(value: unknown): ChatUpload[] {
     if (typeof name !== 'string' || name === '' || name.length > 200) throw new HttpError(400, `files[${i}].name must be a string of 1–200 characters`);
     if (mime !== undefined && (typeof mime !== 'string' || mime.length > 100)) throw new HttpError(400, `files[${i}].mime must be a string`);
     if (typeof data !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(data)) throw new HttpError(400, `files[${i}].data must be base64`);
-    return { name, ...(typeof mime === 'string' ? { mime } : {}), data: Buffer.from(data, 'base64') };
+    const bytes = Buffer.from(data, 'base64');
+    if (bytes.length > maxFileBytes) throw new HttpError(413, `files[${i}]: ${name} is larger than ${megabytes(maxFileBytes)} (${bytes.length} bytes); send files of at most ${megabytes(maxFileBytes)}`);
+    return { name, ...(typeof mime === 'string' ? { mime } : {}), data: bytes };
   });
 }
 
@@ -37,7 +56,7 @@ export const chatRoutes: readonly ApiRoute[] = [
       if (session.bearer) throw new HttpError(400, 'the browser chat needs a signed-in operator (a session), not a bearer token');
       const body = await json();
       const text = str(body, 'text', 20_000, true);
-      const files = uploads(body.files);
+      const files = uploads(body.files, deps.maxUploadBytes ?? defaultMaxFileBytes);
       if (text.trim() === '' && files.length === 0) throw new HttpError(400, 'send some text or a file');
       send(response, 202, await chat.post(session.operator, text, files));
     },
@@ -72,7 +91,7 @@ export const chatRoutes: readonly ApiRoute[] = [
         ...securityHeaders,
         'content-type': 'application/octet-stream',
         'content-length': size,
-        'content-disposition': `attachment; filename="${file.name.replace(/["\\\r\n]/g, '_')}"`,
+        'content-disposition': attachmentDisposition(file.name),
         'cache-control': 'no-store',
       });
       createReadStream(file.path).pipe(response);

@@ -231,7 +231,15 @@ export const apiRoutes: readonly ApiRoute[] = [
     path: '/api/console/config',
     handle: async ({ response, deps }) => {
       const config = need(deps.config, 'the config page');
-      send(response, 200, { file: config.file, text: await config.read(), effective: await config.effective() });
+      let text: string;
+      try {
+        text = await config.read();
+      } catch (error) {
+        // (by name: mask.ts is loaded only with the Config page)
+        if (error instanceof Error && error.name === 'UnshowableConfig') throw new HttpError(422, `${error.message}; fix it on disk (\`switchboard reload\` names the problem) — it is not shown here, so that no secret in it reaches the page`);
+        throw error;
+      }
+      send(response, 200, { file: config.file, text, effective: await config.effective() });
     },
   },
   {

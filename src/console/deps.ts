@@ -113,8 +113,13 @@ export interface ConsoleDeps {
   readonly staticDir: string;
   /** Largest JSON body (bytes). @default 65536 */
   readonly maxJsonBytes?: number;
-  /** Largest chat upload body (bytes, base64 included). @default 8 MiB */
+  /** Largest file of a chat message (bytes, decoded); a larger one is refused with 413. @default 8 MiB */
   readonly maxUploadBytes?: number;
+  /**
+   * Reverse proxies whose `X-Forwarded-For` names the client (`[gateway] trusted_proxies`:
+   * addresses or CIDR ranges), for the sign-in limit. @default [] (the socket's address counts)
+   */
+  readonly trustedProxies?: readonly string[];
   overview(): MaybePromise<OverviewReport>;
   /** Restarts a channel's listen; false when there is no such channel. */
   restartChannel(name: string): boolean;

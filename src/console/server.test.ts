@@ -15,6 +15,8 @@ import { pino } from 'pino';
 import { createConsole } from './server.ts';
 import type { ConsoleDeps, PendingCode } from './deps.ts';
 import type { ConsoleQueries } from './queries.ts';
+import type { LogTail } from '../log.ts';
+import { until } from '../../test/support/wait.ts';
 import { maskText, unmaskText, maskObject, masked } from './mask.ts';
 
 const token = 'console-test-token-0123456789';
@@ -123,6 +125,58 @@ describe('console API', () => {
     const asset = await fetch(`${base}/assets/app-1.js`);
     assert.match(asset.headers.get('cache-control') ?? '', /immutable/);
     assert.equal((await fetch(`${base}/assets/..%2f..%2fetc%2fpasswd`)).status, 404);
+  });
+
+  it('puts the security headers on every answer: the page, the API, errors', async () => {
+    const { cookie } = await signIn();
+    const answers = [await fetch(`${base}/`), await fetch(`${base}/api/console/overview`, { headers: { cookie } }), await fetch(`${base}/api/console/overview`), await fetch(`${base}/nope`), await post('/api/console/channels/restart', {}, { cookie })];
+    for (const answer of answers) {
+      assert.match(answer.headers.get('content-security-policy') ?? '', /^default-src 'self'; script-src 'self';.*object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'$/, answer.url);
+      assert.equal(answer.headers.get('x-frame-options'), 'DENY');
+      assert.equal(answer.headers.get('x-content-type-options'), 'nosniff');
+      assert.equal(answer.headers.get('referrer-policy'), 'no-referrer');
+      assert.equal(answer.headers.get('cross-origin-opener-policy'), 'same-origin');
+      assert.equal(answer.headers.get('cross-origin-resource-policy'), 'same-origin');
+    }
+  });
+
+  it('serves only the built files: no way out of the static folder', async () => {
+    const { request } = await import('node:http');
+    // Raw paths (fetch would normalise the dots away before they reach the server).
+    const raw = (path: string): Promise<{ status: number; body: string }> =>
+      new Promise((resolve, reject) => {
+        request({ host: '127.0.0.1', port: new URL(base).port, path }, (response) => {
+          let body = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => (body += chunk));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+        })
+          .on('error', reject)
+          .end();
+      });
+    const built = ['<!doctype html><title>console</title>', 'export {}'];
+    for (const path of ['/assets/..', '/assets/../index.html', '/assets/..%2findex.html', '/assets/%2e%2e%2f%2e%2e%2fetc%2fpasswd', '/../../etc/passwd', '/assets/app-1.js/..', '/assets//etc/passwd', '/assets/.%2e/x', '/index.html/../../x', '/server.ts', '/assets/%2e%2e', '/assets/..%5c..%5cetc%5cpasswd']) {
+      const { status, body } = await raw(path);
+      // (dots that URL rules resolve, "/assets/.." being "/", may serve a built file; nothing else)
+      assert.ok(status === 404 || status === 400 || (status === 200 && built.includes(body)), `${path}: ${status} ${body.slice(0, 80)}`);
+    }
+    assert.equal((await raw('/assets/app-1.js')).status, 200);
+  });
+
+  it('marks the cookie Secure over TLS (a proxy’s X-Forwarded-Proto: https), not over plain HTTP', async () => {
+    const plain = await post('/api/console/session', { token, name: 'ada' }, {});
+    assert.doesNotMatch(plain.headers.get('set-cookie') ?? '', /Secure/);
+    const tls = await post('/api/console/session', { token, name: 'ada' }, { 'x-forwarded-proto': 'https' });
+    assert.match(tls.headers.get('set-cookie') ?? '', /; HttpOnly; SameSite=Strict; Max-Age=60; Secure$/);
+  });
+
+  it('refuses a sign-out without the CSRF token, and a change from another origin without one', async () => {
+    const { cookie } = await signIn();
+    assert.equal((await fetch(`${base}/api/console/session`, { method: 'DELETE', headers: { cookie } })).status, 403);
+    assert.equal((await fetch(`${base}/api/console/overview`, { headers: { cookie } })).status, 200, 'still signed in');
+    const foreign = await post('/api/console/channels/restart', { name: 'telegram' }, { cookie, origin: 'http://127.0.0.1.evil.example' });
+    assert.equal(foreign.status, 403);
+    assert.deepEqual(changes, []);
   });
 
   it('refuses a wrong token with 401, and the API without a session', async () => {
@@ -296,10 +350,10 @@ describe('console: secrets masked', () => {
     assert.match(shown, /token = "\$\{SWITCHBOARD_TOKEN\}"/);
     assert.match(shown, new RegExp(`api_key = ${masked}`));
     const edited = shown.replace('model = "m"', 'model = "n"');
-    const { text, missing } = unmaskText(edited, file);
-    assert.deepEqual(missing, []);
+    const { text, problems } = unmaskText(edited, file);
+    assert.deepEqual(problems, []);
     assert.equal(text, file.replace('model = "m"', 'model = "n"'));
-    assert.deepEqual(unmaskText(`[gateway]\npassword = ${masked}`, file).missing, ['gateway.password']);
+    assert.match(unmaskText(`[gateway]\npassword = ${masked}`, file).problems.join('\n'), /^gateway\.password: a masked secret with no saved value/);
   });
 
   it('masks every secret of the effective config', () => {
@@ -317,8 +371,175 @@ describe('console sessions', () => {
     const result = auth.signIn(token, 'ada', '127.0.0.1');
     assert.ok(result.ok);
     const request = { headers: { cookie: `sb_session=${result.session.id}` } } as unknown as import('node:http').IncomingMessage;
-    assert.equal(auth.session(request)?.operator, 'ada');
+    const found = auth.session(request, '127.0.0.1');
+    assert.equal(found?.ok && found.session.operator, 'ada');
     now += 1000;
-    assert.equal(auth.session(request), undefined);
+    assert.equal(auth.session(request, '127.0.0.1'), undefined);
+  });
+});
+
+/** A console of its own on loopback (its own sign-in limit), with a log tail and the log's lines kept. */
+async function serve(overrides: Partial<ConsoleDeps> = {}): Promise<{ base: string; tail: LogTail; logged: () => Array<Record<string, unknown>>; close(): Promise<void> }> {
+  const { createLogTail } = await import('../log.ts');
+  const tail = createLogTail();
+  const lines: string[] = [];
+  const deps: ConsoleDeps = {
+    log: pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }),
+    token: () => token,
+    sessionMs: 60_000,
+    staticDir: tmpdir(),
+    overview: () => ({ status: { pid: 1, startedAt: new Date(0).toISOString(), uptimeSeconds: 1, channels: [], queued: 0, inFlight: 0, pendingReplies: 0, totals: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } }, model: 'm', node: 'n', activity: [] }),
+    restartChannel: () => true,
+    queries: { conversations: async () => [], search: async () => [], transcript: async () => [], pendingApprovals: async () => [], approvedSenders: async () => [], revokeSender: async () => false, denyCode: async () => false },
+    approvals: { clear: () => undefined },
+    allowLists: () => ({}),
+    tools: () => [],
+    remoteClients: () => [],
+    toolCalls: () => [],
+    logs: tail,
+    ...overrides,
+  };
+  const handler = createConsole(deps);
+  const server = createServer((request, response) => void handler(request, response));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    tail,
+    logged: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
+    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  };
+}
+
+const signInAt = async (base: string, headers: Record<string, string> = {}, given = token): Promise<Response> =>
+  fetch(`${base}/api/console/session`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ token: given, name: 'ada' }) });
+
+describe('console: one sign-in limit for every way of presenting the token', () => {
+  it('counts and logs wrong bearer tokens like wrong sign-ins, and refuses even the right one during the lockout', async () => {
+    const site = await serve();
+    try {
+      const overview = (bearer: string): Promise<Response> => fetch(`${site.base}/api/console/overview`, { headers: { authorization: `Bearer ${bearer}` } });
+      const statuses: number[] = [];
+      for (let i = 0; i < 20; i++) statuses.push((await overview(`wrong-${i}`)).status);
+      assert.deepEqual(statuses.slice(0, 5), [401, 401, 401, 401, 401]);
+      assert.deepEqual(new Set(statuses.slice(5)), new Set([429]), `after five wrong tokens: ${statuses.join(' ')}`);
+      const locked = await overview(token);
+      assert.equal(locked.status, 429, 'the right bearer token waits out the lockout too');
+      assert.ok(Number(locked.headers.get('retry-after')) >= 1);
+      assert.equal((await signInAt(site.base)).status, 429, 'and so does the sign-in form');
+      const failed = site.logged().filter((line) => line.msg === 'console sign-in failed: wrong token');
+      assert.equal(failed.length, 5);
+      assert.ok(failed.every((line) => line.via === 'bearer' && line.address === '127.0.0.1'));
+      assert.ok(site.logged().some((line) => /too many failed attempts/.test(String(line.msg)) && line.via === 'bearer'));
+    } finally {
+      await site.close();
+    }
+  });
+
+  it('counts wrong sign-ins against later bearer tokens (one limit)', async () => {
+    const site = await serve();
+    try {
+      for (let i = 0; i < 5; i++) assert.equal((await signInAt(site.base, {}, `wrong-${i}`)).status, 401);
+      assert.equal((await fetch(`${site.base}/api/console/overview`, { headers: { authorization: 'Bearer wrong' } })).status, 429);
+    } finally {
+      await site.close();
+    }
+  });
+});
+
+describe('console: the client address behind a reverse proxy', () => {
+  it('without trusted proxies ignores X-Forwarded-For: one address, one limit', async () => {
+    const site = await serve();
+    try {
+      for (let i = 0; i < 5; i++) assert.equal((await signInAt(site.base, { 'x-forwarded-for': `203.0.113.${i}` }, 'wrong')).status, 401);
+      assert.equal((await signInAt(site.base, { 'x-forwarded-for': '203.0.113.99' })).status, 429, 'a forwarded header from an untrusted peer changes nothing');
+    } finally {
+      await site.close();
+    }
+  });
+
+  it('behind a trusted proxy, five bad tries lock out that client, not everyone', async () => {
+    const site = await serve({ trustedProxies: ['127.0.0.1', '::1'] });
+    try {
+      for (let i = 0; i < 5; i++) assert.equal((await signInAt(site.base, { 'x-forwarded-for': '203.0.113.5' }, 'wrong')).status, 401);
+      assert.equal((await signInAt(site.base, { 'x-forwarded-for': '203.0.113.5' })).status, 429, 'the guessing client is locked out');
+      // What the client wrote on the left is not believed: the proxy appended the address it saw.
+      assert.equal((await signInAt(site.base, { 'x-forwarded-for': '198.51.100.7, 203.0.113.5' })).status, 429);
+      assert.equal((await signInAt(site.base, { 'x-forwarded-for': '203.0.113.6' })).status, 200, 'another client signs in');
+      const failed = site.logged().filter((line) => line.msg === 'console sign-in failed: wrong token');
+      assert.ok(failed.every((line) => line.address === '203.0.113.5'), 'the log names the client, not the proxy');
+    } finally {
+      await site.close();
+    }
+  });
+
+  it('reads the nearest untrusted hop, and refuses a setting that is no address', async () => {
+    const { clientAddress, trustedProxies } = await import('./auth.ts');
+    const request = (peer: string, forwarded?: string): import('node:http').IncomingMessage =>
+      ({ socket: { remoteAddress: peer }, headers: forwarded === undefined ? {} : { 'x-forwarded-for': forwarded } }) as unknown as import('node:http').IncomingMessage;
+    const proxies = trustedProxies(['10.0.0.0/8', '127.0.0.1']);
+    assert.equal(clientAddress(request('::ffff:127.0.0.1', '192.0.2.1, 10.1.2.3')), '127.0.0.1', 'no trusted proxies: the socket');
+    assert.equal(clientAddress(request('::ffff:127.0.0.1', '192.0.2.1, 10.1.2.3'), proxies), '192.0.2.1');
+    assert.equal(clientAddress(request('127.0.0.1', 'spoofed, 192.0.2.9'), proxies), '192.0.2.9');
+    assert.equal(clientAddress(request('127.0.0.1', 'not-an-address'), proxies), '127.0.0.1');
+    assert.equal(clientAddress(request('127.0.0.1'), proxies), '127.0.0.1');
+    assert.equal(clientAddress(request('192.0.2.50', '10.9.9.9'), proxies), '192.0.2.50', 'an untrusted peer: its own address');
+    assert.throws(() => trustedProxies(['localhost']), /"localhost" is not an IP address or CIDR range/);
+  });
+});
+
+/** Reads an event stream: its text so far, and whether the server ended it. */
+function readStream(response: Response): { text: () => string; ended: Promise<void> } {
+  let text = '';
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  const ended = (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      text += decoder.decode(value, { stream: true });
+    }
+  })();
+  return { text: () => text, ended };
+}
+
+const within = <T>(promise: Promise<T>, ms: number, what: string): Promise<T> =>
+  Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what} (not within ${ms} ms)`)), ms).unref())]);
+
+describe('console: an event stream lives no longer than its session', () => {
+  const logLine = (msg: string): string => `${JSON.stringify({ level: 30, time: Date.now(), msg })}\n`;
+
+  it('closes at sign-out, and no log line reaches it after', async () => {
+    const site = await serve();
+    try {
+      const signedIn = await signInAt(site.base);
+      const cookie = (signedIn.headers.get('set-cookie') ?? '').split(';')[0]!;
+      const { csrf } = (await signedIn.json()) as { csrf: string };
+      const stream = readStream(await fetch(`${site.base}/api/console/stream?logs=1`, { headers: { cookie } }));
+      await until(() => stream.text().includes('event: overview'), 'the first overview');
+      site.tail.write(logLine('before sign-out'));
+      await until(() => stream.text().includes('before sign-out'), 'the live log line');
+      assert.equal((await fetch(`${site.base}/api/console/session`, { method: 'DELETE', headers: { cookie, 'x-csrf-token': csrf } })).status, 200);
+      site.tail.write(logLine('after sign-out'));
+      await within(stream.ended, 3000, 'the stream is still open after sign-out');
+      assert.ok(!stream.text().includes('after sign-out'), 'no log line after sign-out');
+    } finally {
+      await site.close();
+    }
+  });
+
+  it('closes at expiry, and no log line reaches it after', async () => {
+    const site = await serve({ sessionMs: 1500 });
+    try {
+      const signedIn = await signInAt(site.base);
+      const cookie = (signedIn.headers.get('set-cookie') ?? '').split(';')[0]!;
+      const stream = readStream(await fetch(`${site.base}/api/console/stream?logs=1`, { headers: { cookie } }));
+      await until(() => stream.text().includes('event: overview'), 'the first overview');
+      await new Promise((resolve) => setTimeout(resolve, 1700));
+      site.tail.write(logLine('after expiry'));
+      await within(stream.ended, 3000, 'the stream is still open after the session expired');
+      assert.ok(!stream.text().includes('after expiry'), 'no log line after expiry');
+    } finally {
+      await site.close();
+    }
   });
 });

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isLoopback } from '../gateway/server.ts';
-import { clientAddress, createAuth, sessionCookie, type Auth, type Session } from './auth.ts';
+import { clientAddress, createAuth, sessionCookie, trustedProxies, type Auth, type Session } from './auth.ts';
 import type { ConsoleDeps } from './deps.ts';
 import { HttpError, readJson, securityHeaders, send, str } from './http.ts';
 import { apiRoutes, type ApiContext } from './api.ts';
@@ -42,6 +42,7 @@ function cookieFor(request: IncomingMessage, value: string, maxAgeS: number): st
 /** @example gateway.setFallback(createConsole(deps)); */
 export function createConsole(deps: ConsoleDeps): ConsoleHandler {
   const auth: Auth = createAuth({ token: () => deps.token(), sessionMs: deps.sessionMs, log: deps.log });
+  const proxies = trustedProxies(deps.trustedProxies ?? []);
   const files = new Map<string, { body: Buffer; type: string }>();
   const maxJson = deps.maxJsonBytes ?? 64 * 1024;
   /** Open event streams (each an open page); past the cap a page gets 429 and its EventSource retries. */
@@ -78,7 +79,7 @@ export function createConsole(deps: ConsoleDeps): ConsoleHandler {
     response.end(request.method === 'HEAD' ? undefined : file.body);
   }
 
-  async function sessionRoute(request: IncomingMessage, response: ServerResponse, session: Session | undefined): Promise<void> {
+  async function sessionRoute(request: IncomingMessage, response: ServerResponse, session: Session | undefined, address: string): Promise<void> {
     if (request.method === 'GET') {
       send(response, 200, session ? { signedIn: true, operator: session.operator, csrf: session.csrf, tokenRequired: auth.tokenRequired() } : { signedIn: false, tokenRequired: auth.tokenRequired() });
       return;
@@ -88,7 +89,7 @@ export function createConsole(deps: ConsoleDeps): ConsoleHandler {
       const token = body.token === undefined ? '' : str(body, 'token', 512, true);
       const name = body.name === undefined ? 'operator' : str(body, 'name', 40);
       if (!/^[\p{L}\p{N} ._-]+$/u.test(name)) throw new HttpError(400, '"name" may hold letters, digits, spaces, dots, dashes and underscores');
-      const result = auth.signIn(token, name.trim(), clientAddress(request));
+      const result = auth.signIn(token, name.trim(), address);
       if (!result.ok) {
         send(response, result.status, { error: result.error }, result.retryAfterS === undefined ? {} : { 'retry-after': String(result.retryAfterS) });
         return;
@@ -128,8 +129,11 @@ export function createConsole(deps: ConsoleDeps): ConsoleHandler {
       }
       if (originHost !== request.headers.host) throw new HttpError(403, 'cross-origin request refused');
     }
-    const session = auth.session(request);
-    if (path === '/api/console/session') return sessionRoute(request, response, session);
+    const address = clientAddress(request, proxies);
+    const presented = auth.session(request, address);
+    if (presented && !presented.ok) throw new HttpError(presented.status, presented.error, presented.retryAfterS === undefined ? {} : { 'retry-after': String(presented.retryAfterS) });
+    const session = presented?.session;
+    if (path === '/api/console/session') return sessionRoute(request, response, session, address);
     const route = apiRoutes.find((candidate) => candidate.path === path);
     if (!route) throw new HttpError(404, `no such endpoint: ${path}`);
     if (route.method !== request.method) throw new HttpError(405, `${request.method} is not allowed on ${path}`, { allow: route.method });
@@ -139,7 +143,7 @@ export function createConsole(deps: ConsoleDeps): ConsoleHandler {
       if (streams >= maxStreams) throw new HttpError(429, `too many open console pages (${maxStreams}); close some`, { 'retry-after': '5' });
       streams++;
       response.once('close', () => streams--);
-      openStream(request, response, deps, session, url);
+      openStream(request, response, deps, session, url, { current: () => auth.current(session), onSignOut: (ended) => auth.onSignOut(session, ended) });
       return;
     }
     const context: ApiContext = { request, response, url, session, deps, json: () => readJson(request, route.maxBytes ?? maxJson) };

@@ -18,6 +18,20 @@ describe('attachment store', () => {
     assert.equal(readFileSync(join(workspace, saved.path), 'utf8'), 'hi');
   });
 
+  it('never saves under a name of dots and spaces (" .." is not "..")', async () => {
+    for (const [i, name] of [' ..', '.. ', ' . ', '. .', '\t..', ' ../x'].entries()) {
+      const saved = await store.save({ channel: 'tg', messageId: `dots-${i}`, kind: 'file', name, download: async () => new TextEncoder().encode('hi') });
+      assert.ok(saved.path, `${JSON.stringify(name)} saved: ${JSON.stringify(saved)}`);
+      assert.match(saved.path, new RegExp(`^inbox/tg/dots-${i}/[^/]*[^/.\\s][^/]*$`), JSON.stringify(name));
+    }
+  });
+
+  it('tells a failure with paths relative to the workspace', async () => {
+    const saved = await store.save({ channel: 'tg', messageId: 'rel', kind: 'file', name: 'z.bin', download: async () => Promise.reject(new Error(`EACCES: open '${join(workspace, 'inbox', 'z.bin')}' (in ${workspace})`)) });
+    assert.ok(!saved.note!.includes(workspace), saved.note);
+    assert.match(saved.note!, /open 'inbox\/z\.bin' \(in \.\)/);
+  });
+
   it('names a nameless photo from its type, streams chunks', async () => {
     async function* chunks() {
       yield new Uint8Array([1, 2]);

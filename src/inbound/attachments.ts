@@ -5,7 +5,7 @@
  */
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm, stat } from 'node:fs/promises';
-import { extname, join, relative } from 'node:path';
+import { extname, join, relative, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Attachment, AttachmentInput, AttachmentStore } from '../channel.ts';
@@ -57,7 +57,9 @@ export function createAttachmentStore(options: AttachmentStoreOptions): Attachme
         return { ...base, size, path: relative(options.workspace, file) };
       } catch (error) {
         await rm(file, { force: true }).catch(() => undefined);
-        return { ...base, size: input.size ?? 0, note: `not saved: ${error instanceof Error ? error.message : String(error)}` };
+        // The model is told paths relative to the workspace; an error's absolute path is made so too.
+        const reason = (error instanceof Error ? error.message : String(error)).replaceAll(`${options.workspace}${sep}`, '').replaceAll(options.workspace, '.');
+        return { ...base, size: input.size ?? 0, note: `not saved: ${reason}` };
       }
     },
   };
@@ -81,8 +83,15 @@ function safePart(part: string): string {
 }
 
 function safeName(name: string | undefined, kind: Attachment['kind'], mime: string | undefined): string {
-  // eslint-disable-next-line no-control-regex -- control characters are exactly what is removed
-  const cleaned = (name ?? '').split(/[\\/]/).pop()!.replace(/[\u0000-\u001f<>:"|?*]/g, '_').replace(/^\.+/, '').trim().slice(-120);
+  const cleaned = (name ?? '')
+    .split(/[\\/]/)
+    .pop()!
+    // eslint-disable-next-line no-control-regex -- control characters are exactly what is removed
+    .replace(/[\u0000-\u001f<>:"|?*]/g, '_')
+    .slice(-120)
+    // Leading dots and spaces together: " .." trimmed after the dots were taken would be "..".
+    .replace(/^[\s.]+/, '')
+    .trimEnd();
   if (cleaned !== '') return cleaned;
   return `${kind}${(mime && extensions[mime]) ?? (extname(name ?? '') || '.bin')}`;
 }

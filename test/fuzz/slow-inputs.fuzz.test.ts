@@ -20,6 +20,7 @@ import { renderHtml as matrixHtml } from '../../channels/matrix/render.ts';
 import { plainText as slackPlain, stripLeadingMention } from '../../channels/slack/inbound.ts';
 import { renderMrkdwn } from '../../channels/slack/render.ts';
 import { measure as telegramMeasure, renderHtml as telegramHtml, visibleText } from '../../channels/telegram/render.ts';
+import { parseBlocks as consoleMarkdown } from '../../console/src/markdown-parse.ts';
 import { parseToolCalls } from '../../src/agent/xml-tools.ts';
 import { splitMessage } from '../../src/outbound/split.ts';
 import { fuzz, nastyText } from '../support/fuzz.ts';
@@ -41,6 +42,7 @@ const functions: ReadonlyArray<readonly [string, (text: string) => unknown]> = [
   ['email renderHtml', emailHtml],
   ['email stripQuotesAndSignature', stripQuotesAndSignature],
   ['email htmlToPlain', htmlToPlain],
+  ['console markdown', consoleMarkdown],
 ];
 
 const unit = fc.constantFrom(' ', '\t', ' \n', '\n', '*', '**', '_', '~', '`', '```', '<', '>', '<tool_call ', '<tool_call>{', '{"', '[', '](', '\\', '&', '#', '-', '> ', '1. ', '|', '@', 'a', 'a ', '\x03', '\x01', 'é', '👍', '\uD800', ':');
