@@ -51,6 +51,12 @@ export interface WalkOptions {
   readonly restart?: boolean;
   /** Operations (by a pattern of their SQL) where this channel may answer twice, and why (the README names the window). */
   readonly atLeastOnce?: ReadonlyArray<{ readonly sql: RegExp; readonly why: string }>;
+  /**
+   * Steps where a restart may lose the message because the platform cannot deliver it again
+   * (IRC: a line is held in memory while the store refuses it; a stop before it is stored
+   * loses it). The README names each.
+   */
+  readonly lostAtRestart?: ReadonlyArray<{ readonly step: RegExp; readonly why: string }>;
   /** Faults to walk. @default every fault of the engine */
   readonly faults?: readonly StoreFault[];
 }
@@ -157,7 +163,7 @@ export function runFaultWalk(engine: WalkEngine, make: () => Promise<WalkChannel
         const life = lifeOf(faulty.operations);
         assert.ok(life.length >= 5, `a message's life has its operations: ${JSON.stringify(life)}`);
 
-        const rows: Array<{ step: string; fault: StoreFault; restart: boolean; outcome: Outcome }> = [];
+        const rows: Array<{ text: string; step: string; fault: StoreFault; restart: boolean; outcome: Outcome }> = [];
         const faults = options.faults ?? ENGINE_FAULTS[engine.name];
         for (const restart of options.restart === false ? [false] : [false, true]) {
           for (const point of life) {
@@ -177,7 +183,7 @@ export function runFaultWalk(engine: WalkEngine, make: () => Promise<WalkChannel
               await runtime!.idle();
               await quiet(250);
               const n = count(text);
-              rows.push({ step: point.step, fault, restart, outcome: !reached ? 'not reached' : n === 1 ? 'once' : n === 0 ? 'lost' : n === 2 ? 'twice' : 'more' });
+              rows.push({ text, step: point.step, fault, restart, outcome: !reached ? 'not reached' : n === 1 ? 'once' : n === 0 ? 'lost' : n === 2 ? 'twice' : 'more' });
             }
           }
         }
@@ -185,11 +191,17 @@ export function runFaultWalk(engine: WalkEngine, make: () => Promise<WalkChannel
         t.diagnostic(`${engine.name} × ${peer.name}: ${life.length} operations × ${faults.length} faults × ${options.restart === false ? 1 : 2}`);
         for (const row of rows) t.diagnostic(`${row.step.padEnd(44)} ${row.fault.padEnd(17)} ${row.restart ? 'restart' : 'running'} ${row.outcome}`);
         const allowed = (step: string): boolean => (options.atLeastOnce ?? []).some((window) => window.sql.test(step));
-        const bad = rows.filter((row) => row.outcome === 'lost' || row.outcome === 'more' || (row.outcome === 'twice' && !allowed(row.step)));
+        const mayMiss = (row: { step: string; restart: boolean }): boolean => row.restart && (options.lostAtRestart ?? []).some((window) => window.step.test(row.step));
+        const bad = rows.filter((row) => (row.outcome === 'lost' && !mayMiss(row)) || row.outcome === 'more' || (row.outcome === 'twice' && !allowed(row.step)));
         assert.deepEqual(bad, [], `cases answered other than once:\n${bad.map((row) => JSON.stringify(row)).join('\n')}`);
         // Nothing lost along the way either: every message ever said was answered, once (or within the window).
         const counts = said.map((text) => ({ text, n: count(text) }));
-        assert.deepEqual(counts.filter((c) => c.n === 0), [], 'every message said was answered');
+        const missed = new Set(rows.filter((row) => row.outcome === 'lost' && mayMiss(row)).map((row) => row.text));
+        assert.deepEqual(
+          counts.filter((c) => c.n === 0 && !missed.has(c.text)),
+          [],
+          'every message said was answered (but those a named window lets go)',
+        );
       } finally {
         await stop().catch(() => undefined);
         await store.close().catch(() => undefined);
