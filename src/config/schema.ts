@@ -204,6 +204,8 @@ const Gateway = v.strictObject({
   token: v.optional(text('${SWITCHBOARD_TOKEN}')),
   /** Largest request body accepted (KB); larger gets 413. */
   max_body_kb: int(1, 65_536, 1024),
+  /** Most open connections (console pages, tool sockets, webhook callers); past it new ones are closed at once. */
+  max_connections: int(1, 65_536, 256),
   /** Absent = no remote tools. */
   remote_tools: v.optional(RemoteTools),
   /** Serve the web console and browser chat at / (loaded on the first request). */
