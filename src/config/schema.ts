@@ -349,8 +349,12 @@ const Email = v.strictObject({
 
 /** The generic webhook channel, served by the gateway at POST /webhook. */
 const Webhook = v.strictObject({
-  /** HMAC-SHA256 key: X-Switchboard-Signature: sha256=<hex of the raw body>. */
+  /** HMAC-SHA256 key: X-Switchboard-Signature: t=<unix>,v1=<hex HMAC of "<t>.<Idempotency-Key>.<raw body>">. */
   secret: text('${WEBHOOK_SECRET}'),
+  /** Also accept the old body-only signature (sha256=<hex of the body>), which a captured request can be replayed with under a new key; for migrating senders only. */
+  legacy_signature: v.optional(v.pipe(v.boolean(), v.examples([false])), false),
+  /** Largest request body (KB), read only after the signature header passed; larger gets 413. Capped by [gateway] max_body_kb. */
+  max_body_kb: int(1, 65_536, 64),
   /** How long a request waits for the reply before answering 202 (the reply then goes to callback_url, if given). */
   reply_timeout_seconds: positive(3600, 120),
   /** Sender ids let through; ["*"] = anyone (the signature already proves the caller). */
