@@ -28,11 +28,11 @@ const v1 = (key: string, body: string, t = Math.floor(Date.now() / 1000)): strin
 const legacy = (body: string): string => `sha256=${hmac(body)}`;
 
 /** A webhook channel on a gateway, answering every message at once; `turns` counts what reached the runtime. */
-async function start(config: Record<string, unknown> = {}): Promise<{ post: (key: string, body: string, signature: string) => Promise<{ status: number; error?: string }>; turns: string[]; stop: () => Promise<void> }> {
+async function start(config: Record<string, unknown> = {}, logger = log): Promise<{ post: (key: string, body: string, signature: string) => Promise<{ status: number; error?: string }>; turns: string[]; stop: () => Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'sb-replay-'));
   dirs.push(dir);
-  const gateway = createGateway({ listen: '127.0.0.1:0', log, health: () => ({ channels: [], queued: 0, inFlight: 0, pendingReplies: 0, counters: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } }) });
-  const ctx = { name: 'hook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, state: testChannelState(), stateDir: dir, gateway };
+  const gateway = createGateway({ listen: '127.0.0.1:0', log: logger, health: () => ({ channels: [], queued: 0, inFlight: 0, pendingReplies: 0, counters: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } }) });
+  const ctx = { name: 'hook', log: logger, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, state: testChannelState(), stateDir: dir, gateway };
   const channel = createWebhookChannel({ secret, reply_timeout_seconds: 2, allow: ['*'], max_results: 10_000, result_retention_days: 7, max_results_mb: 16, legacy_signature: false, max_body_kb: 64, ...config } as never, ctx);
   const { port } = await gateway.start();
   const turns: string[] = [];
@@ -109,6 +109,24 @@ describe('webhook replays', () => {
     } finally {
       await hook.stop();
     }
+  });
+});
+
+describe('webhook logs', () => {
+  it('never carry the secret or a signature, at debug level, for good, stale, forged and legacy requests', async () => {
+    let text = '';
+    const logger = pino({ level: 'debug' }, { write: (line: string) => void (text += line) });
+    const hook = await start({ legacy_signature: true }, logger);
+    const signatures = [v1('k-1', body), v1('k-2', body, Math.floor(Date.now() / 1000) - 900), `t=${Math.floor(Date.now() / 1000)},v1=${'ab'.repeat(32)}`, legacy(body), 'garbage'];
+    try {
+      for (const [i, signature] of signatures.entries()) await hook.post(`k-${i + 1}`, body, signature);
+    } finally {
+      await hook.stop();
+    }
+    assert.match(text, /legacy_signature = true/, 'the start-up warning is there');
+    assert.match(text, /rejected/, 'the refusals are logged');
+    assert.ok(!text.includes(secret), 'the secret');
+    for (const signature of signatures.slice(0, 4)) assert.ok(!text.includes(/[0-9a-f]{64}/.exec(signature)![0]), `the digest of ${signature.slice(0, 20)}…`);
   });
 });
 
