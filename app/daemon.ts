@@ -248,6 +248,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         health: () => ({ ...runtime.health(), ...(cluster ? { cluster: { node: cluster.node, nodes: cluster.nodes() } } : {}) }),
         metrics: () => metrics.render(),
         maxBodyBytes: gatewayConfig.max_body_kb * 1024,
+        maxConnections: gatewayConfig.max_connections,
       })
     : undefined;
   const routes: RouteTable | undefined = gateway ? createRouteTable(gateway) : undefined;

@@ -303,7 +303,8 @@ async function runReload(configFlag: string | undefined): Promise<number> {
   if (gateway && !/^\$\{/.test(gateway.token ?? '')) {
     const url = statusUrl(gateway.listen).replace(/\/api\/status$/, '/api/reload');
     try {
-      const response = await fetch(url, { method: 'POST', headers: gateway.token ? { authorization: `Bearer ${gateway.token}` } : {}, signal: AbortSignal.timeout(60_000) });
+      // JSON, as every POST to the gateway must be (a browser cannot send it cross-site without asking first).
+      const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(gateway.token ? { authorization: `Bearer ${gateway.token}` } : {}) }, body: '{}', signal: AbortSignal.timeout(60_000) });
       const body = (await response.json().catch(() => ({}))) as { ok?: boolean; error?: string; restarted?: string[]; added?: string[]; removed?: string[]; agentRebuilt?: boolean; needsRestart?: string[] };
       if (response.status === 401) {
         process.stderr.write('switchboard reload: the daemon refused the token (401); gateway.token here must be the one the daemon runs with\n');

@@ -31,7 +31,7 @@ test('onboard checks the key with one real call and writes a commented config, k
   t.after(() => model.close());
   const dir = tempDir(t);
   const target = join(dir, 'switchboard.toml');
-  writeFileSync(target, '# mine\n');
+  writeFileSync(target, '# mine\n', { mode: 0o644 });
   const { code, out } = await onboard(
     ['openai', model.baseUrl, 'scripted', 'MY_KEY', 'sk-onboard', 'telegram', '', '42, 43', /* gateway */ '', '', ''],
     target,
@@ -40,6 +40,8 @@ test('onboard checks the key with one real call and writes a commented config, k
   assert.equal(model.requests.at(-1)?.headers.authorization, 'Bearer sk-onboard');
   assert.match(out, /✓ openai scripted/);
   assert.equal(readFileSync(`${target}.bak`, 'utf8'), '# mine\n');
+  // The old config may hold literal keys; its copy is private whatever the original's mode was (issue 23, held).
+  assert.equal(statSync(`${target}.bak`).mode & 0o777, 0o600, 'the .bak is private');
   const text = readFileSync(target, 'utf8');
   assert.doesNotMatch(text, /sk-onboard/, 'the key is never written');
   assert.match(text, /^api_key = "\$\{MY_KEY\}"$/m);

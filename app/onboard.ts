@@ -122,6 +122,8 @@ async function interview(ask: Prompt, io: OnboardIo): Promise<number> {
     let backup = `${target}.bak`;
     for (let n = 1; existsSync(backup); n++) backup = `${target}.bak.${n}`;
     copyFileSync(target, backup);
+    // copyFile keeps the original's mode; the old config may hold literal keys, so its copy is private.
+    chmodSync(backup, 0o600);
     io.stdout.write(`Kept the previous config as ${backup}\n`);
   }
   writeFileSync(target, text, { mode: 0o600 });

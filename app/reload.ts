@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { Channel } from '../src/channel.ts';
 import { ConfigError, formatProblems, type ConfigProblem } from '../src/config/load.ts';
 import type { Config } from '../src/config/schema.ts';
-import type { GatewayRoutes, HttpRoute, UpgradeRoute } from '../src/gateway/routes.ts';
+import type { GatewayRoutes, HttpRoute, RouteAuth, UpgradeRoute } from '../src/gateway/routes.ts';
 import { sendJson } from '../src/gateway/json.ts';
 
 type ChannelName = keyof Config['channels'];
@@ -126,9 +126,9 @@ export interface RouteTable {
 export function createRouteTable(gateway: GatewayRoutes): RouteTable {
   const http = new Map<string, { owner: string; route: HttpRoute }>();
   const upgrades = new Map<string, { owner: string; route: UpgradeRoute }>();
-  const proxied = new Map<string, 'none' | 'token'>();
+  const proxied = new Map<string, RouteAuth>();
 
-  const proxy = (key: string, auth: 'none' | 'token', register: () => void): void => {
+  const proxy = (key: string, auth: RouteAuth, register: () => void): void => {
     const existing = proxied.get(key);
     if (existing === undefined) {
       register();
@@ -169,6 +169,7 @@ export function createRouteTable(gateway: GatewayRoutes): RouteTable {
                 method: route.method,
                 path: route.path,
                 auth: route.auth,
+                admit: (request: IncomingMessage) => http.get(key)?.route.admit?.(request) ?? {},
                 handle: (request: IncomingMessage, response: ServerResponse, body: Buffer) => {
                   const current = http.get(key);
                   if (!current) return sendJson(response, 404, { error: `no such endpoint: ${route.path}` });

@@ -209,7 +209,7 @@ async function main(): Promise<void> {
     const body = JSON.stringify({ sender: `person-${conversation}`, conversation: `soak-${conversation}`, text: `message ${n}: how is the weather in town ${conversation} today?` });
     const response = await fetch(`${base}/webhook`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': `soak-${n}`, 'x-switchboard-signature': sign(SECRET, body) },
+      headers: { 'content-type': 'application/json', 'idempotency-key': `soak-${n}`, 'x-switchboard-signature': sign(SECRET, { key: `soak-${n}`, body }) },
       body,
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });

@@ -36,7 +36,7 @@ describe('switchboard backup of a running daemon, and a restore', () => {
     const body = JSON.stringify({ sender: 'crm', conversation, text });
     const response = await fetch(`${base}/webhook`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-switchboard-signature': sign(secret, body) },
+      headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-switchboard-signature': sign(secret, { key, body }) },
       body,
     });
     return { status: response.status, json: (await response.json()) as Record<string, unknown> };

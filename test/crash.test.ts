@@ -40,7 +40,7 @@ describe('crash recovery (SIGKILL)', () => {
       const body = JSON.stringify({ sender: 'crm', conversation: 'c1', text: 'what is the meaning of life?', callback_url: callbackUrl });
       const request = fetch(`http://127.0.0.1:${port}/webhook`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': 'life-1', 'x-switchboard-signature': sign(secret, body) },
+        headers: { 'content-type': 'application/json', 'idempotency-key': 'life-1', 'x-switchboard-signature': sign(secret, { key: 'life-1', body }) },
         body,
       }).catch(() => undefined);
       await model.waitForRequests(before + 1);

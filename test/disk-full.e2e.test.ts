@@ -39,7 +39,7 @@ describe('disk full under a running daemon (tmpfs data_dir)', { skip }, () => {
     const body = JSON.stringify({ sender: 'crm', conversation: 'disk', text, ...extra });
     const response = await fetch(`${base}/webhook`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-switchboard-signature': sign(secret, body) },
+      headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-switchboard-signature': sign(secret, { key, body }) },
       body,
     });
     return { status: response.status, retryAfter: response.headers.get('retry-after'), json: (await response.json()) as Record<string, unknown> };

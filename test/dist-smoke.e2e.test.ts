@@ -42,7 +42,7 @@ describe('the built daemon through bin/switchboard (dist smoke test)', () => {
     const body = JSON.stringify({ sender: 'ops', conversation: 'smoke', text });
     const response = await fetch(`${base}/webhook`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-switchboard-signature': sign(secret, body) },
+      headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-switchboard-signature': sign(secret, { key, body }) },
       body,
     });
     return { status: response.status, json: (await response.json()) as Record<string, unknown> };

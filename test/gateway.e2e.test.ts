@@ -3,6 +3,7 @@
  * `switchboard status` against it, and the refusal to expose it without a token.
  */
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
@@ -11,6 +12,25 @@ import { until } from './support/wait.ts';
 import { freePort } from './support/net.ts';
 
 const env = { TEST_MODEL_KEY: 'sk-gw', SWITCHBOARD_TOKEN: 'gateway-e2e-token-0123456789' };
+
+/** One raw HTTP/1.1 exchange (fetch will not send a foreign Host); resolves with the status line's code. */
+function rawStatus(port: number, lines: readonly string[], body = ''): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(`${[...lines, `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close'].join('\r\n')}\r\n\r\n${body}`));
+    let text = '';
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      const match = /^HTTP\/1\.1 (\d{3})/.exec(text);
+      if (match) {
+        socket.destroy();
+        resolve(Number(match[1]));
+      }
+    });
+    socket.on('error', reject);
+    socket.on('end', () => reject(new Error(`no status line: ${JSON.stringify(text)}`)));
+  });
+}
+const upgrade = (path: string, host: string, extra: readonly string[] = []): string[] => [`GET ${path} HTTP/1.1`, `Host: ${host}`, 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', ...extra];
 
 
 describe('gateway (end to end)', () => {
@@ -108,6 +128,15 @@ describe('gateway (end to end)', () => {
     phone.close();
   });
 
+  it('wants the token on the tool socket (401 without or with a wrong one), and refuses a web page even with it (403)', async () => {
+    const port = Number(new URL(base).port);
+    const host = `127.0.0.1:${port}`;
+    assert.equal(await rawStatus(port, upgrade('/ws/tools?client=x', host)), 401);
+    assert.equal(await rawStatus(port, upgrade('/ws/tools?client=x', host, ['Authorization: Bearer wrong-token-0123456789'])), 401);
+    assert.equal(await rawStatus(port, upgrade('/ws/tools?client=x', host, [`Authorization: ${auth.authorization}`, 'Origin: https://evil.example'])), 403);
+    assert.equal(await rawStatus(port, upgrade('/ws/tools?client=x', host, [`Authorization: ${auth.authorization}`])), 101);
+  });
+
   it('refuses to expose the gateway off loopback without a token (exit 78)', async () => {
     const exposed = tempConfig(model.baseUrl, `[gateway]\nlisten = "0.0.0.0:0"\n[channels.terminal]\n`);
     try {
@@ -117,5 +146,49 @@ describe('gateway (end to end)', () => {
     } finally {
       exposed.cleanup();
     }
+  });
+});
+
+describe('gateway without a token (the default), against web pages', () => {
+  let model: FakeOpenAI;
+  let daemon: Daemon;
+  let config: ReturnType<typeof tempConfig>;
+  let port: number;
+
+  before(async () => {
+    model = await startFakeOpenAI();
+    port = await freePort();
+    config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n[gateway]\nlisten = "127.0.0.1:${port}"\n[gateway.remote_tools]\n[channels.webhook]\nsecret = "e2e-webhook-secret"\n`);
+    daemon = startDaemon(['start', '--config', config.file], { env });
+    await daemon.waitFor(/"msg":"ready"/, 'stdout', 20_000);
+  });
+  after(async () => {
+    daemon.child.kill('SIGTERM');
+    await daemon.exited;
+    config.cleanup();
+    await model.close();
+  });
+
+  it('answers no rebound Host name (DNS rebinding): status, tools, metrics and the tool socket', async () => {
+    for (const path of ['/api/status', '/api/tools', '/metrics']) {
+      assert.equal(await rawStatus(port, [`GET ${path} HTTP/1.1`, `Host: evil.example:${port}`]), 403, path);
+      assert.equal(await rawStatus(port, [`GET ${path} HTTP/1.1`, `Host: localhost:${port}`]), 200, path);
+    }
+    assert.equal(await rawStatus(port, upgrade('/ws/tools?client=evil', `evil.example:${port}`)), 403);
+  });
+
+  it('lets no web page register a tool (a foreign Origin on the upgrade is refused)', async () => {
+    assert.equal(await rawStatus(port, upgrade('/ws/tools?client=evil', `127.0.0.1:${port}`, ['Origin: https://evil.example'])), 403);
+    assert.equal(await rawStatus(port, upgrade('/ws/tools?client=phone', `127.0.0.1:${port}`)), 101, 'a program (no Origin) still connects');
+  });
+
+  it('takes no cross-site reload (text/plain or a foreign Origin), and `switchboard reload` still works', async () => {
+    const host = `Host: 127.0.0.1:${port}`;
+    assert.equal(await rawStatus(port, ['POST /api/reload HTTP/1.1', host, 'Content-Type: text/plain'], '{}'), 415);
+    assert.equal(await rawStatus(port, ['POST /api/reload HTTP/1.1', host, 'Content-Type: application/json', 'Origin: https://evil.example'], '{}'), 403);
+    assert.doesNotMatch(daemon.stdout(), /config reloaded|"msg":"reload/);
+    const result = await runCli(['reload', '--config', config.file], { env });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /config reloaded/);
   });
 });

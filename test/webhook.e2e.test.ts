@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { sign, verify } from '../channels/webhook/signature.ts';
+import { sign, signLegacy, verify } from '../channels/webhook/signature.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { quiet, until } from './support/wait.ts';
@@ -51,7 +51,7 @@ describe('webhook channel (end to end)', () => {
   async function post(key: string, fields: Record<string, string>, signature?: string | null): Promise<{ status: number; json: Record<string, unknown> }> {
     const body = JSON.stringify(fields);
     const headers: Record<string, string> = { 'content-type': 'application/json', 'idempotency-key': key };
-    if (signature !== null) headers['x-switchboard-signature'] = signature ?? sign(secret, body);
+    if (signature !== null) headers['x-switchboard-signature'] = signature ?? sign(secret, { key, body });
     const response = await fetch(`${base}/webhook`, { method: 'POST', headers, body });
     return { status: response.status, json: (await response.json()) as Record<string, unknown> };
   }
@@ -81,7 +81,13 @@ describe('webhook channel (end to end)', () => {
   it('refuses a bad or missing signature with 401, never calling the model', async () => {
     const before = model.requests.length;
     const fields = { sender: 'crm', conversation: 'ticket-7', text: 'let me in' };
-    const wrong = await post('msg-bad', fields, sign('not-the-secret', JSON.stringify(fields)));
+    const wrong = await post('msg-bad', fields, sign('not-the-secret', { key: 'msg-bad', body: JSON.stringify(fields) }));
+    // A captured request sent again under another key (or the old body-only form) runs nothing either.
+    const rekeyed = await post('msg-bad-2', fields, sign(secret, { key: 'msg-bad', body: JSON.stringify(fields) }));
+    const bodyOnly = await post('msg-bad-3', fields, signLegacy(secret, JSON.stringify(fields)));
+    assert.equal(rekeyed.status, 401);
+    assert.equal(bodyOnly.status, 401);
+    assert.match(String(bodyOnly.json.error), /legacy_signature/);
     const missing = await post('msg-bad', fields, null);
     assert.equal(wrong.status, 401);
     assert.equal(missing.status, 401);
@@ -122,7 +128,7 @@ describe('webhook channel (end to end)', () => {
     await until(() => callbacks.length >= 1, 'the callback', 15_000);
     const [callback] = callbacks;
     assert.equal(callback!.headers['idempotency-key'], 'msg-slow');
-    assert.ok(verify(secret, Buffer.from(callback!.body), callback!.headers['x-switchboard-signature']), 'the callback is signed');
+    assert.ok(verify(secret, { key: 'msg-slow', body: Buffer.from(callback!.body) }, callback!.headers['x-switchboard-signature']), 'the callback is signed (t.key.body)');
     assert.deepEqual(JSON.parse(callback!.body), { id: 'msg-slow', conversation: 'ticket-9', reply: 'took a while' });
     assert.equal(model.requests.length, before + 1);
     const later = await post('msg-slow', fields);

@@ -1,11 +1,12 @@
 /**
  * Delivers a late reply to the request's `callback_url`: a POST of
- * `{"id", "conversation", "reply"}` signed like requests to us (X-Switchboard-Signature) and
+ * `{"id", "conversation", "reply"}` signed like requests to us (X-Switchboard-Signature:
+ * t=<unix>,v1=<HMAC of "<t>.<id>.<body>">, or sha256=<HMAC of the body> with legacy_signature) and
  * carrying the message id as `Idempotency-Key` (the outbox retries, so the receiver may see a
  * reply twice). Redirects are not followed: the URL was checked, where it redirects was not.
  */
 import { SendError } from '../../src/channel.ts';
-import { sign } from './signature.ts';
+import { sign, signLegacy } from './signature.ts';
 
 export interface CallbackPayload {
   readonly id: string;
@@ -15,6 +16,8 @@ export interface CallbackPayload {
 
 export interface CallbackOptions {
   readonly secret: string;
+  /** Sign the old body-only way (sha256=…), for receivers not yet migrated. @default false */
+  readonly legacySignature?: boolean;
   /** Longest wait for the receiver. @default 30000 */
   readonly timeoutMs?: number;
   /** @default globalThis.fetch */
@@ -29,7 +32,7 @@ export async function postCallback(url: string, payload: CallbackPayload, option
   try {
     response = await doFetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-switchboard-signature': sign(options.secret, body), 'idempotency-key': payload.id },
+      headers: { 'content-type': 'application/json', 'x-switchboard-signature': options.legacySignature === true ? signLegacy(options.secret, body) : sign(options.secret, { key: payload.id, body }), 'idempotency-key': payload.id },
       body,
       redirect: 'manual',
       signal: AbortSignal.timeout(options.timeoutMs ?? 30_000),

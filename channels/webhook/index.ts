@@ -2,7 +2,8 @@
  * The generic webhook channel: other systems talk to the agent over HTTP through the gateway.
  *
  * `POST /webhook` with `{"sender", "conversation", "text", "callback_url"?}`, signed
- * (`X-Switchboard-Signature: sha256=<hex HMAC-SHA256 of the raw body>`) and carrying an
+ * (`X-Switchboard-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<key>.<raw body>">`, see
+ * signature.ts) and carrying an
  * `Idempotency-Key` (the message id). The response waits up to `reply_timeout_seconds` for the
  * reply (200 `{"id", "reply"}`), else answers 202 and the reply goes to `callback_url` when
  * one was given (signed the same way). A replayed key gets the first result, also after a
@@ -17,7 +18,7 @@ import { ResultStore } from './results.ts';
 import { createWebhookRoute } from './route.ts';
 import { Waiters } from './waiters.ts';
 
-export { sign, verify } from './signature.ts';
+export { sign, signLegacy, verify } from './signature.ts';
 
 /** Knobs for tests; the daemon uses the defaults. */
 export interface WebhookChannelOptions {
@@ -43,6 +44,12 @@ export function createWebhookChannel(config: WebhookConfig, ctx: ChannelContext,
     ]);
   }
   const log = ctx.log;
+  if (config.legacy_signature) {
+    log.warn(
+      { channel: ctx.name },
+      '[channels.webhook] legacy_signature = true: body-only signatures (sha256=…) are accepted, and a captured request signed that way can be sent again under a new Idempotency-Key to run a new turn; move the senders to t=…,v1=… (README, "Webhook") and remove the setting',
+    );
+  }
   const store = new ResultStore({
     state: ctx.state,
     legacyDir: ctx.stateDir,
@@ -58,6 +65,8 @@ export function createWebhookChannel(config: WebhookConfig, ctx: ChannelContext,
     createWebhookRoute({
       name: ctx.name,
       secret: config.secret,
+      legacySignature: config.legacy_signature,
+      maxBodyBytes: config.max_body_kb * 1024,
       replyTimeoutMs: config.reply_timeout_seconds * 1000,
       store,
       waiters,
@@ -108,7 +117,7 @@ export function createWebhookChannel(config: WebhookConfig, ctx: ChannelContext,
         await postCallback(
           record.callbackUrl,
           { id, conversation: record.conversation, reply: record.reply ?? message.text },
-          { secret: config.secret, ...(options.callbackTimeoutMs === undefined ? {} : { timeoutMs: options.callbackTimeoutMs }), ...(options.fetch ? { fetch: options.fetch } : {}) },
+          { secret: config.secret, legacySignature: config.legacy_signature, ...(options.callbackTimeoutMs === undefined ? {} : { timeoutMs: options.callbackTimeoutMs }), ...(options.fetch ? { fetch: options.fetch } : {}) },
         );
         log.info({ id, conversation: record.conversation }, 'webhook reply delivered to the callback_url');
         return;

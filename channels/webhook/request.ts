@@ -25,6 +25,10 @@ const bad = (error: string): Parsed => ({ ok: false, status: 400, error });
 /** Printable ASCII without spaces at the ends: keys travel in headers and logs. */
 const keyPattern = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
 
+/** C0 and C1 controls, DEL, and the Unicode line and paragraph separators: never part of an id. */
+// eslint-disable-next-line no-control-regex
+const controlPattern = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
 /**
  * Validates a signed request. Errors are meant for the caller (who holds the secret), so they
  * say exactly what is wrong.
@@ -50,10 +54,14 @@ export function parseWebhookRequest(headers: IncomingHttpHeaders, body: Buffer):
   const conversation = fields.conversation as string;
   for (const [name, field] of [['sender', sender], ['conversation', conversation]] as const) {
     if (field.length > maxIdLength) return bad(`"${name}" is ${field.length} characters; at most ${maxIdLength}`);
+    if (controlPattern.test(field)) return bad(`"${name}" contains a control character (such as \\u0000 or a line break); ids must be printable text`);
   }
+  // PostgreSQL cannot store NUL in text: it would fail every insert, and the caller would retry forever.
+  if ((fields.text as string).includes('\u0000')) return bad('"text" contains a NUL character (\\u0000), which cannot be stored; remove it');
   const callback = fields.callback_url;
   if (callback !== undefined && callback !== null) {
     if (typeof callback !== 'string') return bad('"callback_url" must be a string');
+    if (controlPattern.test(callback)) return bad('"callback_url" contains a control character; send the URL percent-encoded');
     const problem = callbackProblem(callback);
     if (problem) return bad(`"callback_url" ${problem}`);
   }

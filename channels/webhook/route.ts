@@ -1,6 +1,8 @@
 /**
- * `POST /webhook` on the gateway. Order matters: the signature is checked before anything
- * reads the body, so an unsigned request never reaches the runtime (nor the model); then the
+ * `POST /webhook` on the gateway. Order matters: the signature's form and time are checked on
+ * the headers before the body is read (so a stranger's stalled body holds little, briefly),
+ * its HMAC before anything parses the body, so an unsigned request never reaches the runtime
+ * (nor the model); then the
  * request is validated, a known Idempotency-Key is answered from the first result, and a new
  * one is recorded, pushed (durably in the inbox) and waited for.
  */
@@ -13,13 +15,19 @@ import type { HttpRoute } from '../../src/gateway/routes.ts';
 import { sendJson } from '../../src/gateway/json.ts';
 import { parseWebhookRequest } from './request.ts';
 import type { ResultStore } from './results.ts';
-import { signatureHeader, verify } from './signature.ts';
+import { checkSignatureHeader, signatureHeader, signatureMatches } from './signature.ts';
 import type { Waiters } from './waiters.ts';
 
 export interface WebhookRouteOptions {
   /** Channel instance name (the `channel` of pushed messages). */
   readonly name: string;
   readonly secret: string;
+  /** Accept the old body-only `sha256=` signature too ([channels.webhook] legacy_signature). @default false */
+  readonly legacySignature?: boolean;
+  /** Longest body, in bytes; read only once the signature header passed. @default 65536 */
+  readonly maxBodyBytes?: number;
+  /** How long the body may take once the headers are in. @default 10000 */
+  readonly bodyTimeoutMs?: number;
   readonly replyTimeoutMs: number;
   readonly store: ResultStore;
   readonly waiters: Waiters;
@@ -38,15 +46,30 @@ export const webhookAccount = 'webhook';
 
 export function createWebhookRoute(options: WebhookRouteOptions): HttpRoute {
   const { log, store, waiters } = options;
+  const verifyOptions = { legacy: options.legacySignature === true };
   return {
     method: 'POST',
     path: '/webhook',
     // The HMAC signature is this route's authentication (callers need not know the gateway token).
-    auth: 'none',
+    auth: 'signature',
+    admit(request) {
+      const checked = checkSignatureHeader(request.headers[signatureHeader], verifyOptions);
+      if (!checked.ok) {
+        log.warn({ remote: request.socket.remoteAddress, signed: request.headers[signatureHeader] !== undefined, problem: checked.error }, 'webhook request with a missing, malformed or stale signature; rejected before its body');
+        return { refuse: { status: 401, error: checked.error } };
+      }
+      return { maxBodyBytes: options.maxBodyBytes ?? 64 * 1024, bodyTimeoutMs: options.bodyTimeoutMs ?? 10_000 };
+    },
     async handle(request: IncomingMessage, response: ServerResponse, body: Buffer) {
-      if (!verify(options.secret, body, request.headers[signatureHeader])) {
-        log.warn({ remote: request.socket.remoteAddress, signed: request.headers[signatureHeader] !== undefined }, 'webhook request with a missing or wrong signature; rejected');
-        return sendJson(response, 401, { error: 'missing or wrong X-Switchboard-Signature: send sha256=<hex HMAC-SHA256 of the raw body, keyed with the webhook secret>' });
+      const checked = checkSignatureHeader(request.headers[signatureHeader], verifyOptions);
+      const key = request.headers['idempotency-key'];
+      if (!checked.ok || !signatureMatches(options.secret, checked.signature, typeof key === 'string' ? key : '', body)) {
+        log.warn({ remote: request.socket.remoteAddress, signed: request.headers[signatureHeader] !== undefined }, 'webhook request with a wrong signature; rejected');
+        return sendJson(response, 401, {
+          error: checked.ok
+            ? 'wrong X-Switchboard-Signature: v1 must be the hex HMAC-SHA256 of "<t>.<Idempotency-Key>.<raw body>" keyed with the webhook secret'
+            : checked.error,
+        });
       }
       const parsed = parseWebhookRequest(request.headers, body);
       if (!parsed.ok) return sendJson(response, parsed.status, { error: parsed.error });

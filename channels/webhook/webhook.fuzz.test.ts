@@ -16,18 +16,20 @@ const header = fc.oneof(
   nastyText(80),
   fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => `sha256=${Buffer.from(b).toString('hex')}`),
   fc.array(fc.string(), { maxLength: 3 }),
-  fc.constantFrom('sha256=', 'sha1=abc', ` sha256=${'0'.repeat(64)} `, `SHA256=${'f'.repeat(64)}`),
+  fc.constantFrom('sha256=', 'sha1=abc', ` sha256=${'0'.repeat(64)} `, `SHA256=${'f'.repeat(64)}`, `t=1,v1=${'0'.repeat(64)}`, `t=${Math.floor(Date.now() / 1000)},v1=${'a'.repeat(64)}`),
 );
 
 describe('webhook (fuzz)', () => {
   it('random headers never verify; the right signature always does, for that body only; nothing throws', (t) => {
     fuzz(t, 'webhook signature', fc.tuple(body, header, fc.string({ minLength: 1, maxLength: 20 })), ([text, given, other]) => {
-      const bytes = Buffer.from(text, 'utf8');
-      assert.equal(verify(secret, bytes, given as string | string[] | undefined), false);
-      assert.equal(verify(secret, bytes, sign(secret, bytes)), true);
-      assert.equal(verify(secret, bytes, sign(secret, bytes).toUpperCase().replace('SHA256', 'sha256')), true, 'hex digits in either case');
-      assert.equal(verify(secret, Buffer.concat([bytes, Buffer.from(other)]), sign(secret, bytes)), false);
-      assert.equal(verify(`${secret}x`, bytes, sign(secret, bytes)), false);
+      const request = { key: 'k-1', body: Buffer.from(text, 'utf8') };
+      assert.equal(verify(secret, request, given as string | string[] | undefined), false);
+      assert.equal(verify(secret, request, given as string | string[] | undefined, { legacy: true }), false);
+      assert.equal(verify(secret, request, sign(secret, request)), true);
+      assert.equal(verify(secret, request, sign(secret, request).replace(/v1=(\w+)/, (_m, hex: string) => `v1=${hex.toUpperCase()}`)), true, 'hex digits in either case');
+      assert.equal(verify(secret, { ...request, body: Buffer.concat([request.body, Buffer.from(other)]) }, sign(secret, request)), false);
+      assert.equal(verify(secret, { ...request, key: other }, sign(secret, request)), false, 'another key');
+      assert.equal(verify(`${secret}x`, request, sign(secret, request)), false);
     }, { runs: 500 });
   });
 

@@ -11,7 +11,7 @@ import { createGateway } from '../../src/gateway/server.ts';
 import { postCallback } from './callback.ts';
 import { callbackProblem, parseWebhookRequest } from './request.ts';
 import { ResultStore } from './results.ts';
-import { sign, verify } from './signature.ts';
+import { checkSignatureHeader, sign, signLegacy, verify } from './signature.ts';
 import { Waiters } from './waiters.ts';
 import { sqliteFile, testChannelState } from '../../test/support/channel-state.ts';
 import { channelState, type ChannelState } from '../../src/store/channel-state.ts';
@@ -29,21 +29,44 @@ after(() => {
 
 describe('signature', () => {
   const body = Buffer.from('{"a":1}');
+  const request = { key: 'order-1', body };
   it('accepts its own signature, in either hex case', () => {
-    assert.ok(verify('s3cret', body, sign('s3cret', body)));
-    assert.ok(verify('s3cret', body, sign('s3cret', body).toUpperCase().replace('SHA256=', 'sha256=')));
+    assert.ok(verify('s3cret', request, sign('s3cret', request)));
+    assert.ok(verify('s3cret', request, sign('s3cret', request).replace(/v1=(\w+)/, (_m, hex: string) => `v1=${hex.toUpperCase()}`)));
   });
-  it('refuses a wrong secret, a changed body, a malformed or missing header', () => {
-    assert.equal(verify('s3cret', body, sign('other', body)), false);
-    assert.equal(verify('s3cret', Buffer.from('{"a":2}'), sign('s3cret', body)), false);
-    assert.equal(verify('s3cret', body, sign('s3cret', body).slice(0, -2)), false);
-    assert.equal(verify('s3cret', body, sign('s3cret', body).replace('sha256=', 'sha1=')), false);
-    assert.equal(verify('s3cret', body, undefined), false);
-    assert.equal(verify('s3cret', body, [sign('s3cret', body)]), false);
+  it('refuses a wrong secret, a changed body or key, a malformed or missing header (tampering)', () => {
+    assert.equal(verify('s3cret', request, sign('other', request)), false);
+    assert.equal(verify('s3cret', { ...request, body: Buffer.from('{"a":2}') }, sign('s3cret', request)), false);
+    assert.equal(verify('s3cret', { ...request, key: 'order-2' }, sign('s3cret', request)), false);
+    assert.equal(verify('s3cret', request, sign('s3cret', request).slice(0, -2)), false);
+    assert.equal(verify('s3cret', request, sign('s3cret', request).replace('v1=', 'v0=')), false);
+    assert.equal(verify('s3cret', request, sign('s3cret', request).replace(/^t=\d+/, `t=${Math.floor(Date.now() / 1000) - 1}`)), false, 'a changed time');
+    assert.equal(verify('s3cret', request, undefined), false);
+    assert.equal(verify('s3cret', request, [sign('s3cret', request)]), false);
   });
-  it('matches a reference HMAC', () => {
+  it('refuses a time more than 300 s off, and the body-only form unless legacy', () => {
+    const now = Date.now();
+    const at = (seconds: number): string => sign('s3cret', { ...request, timestamp: Math.floor(now / 1000) + seconds });
+    assert.equal(verify('s3cret', request, at(-299), { now }), true);
+    assert.equal(verify('s3cret', request, at(-301), { now }), false);
+    assert.equal(verify('s3cret', request, at(301), { now }), false);
+    assert.match((checkSignatureHeader(at(-301), { now }) as { error: string }).error, /is 301 s in the past; at most 300 s/);
+    assert.equal(verify('s3cret', request, signLegacy('s3cret', body)), false);
+    assert.equal(verify('s3cret', request, signLegacy('s3cret', body), { legacy: true }), true);
+    assert.equal(verify('s3cret', request, signLegacy('s3cret', '{}'), { legacy: true }), false);
+  });
+  it('compares in constant time: every digest compared has the same length, whatever the header', () => {
+    // A short or long hex is refused by its form before any compare; a right-length wrong one
+    // goes through secretsEqual (both sides hashed), so timing says nothing about the prefix.
+    const right = sign('s3cret', request);
+    assert.equal(verify('s3cret', request, right.replace(/.$/, (c) => (c === '0' ? '1' : '0'))), false);
+    assert.equal(verify('s3cret', request, `${right}00`), false);
+  });
+  it('matches a reference HMAC (the documented string)', () => {
+    // printf '%s' '1700000000.order-1.{"a":1}' | openssl dgst -sha256 -hmac key
+    assert.equal(sign('key', { key: 'order-1', body: '{"a":1}', timestamp: 1_700_000_000 }), 't=1700000000,v1=2891dddcad9dfc777faef17a10bcb76f36fc7ad142da15dedf92b0c4461ed53b');
     // printf '%s' 'hello' | openssl dgst -sha256 -hmac key
-    assert.equal(sign('key', 'hello'), 'sha256=9307b3b915efb5171ff14d8cb55fbcc798c6c0ef1456d66ded1a6aa723a58b7b');
+    assert.equal(signLegacy('key', 'hello'), 'sha256=9307b3b915efb5171ff14d8cb55fbcc798c6c0ef1456d66ded1a6aa723a58b7b');
   });
 });
 
@@ -209,11 +232,13 @@ describe('postCallback', () => {
   const payload = { id: 'k1', conversation: 'c', reply: 'hello' };
 
   it('POSTs the signed JSON with the id as Idempotency-Key', async () => {
-    const r = await receiver([204]);
+    const r = await receiver([204, 204]);
     await postCallback(r.url, payload, { secret: 's' });
-    assert.equal(r.got.length, 1);
     assert.deepEqual(JSON.parse(r.got[0]!.body), payload);
-    assert.ok(verify('s', Buffer.from(r.got[0]!.body), r.got[0]!.headers['x-switchboard-signature']));
+    assert.ok(verify('s', { key: 'k1', body: Buffer.from(r.got[0]!.body) }, r.got[0]!.headers['x-switchboard-signature']));
+    await postCallback(r.url, payload, { secret: 's', legacySignature: true });
+    assert.ok(verify('s', { key: 'k1', body: Buffer.from(r.got[1]!.body) }, r.got[1]!.headers['x-switchboard-signature'], { legacy: true }));
+    assert.match(String(r.got[1]!.headers['x-switchboard-signature']), /^sha256=/, 'legacy_signature: the old form, for receivers not migrated');
     assert.equal(r.got[0]!.headers['idempotency-key'], 'k1');
     await r.close();
   });
@@ -248,14 +273,14 @@ describe('createWebhookChannel', () => {
   it('needs a gateway', async () => {
     const { createWebhookChannel } = await import('./index.ts');
     const ctx = { name: 'webhook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, state: testChannelState(), stateDir: tempDir() };
-    assert.throws(() => createWebhookChannel({ secret: 's', reply_timeout_seconds: 1, allow: ['*'], ...retention }, ctx), /\[channels\.webhook\] needs \[gateway\]/);
+    assert.throws(() => createWebhookChannel({ secret: 's', reply_timeout_seconds: 1, allow: ['*'], legacy_signature: false, max_body_kb: 64, ...retention }, ctx), /\[channels\.webhook\] needs \[gateway\]/);
   });
 
   it('answers with the reply, refuses bad signatures before the runtime, replays, and times out to 202', async () => {
     const { createWebhookChannel } = await import('./index.ts');
     const gateway = createGateway({ listen: '127.0.0.1:0', log, health: () => ({ channels: [], queued: 0, inFlight: 0, pendingReplies: 0, counters: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } }) });
     const ctx = { name: 'hook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, state: testChannelState(), stateDir: tempDir(), gateway };
-    const channel = createWebhookChannel({ secret: 'sec', reply_timeout_seconds: 0.3, allow: ['*'], ...retention }, ctx);
+    const channel = createWebhookChannel({ secret: 'sec', reply_timeout_seconds: 0.3, allow: ['*'], legacy_signature: false, max_body_kb: 64, ...retention }, ctx);
     const { port } = await gateway.start();
     const pushed: Array<{ id: string; chat: string; account: string; sender: { id: string }; direct?: boolean }> = [];
     const seen = new Set<string>();
@@ -285,33 +310,33 @@ describe('createWebhookChannel', () => {
     const body = JSON.stringify({ sender: 'crm', conversation: 'T-1', text: 'hello' });
 
     assert.equal((await post(body, { 'idempotency-key': 'k1' })).status, 401);
-    assert.equal((await post(body, { 'idempotency-key': 'k1', 'x-switchboard-signature': sign('wrong', body) })).status, 401);
+    assert.equal((await post(body, { 'idempotency-key': 'k1', 'x-switchboard-signature': sign('wrong', { key: 'k1', body: body }) })).status, 401);
     assert.equal(pushed.length, 0);
-    assert.equal((await post('{', { 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', '{') })).status, 400);
-    assert.equal((await post(body, { 'x-switchboard-signature': sign('sec', body) })).status, 400);
+    assert.equal((await post('{', { 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', { key: 'k1', body: '{' }) })).status, 400);
+    assert.equal((await post(body, { 'x-switchboard-signature': sign('sec', { key: '', body }) })).status, 400);
 
-    const first = await post(body, { 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', body) });
+    const first = await post(body, { 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', { key: 'k1', body: body }) });
     assert.deepEqual([first.status, first.json], [200, { id: 'k1', reply: 're: hello' }]);
     assert.deepEqual({ ...pushed[0], timestamp: 0, text: '' }, { channel: 'hook', account: 'webhook', chat: 'T-1', id: 'k1', sender: { id: 'crm' }, text: '', timestamp: 0, direct: true });
-    const replay = await post(body, { 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', body) });
+    const replay = await post(body, { 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', { key: 'k1', body: body }) });
     assert.deepEqual([replay.status, replay.json], [200, { id: 'k1', reply: 're: hello' }]);
     assert.equal(pushed.length, 1, 'a finished key is answered without the runtime');
     const other = JSON.stringify({ sender: 'crm', conversation: 'T-1', text: 'something else' });
-    assert.equal((await post(other, { 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', other) })).status, 422);
+    assert.equal((await post(other, { 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', { key: 'k1', body: other }) })).status, 422);
 
     answer = false;
-    const slow = await post(other, { 'idempotency-key': 'k2', 'x-switchboard-signature': sign('sec', other) });
+    const slow = await post(other, { 'idempotency-key': 'k2', 'x-switchboard-signature': sign('sec', { key: 'k2', body: other }) });
     assert.deepEqual([slow.status, slow.json], [202, { status: 'accepted', id: 'k2' }]);
     // The reply comes later, with no one waiting and no callback: kept for a replay.
     await channel.send({ channel: 'hook', account: 'webhook', chat: 'T-1', text: 'late', replyTo: 'k2' });
-    const late = await post(other, { 'idempotency-key': 'k2', 'x-switchboard-signature': sign('sec', other) });
+    const late = await post(other, { 'idempotency-key': 'k2', 'x-switchboard-signature': sign('sec', { key: 'k2', body: other }) });
     assert.deepEqual([late.status, late.json], [200, { id: 'k2', reply: 'late' }]);
     // Nothing asked for this one: kept, no error.
     await channel.send({ channel: 'hook', account: 'webhook', chat: 'T-1', text: 'reminder' });
 
     controller.abort();
     await listening;
-    assert.equal((await post(body.replace('hello', 'x'), { 'idempotency-key': 'k3', 'x-switchboard-signature': sign('sec', body.replace('hello', 'x')) })).status, 503);
+    assert.equal((await post(body.replace('hello', 'x'), { 'idempotency-key': 'k3', 'x-switchboard-signature': sign('sec', { key: 'k3', body: body.replace('hello', 'x') }) })).status, 503);
     await gateway.stop(100);
   });
   it('answers 503 + Retry-After, pushing nothing, when the result cannot be stored (a full disk)', async () => {
@@ -335,7 +360,7 @@ describe('createWebhookChannel', () => {
       },
     };
     const ctx = { name: 'hook', log, assistantName: 'Bot', attachments: { maxBytes: 0, save: () => Promise.reject(new Error('no')) }, state, stateDir: tempDir(), gateway, storage };
-    const channel = createWebhookChannel({ secret: 'sec', reply_timeout_seconds: 0.3, allow: ['*'], ...retention }, ctx);
+    const channel = createWebhookChannel({ secret: 'sec', reply_timeout_seconds: 0.3, allow: ['*'], legacy_signature: false, max_body_kb: 64, ...retention }, ctx);
     const { port } = await gateway.start();
     const pushed: string[] = [];
     const controller = new AbortController();
@@ -350,7 +375,7 @@ describe('createWebhookChannel', () => {
     );
     const body = JSON.stringify({ sender: 'crm', conversation: 'T-1', text: 'hello' });
     const post = async (): Promise<Response> =>
-      fetch(`http://127.0.0.1:${port}/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', body) }, body });
+      fetch(`http://127.0.0.1:${port}/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', { key: 'k1', body: body }) }, body });
     const refused = await post();
     assert.equal(refused.status, 503);
     assert.equal(refused.headers.get('retry-after'), '10');

@@ -107,6 +107,8 @@ const Security = v.strictObject({
   env_passthrough: v.optional(v.pipe(v.array(text('GIT_AUTHOR_NAME')), v.examples([['GIT_AUTHOR_NAME']])), []),
   command_timeout_seconds: positive(3600, 60),
   max_output_kb: int(1, 10_240, 64),
+  /** Largest file one shell command may write (MB); a command writing past it is stopped (RLIMIT_FSIZE). */
+  max_file_write_mb: int(1, 1_048_576, 256),
   /** Hosts or CIDRs the HTTP tools may reach although private or loopback. */
   allow_hosts: v.optional(v.pipe(v.array(text('127.0.0.1')), v.examples([['127.0.0.1', '10.0.0.0/8']])), []),
   /** Tool calls one person may cause per hour. */
@@ -211,6 +213,8 @@ const Gateway = v.strictObject({
   token: v.optional(text('${SWITCHBOARD_TOKEN}')),
   /** Largest request body accepted (KB); larger gets 413. */
   max_body_kb: int(1, 65_536, 1024),
+  /** Most open connections (console pages, tool sockets, webhook callers); past it new ones are closed at once. */
+  max_connections: int(1, 65_536, 256),
   /** Absent = no remote tools. */
   remote_tools: v.optional(RemoteTools),
   /** Serve the web console and browser chat at / (loaded on the first request). */
@@ -365,8 +369,12 @@ const Email = v.strictObject({
 
 /** The generic webhook channel, served by the gateway at POST /webhook. */
 const Webhook = v.strictObject({
-  /** HMAC-SHA256 key: X-Switchboard-Signature: sha256=<hex of the raw body>. */
+  /** HMAC-SHA256 key: X-Switchboard-Signature: t=<unix>,v1=<hex HMAC of "<t>.<Idempotency-Key>.<raw body>">. */
   secret: text('${WEBHOOK_SECRET}'),
+  /** Also accept the old body-only signature (sha256=<hex of the body>), which a captured request can be replayed with under a new key; for migrating senders only. */
+  legacy_signature: v.optional(v.pipe(v.boolean(), v.examples([false])), false),
+  /** Largest request body (KB), read only after the signature header passed; larger gets 413. Capped by [gateway] max_body_kb. */
+  max_body_kb: int(1, 65_536, 64),
   /** How long a request waits for the reply before answering 202 (the reply then goes to callback_url, if given). */
   reply_timeout_seconds: positive(3600, 120),
   /** Sender ids let through; ["*"] = anyone (the signature already proves the caller). */

@@ -127,9 +127,9 @@ describe('gateway', () => {
     assert.equal(metrics.status, 200);
     assert.match(metrics.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
     assert.equal(await metrics.text(), 'up 1\n');
-    const echoed = await fetch(`${base}/echo`, { method: 'POST', body: 'hello', headers: { authorization: `Bearer ${token}` } });
-    assert.equal(await echoed.text(), 'hello');
-    assert.equal((await fetch(`${base}/echo`, { method: 'POST', body: 'hello' })).status, 401);
+    const echoed = await fetch(`${base}/echo`, { method: 'POST', body: '"hello"', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
+    assert.equal(await echoed.text(), '"hello"');
+    assert.equal((await fetch(`${base}/echo`, { method: 'POST', body: '"hello"', headers: { 'content-type': 'application/json' } })).status, 401);
   });
 
   it('without a token (loopback) token routes are open', async () => {
@@ -162,13 +162,13 @@ describe('gateway', () => {
         },
       }),
     );
-    const fits = await fetch(`${base}/in`, { method: 'POST', body: Buffer.alloc(1024, 'a') });
+    const fits = await fetch(`${base}/in`, { method: 'POST', body: Buffer.alloc(1024, 'a'), headers: { 'content-type': 'application/json' } });
     assert.equal(fits.status, 200);
     assert.equal(seen, 1024);
-    const declared = await raw(port, 'POST', '/in', { 'content-length': 5000 }, Buffer.alloc(5000, 'b'));
+    const declared = await raw(port, 'POST', '/in', { 'content-length': 5000, 'content-type': 'application/json' }, Buffer.alloc(5000, 'b'));
     assert.equal(declared.status, 413);
     assert.match(JSON.parse(declared.body).error, /larger than 1024 bytes/);
-    const chunked = await raw(port, 'POST', '/in', { 'transfer-encoding': 'chunked' }, Buffer.alloc(4096, 'c'));
+    const chunked = await raw(port, 'POST', '/in', { 'transfer-encoding': 'chunked', 'content-type': 'application/json' }, Buffer.alloc(4096, 'c'));
     assert.equal(chunked.status, 413);
     assert.equal((await fetch(`${base}/healthz`)).status, 200);
   });

@@ -5,14 +5,15 @@
  * through {@link GatewayRoutes}.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { isIP, type AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { ConfigError } from '../config/load.ts';
 import { parseListen, secretsEqual } from '../net.ts';
+import { hostRefusal, isLoopback, jsonRefusal, originRefusal, type Refusal } from './browser-guard.ts';
 import { sendJson } from './json.ts';
 import type { RuntimeHealth } from '../runtime/runtime.ts';
-import type { GatewayRoutes, HttpRoute, UpgradeRoute } from './routes.ts';
+import type { Admission, GatewayRoutes, HttpRoute, UpgradeRoute } from './routes.ts';
 
 export interface GatewayOptions {
   /** `host:port` (`[::1]:8787` for IPv6); port 0 picks a free one (tests). */
@@ -30,6 +31,12 @@ export interface GatewayOptions {
   readonly version?: string;
   /** When the daemon started (ms since the epoch), for uptime. @default when the process started */
   readonly startedAt?: number;
+  /** Most open connections; past it a new one is closed at once. @default 256 */
+  readonly maxConnections?: number;
+  /** How long a client may take to send its request headers (ms); then 408 and the socket is closed. @default 10000 */
+  readonly headersTimeoutMs?: number;
+  /** How long a client may take to send its whole request, body included (ms). @default 30000 */
+  readonly requestTimeoutMs?: number;
 }
 
 /**
@@ -77,17 +84,7 @@ export interface StatusReport {
   };
 }
 
-const loopbackNames = new Set(['localhost', 'ip6-localhost', 'ip6-loopback']);
-
-
-/** True for 127.0.0.0/8, ::1 (and ::ffff:127.x) and the name localhost. */
-export function isLoopback(host: string): boolean {
-  const lower = host.toLowerCase();
-  if (loopbackNames.has(lower)) return true;
-  if (isIP(lower) === 4) return lower.startsWith('127.');
-  if (isIP(lower) === 6) return lower === '::1' || lower === '0:0:0:0:0:0:0:1' || lower.startsWith('::ffff:127.');
-  return false;
-}
+export { isLoopback } from './browser-guard.ts';
 
 /** Shortest token accepted on a non-loopback address. */
 const minTokenLength = 16;
@@ -134,33 +131,45 @@ function tokenMatches(header: string | undefined, token: string): boolean {
 /** A request body over the limit (answer 413 and close: the rest is not read). */
 export class BodyTooLarge extends Error {}
 
-/** Reads at most `max` bytes of a request body; rejects with BodyTooLarge past that. */
-export function readBody(request: IncomingMessage, max: number): Promise<Buffer> {
+/** A request body that did not arrive in time (answer 408 and close). */
+export class BodyTimeout extends Error {}
+
+/** Reads at most `max` bytes of a request body; rejects with BodyTooLarge past that, BodyTimeout after `timeoutMs`. */
+export function readBody(request: IncomingMessage, max: number, timeoutMs = Infinity): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = Number(request.headers['content-length']);
     if (Number.isFinite(declared) && declared > max) {
-      request.resume();
       reject(new BodyTooLarge());
       return;
     }
     const chunks: Buffer[] = [];
     let size = 0;
+    const timer = Number.isFinite(timeoutMs) ? setTimeout(() => fail(new BodyTimeout()), timeoutMs) : undefined;
+    const fail = (error: Error): void => {
+      clearTimeout(timer);
+      request.removeAllListeners('data');
+      reject(error);
+    };
     request.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > max) {
-        request.removeAllListeners('data');
-        request.resume();
-        reject(new BodyTooLarge());
-        return;
-      }
+      if (size > max) return fail(new BodyTooLarge());
       chunks.push(chunk);
     });
-    request.on('end', () => resolve(Buffer.concat(chunks)));
-    request.on('error', reject);
+    request.on('end', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks));
+    });
+    request.on('error', fail);
   });
 }
 
-const statusText: Record<number, string> = { 401: 'Unauthorized', 404: 'Not Found', 405: 'Method Not Allowed', 500: 'Internal Server Error' };
+/** True when a request says a body follows (a GET's is never read). */
+function declaresBody(request: IncomingMessage): boolean {
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+const statusText: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 500: 'Internal Server Error' };
 
 /** An HTTP error written straight to a socket being upgraded (there is no ServerResponse yet). */
 function refuseUpgrade(socket: Duplex, status: number, message: string, extra = ''): void {
@@ -210,6 +219,10 @@ export function createGateway(options: GatewayOptions): Gateway {
   if (!token && !isLoopback(address.host)) throw new TypeError(`createGateway: refusing to listen on ${options.listen} without a token (see validateGatewayConfig)`);
   const maxBody = options.maxBodyBytes ?? 1024 * 1024;
   if (!(Number.isInteger(maxBody) && maxBody > 0)) throw new TypeError(`createGateway: maxBodyBytes must be a positive whole number, got ${maxBody}`);
+  const maxConnections = options.maxConnections ?? 256;
+  if (!(Number.isInteger(maxConnections) && maxConnections > 0)) throw new TypeError(`createGateway: maxConnections must be a positive whole number, got ${maxConnections}`);
+  const headersTimeout = options.headersTimeoutMs ?? 10_000;
+  const requestTimeout = Math.max(headersTimeout, options.requestTimeoutMs ?? 30_000);
   const startedAt = options.startedAt ?? Math.round(Date.now() - process.uptime() * 1000);
   // The uptime is counted on the monotonic clock from here on, so a wall clock step does not change it.
   const startedMonotonic = performance.now() - (Date.now() - startedAt);
@@ -225,7 +238,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     byMethod.set(route.method, route);
     routes.set(route.path, byMethod);
   };
-  const authorized = (request: IncomingMessage, auth: 'none' | 'token'): boolean => auth === 'none' || token === undefined || tokenMatches(request.headers.authorization, token);
+  const authorized = (request: IncomingMessage, auth: 'none' | 'token' | 'signature'): boolean => auth !== 'token' || token === undefined || tokenMatches(request.headers.authorization, token);
   const unauthorized = { 'www-authenticate': 'Bearer realm="switchboard"' };
 
   addRoute({ method: 'GET', path: '/healthz', auth: 'none', handle: (_req, res) => sendJson(res, 200, { status: 'ok' }) });
@@ -262,9 +275,25 @@ export function createGateway(options: GatewayOptions): Gateway {
     });
   }
 
+  /**
+   * An answer given before the body was read: the connection is closed after it, so an unread
+   * (or stalled) body holds nothing.
+   */
+  const refuse = (response: ServerResponse, status: number, error: string, headers: Record<string, string> = {}): void =>
+    sendJson(response, status, { error }, { connection: 'close', ...headers });
+
+  /** The browser rules (see browser-guard.ts): Host name without a token, Origin on a change. */
+  const browserRefusal = (request: IncomingMessage, signed: boolean): Refusal | undefined => {
+    const mutation = request.method !== 'GET' && request.method !== 'HEAD';
+    return (signed ? undefined : hostRefusal(request, token !== undefined)) ?? (mutation ? originRefusal(request) : undefined);
+  };
+
   async function onRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = (request.url ?? '/').split('?')[0]!;
     const byMethod = routes.get(path);
+    const route = byMethod?.get(request.method ?? '');
+    const browser = browserRefusal(request, route?.auth === 'signature');
+    if (browser) return refuse(response, browser.status, browser.error);
     if (!byMethod && fallback) {
       try {
         await fallback(request, response);
@@ -275,33 +304,33 @@ export function createGateway(options: GatewayOptions): Gateway {
       }
       return;
     }
-    if (!byMethod) {
-      request.resume();
-      sendJson(response, 404, { error: `no such endpoint: ${path}` });
-      return;
-    }
-    const route = byMethod.get(request.method ?? '');
-    if (!route) {
-      request.resume();
-      sendJson(response, 405, { error: `${request.method} is not allowed on ${path}` }, { allow: [...byMethod.keys()].join(', ') });
-      return;
-    }
-    if (!authorized(request, route.auth)) {
-      request.resume();
-      sendJson(response, 401, { error: 'missing or wrong token: send Authorization: Bearer <gateway.token>' }, unauthorized);
-      return;
-    }
-    let body: Buffer;
-    try {
-      body = await readBody(request, maxBody);
-    } catch (error) {
-      if (error instanceof BodyTooLarge) {
-        sendJson(response, 413, { error: `request body larger than ${maxBody} bytes` }, { connection: 'close' });
+    if (!byMethod) return refuse(response, 404, `no such endpoint: ${path}`);
+    if (!route) return refuse(response, 405, `${request.method} is not allowed on ${path}`, { allow: [...byMethod.keys()].join(', ') });
+    if (!authorized(request, route.auth)) return refuse(response, 401, 'missing or wrong token: send Authorization: Bearer <gateway.token>', unauthorized);
+    let body: Buffer = Buffer.alloc(0);
+    if (route.method === 'GET') {
+      // Nothing a GET route answers depends on a body, so none is waited for or buffered.
+      if (declaresBody(request)) return refuse(response, 400, `a GET request carries no body; send ${path} without one`);
+    } else {
+      const json = route.auth === 'signature' ? undefined : jsonRefusal(request);
+      if (json) return refuse(response, json.status, json.error);
+      const admission: Admission = route.admit?.(request) ?? {};
+      if ('refuse' in admission) return refuse(response, admission.refuse.status, admission.refuse.error);
+      const limit = Math.min(maxBody, admission.maxBodyBytes ?? maxBody);
+      try {
+        body = await readBody(request, limit, admission.bodyTimeoutMs);
+      } catch (error) {
+        if (error instanceof BodyTooLarge) return refuse(response, 413, `request body larger than ${limit} bytes`);
+        if (error instanceof BodyTimeout) {
+          refuse(response, 408, `the request body did not arrive within ${admission.bodyTimeoutMs} ms; send it at once`);
+          // A client that stalls on purpose would not read the answer either.
+          response.once('finish', () => request.socket.destroy());
+          return;
+        }
+        log.debug({ err: error, path }, 'request body could not be read');
+        response.destroy();
         return;
       }
-      log.debug({ err: error, path }, 'request body could not be read');
-      response.destroy();
-      return;
     }
     try {
       await route.handle(request, response, body);
@@ -315,6 +344,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   function onUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', (error) => log.debug({ err: error }, 'upgrade socket error'));
     const path = (request.url ?? '/').split('?')[0]!;
+    // A page may open a WebSocket to any address, and the browser sends no preflight first.
+    const browser = hostRefusal(request, token !== undefined) ?? originRefusal(request);
+    if (browser) return refuseUpgrade(socket, browser.status, browser.error);
     const route = upgrades.get(path);
     if (!route) return refuseUpgrade(socket, 404, `no such endpoint: ${path}`);
     if (!authorized(request, route.auth)) return refuseUpgrade(socket, 401, 'missing or wrong token: send Authorization: Bearer <gateway.token>', 'WWW-Authenticate: Bearer realm="switchboard"\r\n');
@@ -338,12 +370,25 @@ export function createGateway(options: GatewayOptions): Gateway {
 
     start() {
       if (server) return Promise.reject(new Error('gateway already started'));
-      const created = createServer((request, response) => void onRequest(request, response));
+      const created = createServer(
+        // Slow or stalled clients are cut off early: checked every second instead of every 30 s.
+        { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.min(1000, headersTimeout) },
+        (request, response) => void onRequest(request, response),
+      );
       server = created;
+      created.maxConnections = maxConnections;
+      let dropped = 0;
+      created.on('drop', () => {
+        if (dropped++ % 100 === 0) log.warn({ maxConnections, dropped }, 'gateway at its connection limit: new connections are closed ([gateway] max_connections)');
+      });
       created.on('upgrade', onUpgrade);
-      created.on('clientError', (error, socket) => {
+      created.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
         log.debug({ err: error }, 'bad HTTP request');
-        if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+        // Destroyed, not ended: a client that never sends its FIN would otherwise keep the descriptor.
+        if (socket.writable && (socket as Socket).bytesWritten === 0 && error.code !== 'ECONNRESET') {
+          socket.write(error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n' : 'HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+        }
+        socket.destroy();
       });
       return new Promise((resolve, reject) => {
         const failed = (error: Error): void => {

@@ -171,6 +171,21 @@ describe('assessCommand', () => {
     assert.equal(risk('git push -u origin main'), 'medium');
   });
 
+  it('refuses copy, archive and ownership flags that follow symbolic links, also inside combined short flags (issue 23)', () => {
+    // An uploaded tar held a link to ../../../switchboard.toml; `cp -rL` then copied the key in.
+    const following = [
+      'cp -L link out', 'cp -rL dir out', 'cp -RH dir out', 'cp -aL dir out', 'cp --dereference dir/link out', 'cp --deref -r dir out', 'cp -r --dereference=x dir out',
+      'tar -h -cf all.tar .', 'tar -chf all.tar .', 'tar -czhf all.tgz dir', 'tar --dereference -cf all.tar .', 'tar --deref -cf a.tar .', 'tar chf all.tar .',
+      'chown -RL me dir', 'chown -R -H me dir', 'chown --dereference me link', 'chgrp -LR staff dir', 'chgrp -HR staff dir',
+      'rsync -aL src/ dst/', 'rsync -a --copy-links src/ dst/', 'rsync -a --copy-unsafe-links src/ dst/', 'rsync -rk src/ dst/',
+      'zip -r all.zip .', 'zip -qr all.zip dir',
+    ];
+    for (const command of following) assert.match(refusal(command), /symbolic links/, command);
+    for (const command of ['cp -r dir out', 'cp -a dir out', 'cp -P link out', 'tar -cf all.tar .', 'tar -xzf upload.tgz', 'tar cf all.tar .', 'tar -tvf a.tar', 'chown -R me dir', 'chown -h me link', 'chgrp -R staff dir', 'rsync -a src/ dst/', 'zip -ry all.zip .', 'zip -r --symlinks all.zip .', 'zip a.zip notes.md']) {
+      assert.doesNotThrow(() => risk(command), command);
+    }
+  });
+
   it('uses allowed_commands as a replacement and extra_allowed_commands as medium additions', () => {
     const custom = createCommandPolicy({ allowedCommands: ['ls', 'rm', 'cowsay'], extraAllowedCommands: ['jq', 'printenv'] });
     assert.equal(risk('ls', custom), 'low');

@@ -226,6 +226,13 @@ function programRule(program: string, args: readonly Word[]): Rule | undefined {
   const texts = args.map((word) => word.text);
   const has = (...options: string[]): boolean => texts.some((text) => options.some((o) => text === o || text.startsWith(`${o}=`)));
   const short = (letter: string): boolean => texts.some((text) => /^-[A-Za-z]+$/.test(text) && text.includes(letter));
+  // getopt_long takes any unambiguous prefix (`--deref` is `--dereference`): `min` is the shortest that is unambiguous for the program.
+  const long = (name: string, min: number): boolean =>
+    texts.some((text) => {
+      const given = text.startsWith('--') ? text.slice(2).split('=')[0]! : '';
+      return given.length >= min && name.startsWith(given);
+    });
+  const follows = (what: string, fix: string): Rule => ({ refused: `${what} follows symbolic links, possibly out of the workspace (a link to ../../secret would be copied in); ${fix}.` });
   switch (program) {
     case 'rm': {
       if (has('--no-preserve-root')) return { refused: 'rm --no-preserve-root is never allowed.' };
@@ -263,7 +270,25 @@ function programRule(program: string, args: readonly Word[]): Rule | undefined {
       return texts.filter((text) => !text.startsWith('-')).length > 1 ? { risk: 'medium', mutates: true } : undefined;
     case 'date':
       return short('s') || has('--set') ? { refused: 'date -s sets the system clock and is not allowed.' } : undefined;
+    case 'cp':
+      if (short('L') || short('H') || long('dereference', 3)) return follows('cp -L/-H/--dereference', 'drop that option (cp -r and cp -a copy links as links)');
+      return undefined;
+    case 'chown':
+    case 'chgrp':
+      if (short('L') || short('H') || long('dereference', 1)) return follows(`${program} -L/-H/--dereference`, 'drop that option (-R alone does not follow links)');
+      return undefined;
+    case 'rsync':
+      if (short('L') || short('k') || long('copy-links', 6) || long('copy-unsafe-links', 6) || long('copy-dirlinks', 6)) return follows('rsync -L/-k/--copy-links/--copy-unsafe-links/--copy-dirlinks', 'drop that option (-a keeps links as links)');
+      return undefined;
+    case 'zip':
+      // zip stores what a link points to unless told -y, so a recursive zip reads through links.
+      if ((short('r') || short('R') || long('recurse-paths', 3) || long('recurse-patterns', 9)) && !(short('y') || long('symlinks', 2))) return follows('zip -r without -y', 'add -y (--symlinks) to store links as links');
+      return undefined;
     case 'tar':
+      // The first word of tar without a dash is a bundle of option letters (`tar chf a.tar .`).
+      if (short('h') || (texts[0] !== undefined && /^[A-Za-z]+$/.test(texts[0]) && texts[0].includes('h')) || long('dereference', 3)) {
+        return follows('tar -h/--dereference', 'drop that option (links are archived as links without it)');
+      }
       if (has('--to-command', '--use-compress-program', '--checkpoint-action', '--info-script', '--new-volume-script', '--rsh-command', '-I', '-F')) {
         return { refused: 'that tar option runs another program past the command allowlist; drop it.' };
       }

@@ -28,6 +28,8 @@ export interface RunListOptions {
   readonly output: (chunk: Buffer) => void;
   /** Aborting kills every running process and runs nothing more. */
   readonly signal: AbortSignal;
+  /** Largest file any process may write (RLIMIT_FSIZE, rounded down to 512-byte blocks). @default no limit */
+  readonly maxFileBytes?: number;
   /** Expands and checks a command right before it runs; a refusal stops the list. */
   prepare(segment: Segment, cwd: string): Promise<PreparedCommand | { readonly refused: string }>;
   /** The `cd` builtin: the new directory, or a message for stderr. */
@@ -78,7 +80,7 @@ export function streamTargets(redirections: readonly Redirection[], last: boolea
 /** Spawns every command of a pipeline at once, wires them, and waits for all; the status is the last one's. */
 async function runPipeline(commands: readonly PreparedCommand[], cwd: string, options: RunListOptions): Promise<ExitStatus> {
   const targets = commands.map((command, i) => streamTargets(command.redirections, i === commands.length - 1));
-  const children = commands.map((command, i) => launch(command.argv, cwd, options.env, i > 0, targets[i]!));
+  const children = commands.map((command, i) => launch(command.argv, cwd, options.env, i > 0, targets[i]!, options.maxFileBytes));
   const killAll = (): void => children.forEach((child) => killGroup(child));
   options.signal.addEventListener('abort', killAll, { once: true });
   try {
@@ -99,8 +101,18 @@ async function runPipeline(commands: readonly PreparedCommand[], cwd: string, op
   }
 }
 
-function launch(argv: readonly string[], cwd: string, env: Readonly<Record<string, string>>, piped: boolean, to: { out: Target; err: Target }): ChildProcess {
-  return spawn(argv[0]!, argv.slice(1), {
+/**
+ * Sets RLIMIT_FSIZE (soft and hard, so the program cannot raise it) and then becomes the
+ * program: Node cannot set a child's limits, and sh's `ulimit` can. The argv travel as
+ * positional parameters ("$@"), never as script text, so nothing is parsed again. A program
+ * that is not there is reported as before (exit 127, "<name>: command not found").
+ */
+const LIMITED = 'ulimit -f "$1" || exit 126; shift; command -v "$1" >/dev/null 2>&1 || { printf "%s: command not found\\n" "$1" >&2; exit 127; }; exec "$@"';
+
+function launch(argv: readonly string[], cwd: string, env: Readonly<Record<string, string>>, piped: boolean, to: { out: Target; err: Target }, maxFileBytes: number | undefined): ChildProcess {
+  const [program, args] =
+    maxFileBytes === undefined ? [argv[0]!, argv.slice(1)] : ['/bin/sh', ['-c', LIMITED, 'sh', String(Math.max(1, Math.floor(maxFileBytes / 512))), ...argv]];
+  return spawn(program, args, {
     cwd,
     env,
     shell: false, // the argv that was checked is the argv that runs

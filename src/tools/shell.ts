@@ -85,12 +85,20 @@ async function run(pipelines: readonly Pipeline[], root: string, timeoutMs: numb
       signal: stop.signal,
       prepare: (segment, cwd) => prepareCommand(segment, cwd, context),
       changeDirectory: (args, cwd) => changeDirectory(args, cwd, root),
+      maxFileBytes: policy.maxFileWriteBytes,
     });
     const text = redactSecrets(output.text(), secrets);
     const seconds = Math.round(timeoutMs / 100) / 10;
     if (stopped === 'timeout') return toolError(`The command was stopped after ${seconds} s (time limit). Output so far:\n${text || '(no output)'}`);
     if (stopped === 'abort') return toolError(`The command was cancelled. Output so far:\n${text || '(no output)'}`);
     if (outcome.kind === 'refused') return toolError(`Command refused: ${outcome.reason} (nothing after this point ran). Output so far:\n${text || '(no output)'}`);
+    // SIGXFSZ kills a program at the limit; one that handles it sees EFBIG ("File too large") instead.
+    if (('signal' in outcome.status && outcome.status.signal === 'SIGXFSZ') || /File too large/i.test(text)) {
+      return toolError(
+        `The command was stopped: it tried to write a file larger than ${formatBytes(policy.maxFileWriteBytes)}, the most one command may write ([security] max_file_write_mb). ` +
+          `The file it was writing is cut short; delete it, and write less (e.g. archive a smaller folder). Output so far:\n${text || '(no output)'}`,
+      );
+    }
     const status = 'code' in outcome.status ? `exit code ${outcome.status.code}` : `killed by ${outcome.status.signal}`;
     return ok(`${status}\n${text || '(no output)'}`);
   } catch (error) {
@@ -99,6 +107,11 @@ async function run(pipelines: readonly Pipeline[], root: string, timeoutMs: numb
     clearTimeout(timer);
     signal.removeEventListener('abort', onAbort);
   }
+}
+
+/** 256 KB, 100 MB: whole units, as the limit is configured. */
+function formatBytes(bytes: number): string {
+  return bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MB` : `${Math.floor(bytes / 1024)} KB`;
 }
 
 /** Keeps the first and last halves of at most `max` bytes, noting how much was dropped. */

@@ -163,6 +163,27 @@ export function storageContract(engine: string, open: () => Promise<Database>, o
         assert.equal(await history.clear('conv'), 8);
         assert.equal((await history.recent('other', 1)).length, 1);
       });
+
+      // Issue 23 (held): every value reaches the engine as a parameter, never spliced into SQL.
+      withDb('stores hostile strings verbatim: quotes, SQL, placeholders, LIKE wildcards, backslashes, emoji', async (db) => {
+        const hostile = ["Robert'); DROP TABLE inbox; --", 'x" OR "1"="1', '$1 $2 ? :name @p1', '100% _done_ \\ \\x00 \\\'', 'emoji 👩‍💻 and \u202e rtl', "E'\\n' || chr(10)"];
+        const history = new History(db);
+        const inbox = new Inbox(db);
+        const state = channelState(db, 'webhook');
+        for (const [i, text] of hostile.entries()) {
+          await history.append(text, 1, [{ role: 'user', content: text }]);
+          assert.deepEqual((await history.recent(text, 1)).map((m) => m.content), [text]);
+          const stored = await inbox.accept({ ...message(text, text), text });
+          assert.ok(stored, text);
+          assert.deepEqual((await inbox.queuedEntry(stored.seq))?.message, { ...message(text, text), text });
+          await state.put(`k:${text}`, text);
+          assert.equal(await state.get(`k:${text}`), text);
+          assert.equal((await state.list(`k:${text.slice(0, 3)}`)).length >= 1, true, `prefix list of ${i}`);
+        }
+        assert.equal((await state.list('k:100%')).length, 1, 'a % in a prefix is not a wildcard');
+        assert.equal((await state.list('k:_')).length, 0, 'an _ in a prefix is not a wildcard');
+        assert.equal(await inbox.queuedCount(), hostile.length, 'the inbox table is still there, with every row');
+      });
     });
 
     describe('settings and drafts', () => {
