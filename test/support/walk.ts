@@ -73,3 +73,61 @@ export function peerChannel(peer: ChatPeer, extra = ''): WalkChannel {
     close: () => peer.close(),
   };
 }
+
+/**
+ * The webhook channel behind a real gateway on loopback, driven as a sender would: a signed
+ * POST, sent again with the same Idempotency-Key while it is answered 503 or the connection
+ * fails (the response is the webhook's acknowledgement). Replies are the 200 answers and the
+ * callback POSTs (each reply goes one way only).
+ */
+export async function webhookChannel(): Promise<WalkChannel> {
+  const { createGateway } = await import('../../src/gateway/server.ts');
+  const { createWebhookChannel } = await import('../../channels/webhook/index.ts');
+  const { sign } = await import('../../channels/webhook/signature.ts');
+  const { startCallbackReceiver } = await import('./callbacks.ts');
+  const callbacks = await startCallbackReceiver();
+  const secret = 'walk-secret';
+  const answered: string[] = [];
+  let gateway: ReturnType<typeof createGateway> | undefined;
+  let base = '';
+  const health = () => ({ channels: [], queued: 0, inFlight: 0, pendingReplies: 0, counters: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } });
+  return {
+    name: 'webhook',
+    async build(context) {
+      await gateway?.stop(500);
+      // a gateway per runtime, as the daemon has one: a restart registers the route afresh
+      gateway = createGateway({ listen: '127.0.0.1:0', log: context.log, health });
+      const channel = createWebhookChannel({ secret, reply_timeout_seconds: 2, allow: ['*'], legacy_signature: false, max_body_kb: 64, max_results: 10_000, result_retention_days: 7, max_results_mb: 16 }, { ...context, gateway });
+      base = `http://127.0.0.1:${(await gateway.start()).port}`;
+      return channel;
+    },
+    async say(text) {
+      const key = `k-${text.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+      const body = JSON.stringify({ sender: 'crm', conversation: 'walk', text, callback_url: callbacks.url });
+      for (let attempt = 0; attempt < 100; attempt++) {
+        try {
+          const response = await fetch(`${base}/webhook`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-switchboard-signature': sign(secret, { key, body }) },
+            body,
+          });
+          const json = (await response.json()) as { reply?: string };
+          if (response.status === 200 && typeof json.reply === 'string') {
+            if (attempt === 0 || !answered.includes(json.reply)) answered.push(json.reply);
+            return;
+          }
+          if (response.status === 202) return;
+        } catch {
+          // the connection failed: send it again
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      throw new Error(`the webhook never took ${text}`);
+    },
+    replies: () => [...answered, ...callbacks.bodies.map((body) => (JSON.parse(body) as { reply: string }).reply)],
+    async close() {
+      await gateway?.stop(500);
+      await callbacks.close();
+    },
+  };
+}
