@@ -107,7 +107,7 @@ const Security = v.strictObject({
   command_timeout_seconds: positive(3600, 60),
   max_output_kb: int(1, 10_240, 64),
   /** Largest file one shell command may write (MB); a command writing past it is stopped (RLIMIT_FSIZE). */
-  max_file_write_mb: int(1, 1_048_576, 256),
+  max_write_mb: int(1, 1_048_576, 256),
   /** Hosts or CIDRs the HTTP tools may reach although private or loopback. */
   allow_hosts: v.optional(v.pipe(v.array(text('127.0.0.1')), v.examples([['127.0.0.1', '10.0.0.0/8']])), []),
   /** Tool calls one person may cause per hour. */
