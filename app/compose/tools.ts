@@ -88,7 +88,7 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
     envPassthrough: security.env_passthrough,
     commandTimeoutMs: security.command_timeout_seconds * 1000,
     maxOutputBytes: security.max_output_kb * 1024,
-    maxFileWriteBytes: security.max_file_write_mb * 1024 * 1024,
+    maxWriteBytes: security.max_write_mb * 1024 * 1024,
   });
   let guard: Promise<SsrfGuard> | undefined;
   const context = {

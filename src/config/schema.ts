@@ -107,8 +107,8 @@ const Security = v.strictObject({
   env_passthrough: v.optional(v.pipe(v.array(text('GIT_AUTHOR_NAME')), v.examples([['GIT_AUTHOR_NAME']])), []),
   command_timeout_seconds: positive(3600, 60),
   max_output_kb: int(1, 10_240, 64),
-  /** Largest file one shell command may write (MB); a command writing past it is stopped (RLIMIT_FSIZE). */
-  max_file_write_mb: int(1, 1_048_576, 256),
+  /** Most one shell command may write in the workspace (MB), one file (RLIMIT_FSIZE) or all together (free space watched); past it the command is stopped. */
+  max_write_mb: int(1, 1_048_576, 256),
   /** Hosts or CIDRs the HTTP tools may reach although private or loopback. */
   allow_hosts: v.optional(v.pipe(v.array(text('127.0.0.1')), v.examples([['127.0.0.1', '10.0.0.0/8']])), []),
   /** Tool calls one person may cause per hour. */

@@ -22,7 +22,7 @@ export interface SecurityPolicy {
   /** Most bytes of output a tool returns to the model (command output, file reads, search results). */
   readonly maxOutputBytes: number;
   /** Largest file a command may write (RLIMIT_FSIZE of every process it runs), in bytes. */
-  readonly maxFileWriteBytes: number;
+  readonly maxWriteBytes: number;
 }
 
 export interface SecurityPolicyOptions {
@@ -40,13 +40,13 @@ export interface SecurityPolicyOptions {
   readonly commandTimeoutMs?: number;
   /** `[security] max_output_bytes`. @default 65536 */
   readonly maxOutputBytes?: number;
-  /** `[security] max_file_write_mb`, in bytes. @default 268435456 (256 MiB) */
-  readonly maxFileWriteBytes?: number;
+  /** `[security] max_write_mb`, in bytes. @default 268435456 (256 MiB) */
+  readonly maxWriteBytes?: number;
 }
 
 export const DEFAULT_COMMAND_TIMEOUT_MS = 60_000;
 export const DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024;
-export const DEFAULT_MAX_FILE_WRITE_BYTES = 256 * 1024 * 1024;
+export const DEFAULT_MAX_WRITE_BYTES = 256 * 1024 * 1024;
 
 /**
  * Validates the options eagerly and fills in defaults. Throws a TypeError that names the
@@ -80,7 +80,7 @@ export function createSecurityPolicy(options: SecurityPolicyOptions): SecurityPo
     envPassthrough: [...envPassthrough],
     commandTimeoutMs: positiveInteger('command_timeout_ms', options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS),
     maxOutputBytes: positiveInteger('max_output_bytes', options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES),
-    maxFileWriteBytes: positiveInteger('max_file_write_mb', options.maxFileWriteBytes ?? DEFAULT_MAX_FILE_WRITE_BYTES),
+    maxWriteBytes: positiveInteger('max_write_mb', options.maxWriteBytes ?? DEFAULT_MAX_WRITE_BYTES),
   };
 }
 

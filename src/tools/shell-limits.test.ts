@@ -1,10 +1,11 @@
 /**
  * What one shell command may write (issue 23, point 5): `tar -chf all.tar .` over a link loop
- * wrote 913 MB in seconds. Link-following flags are refused by the guard, and every command
- * runs under RLIMIT_FSIZE ([security] max_file_write_mb), so no file it writes grows past it.
+ * wrote 913 MB in seconds. Link-following flags are refused by the guard; every command runs
+ * under RLIMIT_FSIZE ([security] max_write_mb), so no file it writes grows past it; and the
+ * workspace's free space is watched, so many files together do not either.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -29,16 +30,28 @@ describe('shell tool: bytes one command may write', () => {
 
   const ctx = (): ToolContext => ({ conversation: 'c', channel: 'test', senderId: 'u', workspace: ws, signal: new AbortController().signal, log: testLogger() });
   // 256 KiB: small enough to cross quickly, large enough for the programs' own buffers.
-  const run = (command: string): Promise<ToolResult> => createShellTool(createSecurityPolicy({ workspace: ws, autonomy: 'full', maxFileWriteBytes: 256 * 1024 })).execute({ command }, ctx());
+  const run = (command: string, maxWriteBytes = 256 * 1024): Promise<ToolResult> =>
+    createShellTool(createSecurityPolicy({ workspace: ws, autonomy: 'full', maxWriteBytes, commandTimeoutMs: 30_000 })).execute({ command }, ctx());
 
   it('stops a command that writes a file past the cap, and tells the model why', async () => {
-    assert.match(error(await run('cp big.bin copy.bin')), /a file larger than 256 KB.*\[security\] max_file_write_mb/s);
+    assert.match(error(await run('cp big.bin copy.bin')), /a file larger than 256 KB.*\[security\] max_write_mb/s);
     assert.ok((await stat(join(ws, 'copy.bin'))).size <= 256 * 1024, 'the copy stopped at the cap');
   });
 
   it('an archive over the workspace stops at the cap too', async () => {
     assert.match(error(await run('tar -cf all.tar big.bin small.txt')), /larger than 256 KB/);
     assert.ok((await stat(join(ws, 'all.tar'))).size <= 256 * 1024);
+  });
+
+  it('stops a command whose files, each under the cap, together pass it', async () => {
+    // 1 MiB files, one every 20 ms, forever: only the sum can stop it (the cap is 8 MB; other
+    // writers on this filesystem count too, so the bound asserted is loose).
+    const forever = "node -e 'const fs = require(\"fs\"); let i = 0; setInterval(() => fs.writeFileSync(\"bulk-\" + i++ + \".bin\", Buffer.alloc(1 << 20, 1)), 20)'";
+    const began = performance.now();
+    assert.match(error(await run(forever, 8 * 1024 * 1024)), /was stopped: it wrote more than 8 MB in the workspace .*\[security\] max_write_mb/s);
+    assert.ok(performance.now() - began < 15_000, 'stopped well before the time limit');
+    const bulk = (await readdir(ws)).filter((name) => name.startsWith('bulk-'));
+    assert.ok(bulk.length >= 8 && bulk.length < 40, `${bulk.length} files written`);
   });
 
   it('refuses to follow the link loop at all (tar -chf, cp -rL)', async () => {

@@ -12,6 +12,7 @@ import { workspaceRoot } from '../security/paths.ts';
 import type { SecurityPolicy } from '../security/policy.ts';
 import { ok, toolError, type Tool, type ToolAssessment, type ToolResult } from '../tool.ts';
 import { runList } from './pipeline.ts';
+import { watchWrites, type WriteWatch } from './write-budget.ts';
 import { changeDirectory, checkLine, prepareCommand, type ArgumentContext } from './shell-args.ts';
 
 export interface ShellArgs {
@@ -69,15 +70,17 @@ async function run(pipelines: readonly Pipeline[], root: string, timeoutMs: numb
   const secrets = secretValues(process.env);
   const output = new CappedOutput(policy.maxOutputBytes);
   const stop = new AbortController();
-  let stopped: 'timeout' | 'abort' | undefined;
-  const halt = (why: 'timeout' | 'abort'): void => {
+  let stopped: 'timeout' | 'abort' | 'writes' | undefined;
+  const halt = (why: 'timeout' | 'abort' | 'writes'): void => {
     stopped ??= why;
     stop.abort();
   };
   const timer = setTimeout(() => halt('timeout'), timeoutMs);
   const onAbort = (): void => halt('abort');
   signal.addEventListener('abort', onAbort, { once: true });
+  let watch: WriteWatch | undefined;
   try {
+    watch = await watchWrites(root, policy.maxWriteBytes, () => halt('writes'));
     const outcome = await runList(pipelines, {
       root,
       env: cleanEnv(policy.envPassthrough, process.env, root),
@@ -85,20 +88,30 @@ async function run(pipelines: readonly Pipeline[], root: string, timeoutMs: numb
       signal: stop.signal,
       prepare: (segment, cwd) => prepareCommand(segment, cwd, context),
       changeDirectory: (args, cwd) => changeDirectory(args, cwd, root),
-      maxFileBytes: policy.maxFileWriteBytes,
+      maxFileBytes: policy.maxWriteBytes,
     });
+    const written = await watch.stop();
     const text = redactSecrets(output.text(), secrets);
     const seconds = Math.round(timeoutMs / 100) / 10;
+    const limit = formatBytes(policy.maxWriteBytes);
+    const tooMuch = (how: string): ToolResult =>
+      toolError(
+        `The command ${how} more than ${limit} in the workspace (${formatBytes(written)} counted), the most one command may write ([security] max_write_mb). ` +
+          `Delete what it left that you do not need, and write less at a time. Output so far:\n${text || '(no output)'}`,
+      );
+    if (stopped === 'writes') return tooMuch('was stopped: it wrote');
     if (stopped === 'timeout') return toolError(`The command was stopped after ${seconds} s (time limit). Output so far:\n${text || '(no output)'}`);
     if (stopped === 'abort') return toolError(`The command was cancelled. Output so far:\n${text || '(no output)'}`);
     if (outcome.kind === 'refused') return toolError(`Command refused: ${outcome.reason} (nothing after this point ran). Output so far:\n${text || '(no output)'}`);
     // SIGXFSZ kills a program at the limit; one that handles it sees EFBIG ("File too large") instead.
     if (('signal' in outcome.status && outcome.status.signal === 'SIGXFSZ') || /File too large/i.test(text)) {
       return toolError(
-        `The command was stopped: it tried to write a file larger than ${formatBytes(policy.maxFileWriteBytes)}, the most one command may write ([security] max_file_write_mb). ` +
+        `The command was stopped: it tried to write a file larger than ${limit}, the most one command may write ([security] max_write_mb). ` +
           `The file it was writing is cut short; delete it, and write less (e.g. archive a smaller folder). Output so far:\n${text || '(no output)'}`,
       );
     }
+    // Finished between two looks, but over the limit all the same.
+    if (written > policy.maxWriteBytes) return tooMuch('wrote');
     const status = 'code' in outcome.status ? `exit code ${outcome.status.code}` : `killed by ${outcome.status.signal}`;
     return ok(`${status}\n${text || '(no output)'}`);
   } catch (error) {
@@ -106,12 +119,14 @@ async function run(pipelines: readonly Pipeline[], root: string, timeoutMs: numb
   } finally {
     clearTimeout(timer);
     signal.removeEventListener('abort', onAbort);
+    void watch?.stop();
   }
 }
 
-/** 256 KB, 100 MB: whole units, as the limit is configured. */
+/** 256 KB, 100 MB, 12.5 MB. */
 function formatBytes(bytes: number): string {
-  return bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MB` : `${Math.floor(bytes / 1024)} KB`;
+  if (bytes < 1024 * 1024) return `${Math.floor(bytes / 1024)} KB`;
+  return `${Math.round((bytes / (1024 * 1024)) * 10) / 10} MB`;
 }
 
 /** Keeps the first and last halves of at most `max` bytes, noting how much was dropped. */
