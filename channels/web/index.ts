@@ -8,7 +8,7 @@
  * No dependency and nothing to connect to: loaded at start when the console is on, it costs
  * a few hundred lines of code and one Map.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Channel, ChannelContext, FileSender, MessageEditor, OutboundFile, OutboundMessage, Push } from '../../src/channel.ts';
 import { conversationKey, type ConversationRef } from '../../src/conversation.ts';
 import type { ChatEvent, ChatPort, ChatUpload } from '../../src/console/deps.ts';
@@ -76,10 +76,11 @@ export function createWebChannel(ctx: ChannelContext, options: WebChannelOptions
       emit(ref.chat, { type: 'file', id, name: file.name, url: `/api/console/chat/file?id=${id}`, at: Date.now() });
     },
 
-    async post(operator: string, text: string, uploads: readonly ChatUpload[]) {
+    async post(operator: string, text: string, uploads: readonly ChatUpload[], clientId?: string) {
       const current = push;
       if (!current) throw new Error('the web channel is not running');
-      const id = `${Date.now().toString(36)}-${newId()}`;
+      // the page's own id, scoped to its operator: a post tried again is the same message (the inbox drops the copy)
+      const id = clientId === undefined ? `${Date.now().toString(36)}-${newId()}` : `c-${createHash('sha256').update(`${operator}\u0000${clientId}`).digest('base64url').slice(0, 24)}`;
       const attachments = await Promise.all(
         uploads.map((upload) =>
           ctx.attachments.save({

@@ -31,6 +31,26 @@ function setup() {
 }
 
 describe('web channel', () => {
+  it('posts a message tried again with the page’s own id as the same message, scoped to its operator', async () => {
+    const { channel } = setup();
+    const pushed: InboundMessage[] = [];
+    const stop = new AbortController();
+    const listening = channel.listen(async (message) => {
+      pushed.push(message);
+      return 'accepted';
+    }, stop.signal, link);
+    const first = await channel.post('ada', 'hello', [], 'page-id-0001');
+    const again = await channel.post('ada', 'hello', [], 'page-id-0001');
+    const other = await channel.post('bob', 'hello', [], 'page-id-0001');
+    const fresh = await channel.post('ada', 'hello', []);
+    assert.equal(first.id, again.id, 'the same message: the inbox keeps one');
+    assert.notEqual(first.id, other.id, 'another operator’s id is another message');
+    assert.notEqual(first.id, fresh.id);
+    assert.equal(pushed[0]!.id, pushed[1]!.id);
+    stop.abort();
+    await listening;
+  });
+
   it('pushes an operator’s message with its files, once listening', async () => {
     const { channel, saved } = setup();
     await assert.rejects(channel.post('ada', 'early', []), /not running/);

@@ -58,7 +58,9 @@ export const chatRoutes: readonly ApiRoute[] = [
       const text = str(body, 'text', 20_000, true);
       const files = uploads(body.files, deps.maxUploadBytes ?? defaultMaxFileBytes);
       if (text.trim() === '' && files.length === 0) throw new HttpError(400, 'send some text or a file');
-      send(response, 202, await chat.post(session.operator, text, files));
+      const id = body.id;
+      if (id !== undefined && (typeof id !== 'string' || !/^[A-Za-z0-9_-]{8,64}$/.test(id))) throw new HttpError(400, 'id must be 8 to 64 letters, digits, "_" or "-" (the page\'s own id for this message)');
+      send(response, 202, await chat.post(session.operator, text, files, id));
     },
   },
   {

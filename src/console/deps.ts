@@ -71,8 +71,13 @@ export interface ChatUpload {
 
 /** The web channel (channels/web), as the console drives it. */
 export interface ChatPort {
-  /** Pushes the operator's message into the runtime (like any channel's inbound message). */
-  post(operator: string, text: string, files: readonly ChatUpload[]): Promise<{ id: string }>;
+  /**
+   * Pushes the operator's message into the runtime (like any channel's inbound message).
+   * `clientId`, chosen by the page for this message and sent again with it when the post is
+   * tried again, makes the retry the same message: one whose first post was stored though the
+   * page was told it failed is not answered twice.
+   */
+  post(operator: string, text: string, files: readonly ChatUpload[], clientId?: string): Promise<{ id: string }>;
   /** Live events for one operator's conversation; returns the unsubscribe. */
   subscribe(operator: string, listener: (event: ChatEvent) => void): () => void;
   /** A file the agent sent to this operator, by id (undefined when unknown or not theirs). */

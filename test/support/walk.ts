@@ -131,3 +131,40 @@ export async function webhookChannel(): Promise<WalkChannel> {
     },
   };
 }
+
+/**
+ * The browser chat (channels/web) as its page drives it: a message is posted with the page's
+ * own id, and posted again with that id while the post fails (the person pressing Send again);
+ * replies are the message events the operator's pages get.
+ */
+export async function webChannel(): Promise<WalkChannel> {
+  const { createWebChannel } = await import('../../channels/web/index.ts');
+  let current: ReturnType<typeof createWebChannel> | undefined;
+  let unsubscribe: (() => void) | undefined;
+  const replies: string[] = [];
+  return {
+    name: 'web',
+    async build(context) {
+      unsubscribe?.();
+      current = createWebChannel(context);
+      unsubscribe = current.subscribe('ada', (event) => {
+        if (event.type === 'message') replies.push(event.text);
+      });
+      return current;
+    },
+    async say(text) {
+      const id = `walk_${text.replace(/[^A-Za-z0-9_-]/g, '_')}`.slice(0, 64);
+      for (let attempt = 0; attempt < 150; attempt++) {
+        try {
+          await current!.post('ada', text, [], id);
+          return;
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+      throw new Error(`the web channel never took ${text}`);
+    },
+    replies: () => replies,
+    close: async () => unsubscribe?.(),
+  };
+}

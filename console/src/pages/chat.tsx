@@ -22,6 +22,12 @@ function base64(file: File): Promise<string> {
   });
 }
 
+/** A random id for one message (base64url of 12 random bytes). */
+function newMessageId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(12));
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
 export function ChatPage() {
   const live = useContext(LiveContext);
   const [lines, setLines] = useState<Line[]>([]);
@@ -31,6 +37,8 @@ export function ChatPage() {
   const [busy, setBusy] = useState(false);
   const end = useRef<HTMLDivElement>(null);
   const fileInput = useRef<HTMLInputElement>(null);
+  /** The message being sent and its id, until it has gone through. */
+  const pending = useRef<{ key: string; id: string } | undefined>(undefined);
   // A streamed reply is finished when it stops changing: the last edit carries the final text.
   const settle = useRef(new Map<string, ReturnType<typeof setTimeout>>());
 
@@ -74,7 +82,12 @@ export function ChatPage() {
     setBusy(true);
     try {
       const payload = await Promise.all(files.map(async (f) => ({ name: f.name, mime: f.type || 'application/octet-stream', data: await base64(f) })));
-      await api('/api/console/chat', { method: 'POST', body: { text, files: payload } });
+      // One id per message, kept while it has not gone through: sending it again after an error is
+      // the same message, so one the server stored though the answer was lost is not answered twice.
+      const key = `${text}\u0000${files.map((f) => `${f.name}/${f.size}`).join('\u0000')}`;
+      if (pending.current?.key !== key) pending.current = { key, id: newMessageId() };
+      await api('/api/console/chat', { method: 'POST', body: { text, files: payload, id: pending.current.id } });
+      pending.current = undefined;
       setLines((current) => [...current, { id: `u${Date.now()}`, role: 'user', text: text + (files.length ? `\n\n(${files.map((f) => f.name).join(', ')})` : '') }]);
       setText('');
       setFiles([]);
