@@ -29,6 +29,7 @@ describe('console API', () => {
   const changes: string[] = [];
   let pending: PendingCode[] = [];
   const posted: string[] = [];
+  const clientIds: Array<string | undefined> = [];
 
   const queries: ConsoleQueries = {
     conversations: async () => [],
@@ -76,7 +77,8 @@ describe('console API', () => {
       remoteClients: () => [],
       toolCalls: () => [],
       chat: {
-        post: async (operator, text, files) => {
+        post: async (operator, text, files, clientId) => {
+          clientIds.push(clientId);
           posted.push(`${operator}: ${text} (${files.map((f) => `${f.name} ${f.data.length}`).join(', ')})`);
           return { id: 'm1' };
         },
@@ -257,6 +259,9 @@ describe('console API', () => {
       [{ text: 'x', files: [{ name: '', data: '' }] }, /name must be a string/],
       [{ text: '' }, /some text or a file/],
       [{ text: 5 }, /"text" must be a string/],
+      [{ text: 'x', id: 'short' }, /id must be 8 to 64/],
+      [{ text: 'x', id: 'has spaces in it' }, /id must be 8 to 64/],
+      [{ text: 'x', id: 12345678 }, /id must be 8 to 64/],
     ];
     for (const [body, message] of bad) {
       const response = await post('/api/console/chat', body, headers);
@@ -266,6 +271,8 @@ describe('console API', () => {
     const huge = await post('/api/console/chat', { text: 'x', files: [{ name: 'big', data: 'A'.repeat(13 * 1024 * 1024) }] }, headers);
     assert.equal(huge.status, 413);
     assert.deepEqual(posted, ['ada: hi (a.txt 3)'], 'nothing else was posted');
+    assert.equal((await post('/api/console/chat', { text: 'again', id: 'page_id-0001' }, headers)).status, 202);
+    assert.deepEqual(clientIds, [undefined, 'page_id-0001'], 'the page’s own id reaches the channel');
     const bearer = await post('/api/console/chat', { text: 'hi' }, { authorization: `Bearer ${token}` });
     assert.equal(bearer.status, 400, 'the chat needs a person, not a script');
   });
