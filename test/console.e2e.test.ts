@@ -152,6 +152,33 @@ describe('web console (real browser)', () => {
     await shot('chat');
   });
 
+  it('sends a message again with the same id after the answer to its post was lost, and it is answered once', async () => {
+    await go('chat');
+    const ids: string[] = [];
+    let lose = true;
+    await page.route('**/api/console/chat', async (route) => {
+      ids.push((JSON.parse(route.request().postData() ?? '{}') as { id: string }).id);
+      const response = await route.fetch(); // the server takes it (stored)…
+      if (lose) {
+        lose = false;
+        await route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: 'the answer was lost on the way' }) }); // …the page is told it failed
+      } else await route.fulfill({ response });
+    });
+    try {
+      await page.getByLabel('Message').fill('answer me once');
+      await page.getByLabel('Message').press('Enter');
+      await page.getByRole('alert').filter({ hasText: 'the answer was lost' }).waitFor();
+      await page.getByRole('button', { name: 'Send' }).click(); // the person sends it again
+      await page.locator('.bubble.assistant', { hasText: 'echo: answer me once' }).first().waitFor();
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      assert.equal(ids.length, 2);
+      assert.ok(ids[0] && ids[0] === ids[1], `the same id both times: ${JSON.stringify(ids)}`);
+      assert.equal(await page.locator('.bubble.assistant', { hasText: 'echo: answer me once' }).count(), 1, 'answered once');
+    } finally {
+      await page.unroute('**/api/console/chat');
+    }
+  });
+
   it('renders any fence in a reply, and unsafe links and raw HTML as text', async () => {
     await go('chat');
     await page.getByLabel('Message').fill('odd fences please');
