@@ -37,6 +37,14 @@ export interface WalkChannel {
   say(text: string): Promise<void>;
   /** What the bot has posted to that person, in order. */
   replies(): readonly string[];
+  /**
+   * The platform's acknowledgement of the next message is lost on the way (a Slack ack, the
+   * webhook's response, the browser chat's answer to its post): the platform (or sender) then
+   * delivers it again. Omitted where the acknowledgement is channel state (a Telegram offset,
+   * Discord read positions, a Matrix sync token: walked as database operations) or there is
+   * none (IRC).
+   */
+  loseNextAck?(): void;
   close(): Promise<void>;
 }
 
@@ -163,7 +171,7 @@ export function runFaultWalk(engine: WalkEngine, make: () => Promise<WalkChannel
         const life = lifeOf(faulty.operations);
         assert.ok(life.length >= 5, `a message's life has its operations: ${JSON.stringify(life)}`);
 
-        const rows: Array<{ text: string; step: string; fault: StoreFault; restart: boolean; outcome: Outcome }> = [];
+        const rows: Array<{ text: string; step: string; fault: StoreFault | 'ACK_LOST'; restart: boolean; outcome: Outcome }> = [];
         const faults = options.faults ?? ENGINE_FAULTS[engine.name];
         for (const restart of options.restart === false ? [false] : [false, true]) {
           for (const point of life) {
@@ -185,6 +193,22 @@ export function runFaultWalk(engine: WalkEngine, make: () => Promise<WalkChannel
               const n = count(text);
               rows.push({ text, step: point.step, fault, restart, outcome: !reached ? 'not reached' : n === 1 ? 'once' : n === 0 ? 'lost' : n === 2 ? 'twice' : 'more' });
             }
+          }
+        }
+        if (peer.loseNextAck) {
+          for (const restart of options.restart === false ? [false] : [false, true]) {
+            const text = `${restart ? 'r' : 'n'}ack lost`;
+            peer.loseNextAck();
+            await say(text);
+            if (restart) {
+              await stop();
+              await start();
+            }
+            await waitFor(() => count(text) >= 1, 15_000);
+            await runtime!.idle();
+            await quiet(500);
+            const n = count(text);
+            rows.push({ text, step: 'platform ack lost', fault: 'ACK_LOST', restart, outcome: n === 1 ? 'once' : n === 0 ? 'lost' : n === 2 ? 'twice' : 'more' });
           }
         }
         await quiet(1000);

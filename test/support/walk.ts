@@ -59,7 +59,7 @@ const factories: Record<string, Factory> = {
 };
 
 /** A chat peer's channel, built from the peer's own config section as the daemon would, talked to in a DM by alice. */
-export function peerChannel(peer: ChatPeer, extra = ''): WalkChannel {
+export function peerChannel(peer: ChatPeer & { dropOnNextAck?(): void }, extra = ''): WalkChannel {
   const place: Place = { kind: 'dm', user: 'alice' };
   const text = `data_dir = "./data"\n[agent]\nname = "Testbot"\n[provider]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\napi_key = "k"\n${peer.configSection()}allow = ["${peer.users.alice}"]\n${extra}`;
   const config = parseConfig(text, undefined, {});
@@ -70,6 +70,8 @@ export function peerChannel(peer: ChatPeer, extra = ''): WalkChannel {
     build: (context) => factory(config, context),
     say: (message) => peer.post('alice', place, message),
     replies: () => peer.botMessages(place).map((message) => message.text),
+    // Slack: the ack is lost and the socket dropped (the envelope comes again on the next connection)
+    ...(peer.dropOnNextAck ? { loseNextAck: () => peer.dropOnNextAck!() } : {}),
     close: () => peer.close(),
   };
 }
@@ -90,6 +92,7 @@ export async function webhookChannel(): Promise<WalkChannel> {
   const answered: string[] = [];
   let gateway: ReturnType<typeof createGateway> | undefined;
   let base = '';
+  let loseResponse = false;
   const health = () => ({ channels: [], queued: 0, inFlight: 0, pendingReplies: 0, counters: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } });
   return {
     name: 'webhook',
@@ -104,6 +107,11 @@ export async function webhookChannel(): Promise<WalkChannel> {
     async say(text) {
       const key = `k-${text.replace(/[^A-Za-z0-9_-]/g, '_')}`;
       const body = JSON.stringify({ sender: 'crm', conversation: 'walk', text, callback_url: callbacks.url });
+      if (loseResponse) {
+        // sent and taken, and the answer lost on the way: the sender sends it again with its key
+        loseResponse = false;
+        await lostAnswer(`${base}/webhook`, { 'content-type': 'application/json', 'idempotency-key': key, 'x-switchboard-signature': sign(secret, { key, body }) }, body);
+      }
       for (let attempt = 0; attempt < 100; attempt++) {
         try {
           const response = await fetch(`${base}/webhook`, {
@@ -125,6 +133,7 @@ export async function webhookChannel(): Promise<WalkChannel> {
       throw new Error(`the webhook never took ${text}`);
     },
     replies: () => [...answered, ...callbacks.bodies.map((body) => (JSON.parse(body) as { reply: string }).reply)],
+    loseNextAck: () => void (loseResponse = true),
     async close() {
       await gateway?.stop(500);
       await callbacks.close();
@@ -142,6 +151,7 @@ export async function webChannel(): Promise<WalkChannel> {
   let current: ReturnType<typeof createWebChannel> | undefined;
   let unsubscribe: (() => void) | undefined;
   const replies: string[] = [];
+  let loseAnswer = false;
   return {
     name: 'web',
     async build(context) {
@@ -154,6 +164,10 @@ export async function webChannel(): Promise<WalkChannel> {
     },
     async say(text) {
       const id = `walk_${text.replace(/[^A-Za-z0-9_-]/g, '_')}`.slice(0, 64);
+      if (loseAnswer) {
+        loseAnswer = false;
+        await current!.post('ada', text, [], id).catch(() => undefined); // taken; the page never hears
+      }
       for (let attempt = 0; attempt < 150; attempt++) {
         try {
           await current!.post('ada', text, [], id);
@@ -165,6 +179,20 @@ export async function webChannel(): Promise<WalkChannel> {
       throw new Error(`the web channel never took ${text}`);
     },
     replies: () => replies,
+    loseNextAck: () => void (loseAnswer = true),
     close: async () => unsubscribe?.(),
   };
+}
+
+/** POSTs and drops the connection as soon as the answer starts: the request was taken, its answer lost. */
+async function lostAnswer(url: string, headers: Record<string, string>, body: string): Promise<void> {
+  const { request } = await import('node:http');
+  await new Promise<void>((resolve) => {
+    const req = request(url, { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (response) => {
+      response.destroy();
+      resolve();
+    });
+    req.on('error', () => resolve());
+    req.end(body);
+  });
 }
