@@ -311,9 +311,17 @@ export class Runtime {
           })
         : await this.#inbox.accept(message);
     } catch (error) {
-      if (!queue) this.#pool.release();
-      // Not in the inbox, so not acknowledged: the channel's platform delivers it again.
-      throw this.#storage.failed(error, `accept message ${message.id} of ${message.channel}`) ?? error;
+      // A lost connection can lose only the answer to a COMMIT that went through: read back
+      // before refusing, so a stored message is not reported refused (its platform would deliver
+      // it again, and a webhook sender would get its reply both at its callback and on its retry).
+      const stored = transientStoreError(error) === undefined ? undefined : await this.#inbox.waiting(message).catch(() => undefined);
+      if (!stored) {
+        if (!queue) this.#pool.release();
+        // Not in the inbox, so not acknowledged: the channel's platform delivers it again.
+        throw this.#storage.failed(error, `accept message ${message.id} of ${message.channel}`) ?? error;
+      }
+      this.#log.warn({ channel: message.channel, id: message.id, err: error }, 'the store said the accept failed, but the message is stored (only the answer was lost): accepted');
+      entry = { ...stored, message };
     }
     if (!entry) {
       this.#counters.duplicates++;
