@@ -16,10 +16,11 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createWebChannel, type WebChannel } from '../channels/web/index.ts';
 import type { InboundMessage } from '../src/channel.ts';
-import type { ChatEvent, ConsoleDeps } from '../src/console/deps.ts';
+import type { ChatEvent } from '../src/console/deps.ts';
 import { createConsole } from '../src/console/server.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
 import { testChannelState } from './support/channel-state.ts';
+import { fakeConsoleDeps } from './support/console-deps.ts';
 
 const token = 'console-files-token-0123456789';
 const megabyte = 1024 * 1024;
@@ -37,21 +38,7 @@ describe('console chat files (loopback)', () => {
     workspace = mkdtempSync(join(tmpdir(), 'sb-console-files-'));
     channel = createWebChannel({ name: 'web', log: pino({ level: 'silent' }), assistantName: 'Bot', state: testChannelState(), stateDir: '', attachments: createAttachmentStore({ workspace }) });
     listening = channel.listen(async (message) => (pushed.push(message), 'accepted'), stop.signal, { ready: () => undefined, alive: () => undefined, deaf: () => undefined });
-    const deps: ConsoleDeps = {
-      log: pino({ level: 'silent' }),
-      token: () => token,
-      sessionMs: 60_000,
-      staticDir: workspace,
-      overview: () => ({ status: { pid: 1, startedAt: new Date(0).toISOString(), uptimeSeconds: 1, channels: [], queued: 0, inFlight: 0, pendingReplies: 0, totals: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } }, model: 'm', node: 'n', activity: [] }),
-      restartChannel: () => false,
-      queries: { conversations: async () => [], search: async () => [], transcript: async () => [], pendingApprovals: async () => [], approvedSenders: async () => [], revokeSender: async () => false, denyCode: async () => false },
-      approvals: { clear: () => undefined },
-      allowLists: () => ({}),
-      tools: () => [],
-      remoteClients: () => [],
-      toolCalls: () => [],
-      chat: channel,
-    };
+    const deps = fakeConsoleDeps(token, { staticDir: workspace, chat: channel });
     const handler = createConsole(deps);
     server = createServer((request, response) => void handler(request, response));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -15,14 +15,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { pino } from 'pino';
 import { parse } from 'smol-toml';
 import { configPort } from '../app/console.ts';
 import type { Config } from '../src/config/schema.ts';
-import type { ConsoleDeps } from '../src/console/deps.ts';
 import { unmaskText } from '../src/console/mask.ts';
 import { createConsole } from '../src/console/server.ts';
 import { fuzzAsync } from './support/fuzz.ts';
+import { fakeConsoleDeps } from './support/console-deps.ts';
 
 const token = 'console-config-token-0123456789';
 const mark = '••••••••';
@@ -71,22 +70,11 @@ describe('the Config page hands out no secret (property, loopback)', () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'sb-config-secrets-'));
     file = join(dir, 'switchboard.toml');
-    const deps: ConsoleDeps = {
-      log: pino({ level: 'silent' }),
-      token: () => token,
-      sessionMs: 60_000,
+    const deps = fakeConsoleDeps(token, {
       staticDir: dir,
-      overview: () => ({ status: { pid: 1, startedAt: new Date(0).toISOString(), uptimeSeconds: 1, channels: [], queued: 0, inFlight: 0, pendingReplies: 0, totals: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } }, model: 'm', node: 'n', activity: [] }),
-      restartChannel: () => false,
-      queries: { conversations: async () => [], search: async () => [], transcript: async () => [], pendingApprovals: async () => [], approvedSenders: async () => [], revokeSender: async () => false, denyCode: async () => false },
-      approvals: { clear: () => undefined },
-      allowLists: () => ({}),
-      tools: () => [],
-      remoteClients: () => [],
-      toolCalls: () => [],
       // The effective config: the file as parsed (the daemon's has references resolved; the secrets are the same).
       config: configPort({ file, current: () => current, reload: async () => ({ ok: true, restarted: [], added: [], removed: [], agentRebuilt: false, needsRestart: [] }) }),
-    };
+    });
     const handler = createConsole(deps);
     server = createServer((request, response) => void handler(request, response));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

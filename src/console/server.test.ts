@@ -18,6 +18,7 @@ import type { ConsoleQueries } from './queries.ts';
 import type { LogTail } from '../log.ts';
 import { until } from '../../test/support/wait.ts';
 import { maskText, unmaskText, maskObject, masked } from './mask.ts';
+import { fakeConsoleDeps } from '../../test/support/console-deps.ts';
 
 const token = 'console-test-token-0123456789';
 
@@ -390,22 +391,7 @@ async function serve(overrides: Partial<ConsoleDeps> = {}): Promise<{ base: stri
   const { createLogTail } = await import('../log.ts');
   const tail = createLogTail();
   const lines: string[] = [];
-  const deps: ConsoleDeps = {
-    log: pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }),
-    token: () => token,
-    sessionMs: 60_000,
-    staticDir: tmpdir(),
-    overview: () => ({ status: { pid: 1, startedAt: new Date(0).toISOString(), uptimeSeconds: 1, channels: [], queued: 0, inFlight: 0, pendingReplies: 0, totals: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } }, model: 'm', node: 'n', activity: [] }),
-    restartChannel: () => true,
-    queries: { conversations: async () => [], search: async () => [], transcript: async () => [], pendingApprovals: async () => [], approvedSenders: async () => [], revokeSender: async () => false, denyCode: async () => false },
-    approvals: { clear: () => undefined },
-    allowLists: () => ({}),
-    tools: () => [],
-    remoteClients: () => [],
-    toolCalls: () => [],
-    logs: tail,
-    ...overrides,
-  };
+  const deps = fakeConsoleDeps(token, { log: pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }), restartChannel: () => true, logs: tail, ...overrides });
   const handler = createConsole(deps);
   const server = createServer((request, response) => void handler(request, response));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -191,7 +191,7 @@ export function runFaultWalk(engine: WalkEngine, make: () => Promise<WalkChannel
               await runtime!.idle();
               await quiet(250);
               const n = count(text);
-              rows.push({ text, step: point.step, fault, restart, outcome: !reached ? 'not reached' : n === 1 ? 'once' : n === 0 ? 'lost' : n === 2 ? 'twice' : 'more' });
+              rows.push({ text, step: point.step, fault, restart, outcome: reached ? outcomeOf(n) : 'not reached' });
             }
           }
         }
@@ -208,7 +208,7 @@ export function runFaultWalk(engine: WalkEngine, make: () => Promise<WalkChannel
             await runtime!.idle();
             await quiet(500);
             const n = count(text);
-            rows.push({ text, step: 'platform ack lost', fault: 'ACK_LOST', restart, outcome: n === 1 ? 'once' : n === 0 ? 'lost' : n === 2 ? 'twice' : 'more' });
+            rows.push({ text, step: 'platform ack lost', fault: 'ACK_LOST', restart, outcome: outcomeOf(n) });
           }
         }
         await quiet(1000);
@@ -235,6 +235,9 @@ export function runFaultWalk(engine: WalkEngine, make: () => Promise<WalkChannel
     });
   });
 }
+
+/** How many times a message was answered, as an outcome. */
+const outcomeOf = (answers: number): Outcome => (answers === 1 ? 'once' : answers === 0 ? 'lost' : answers === 2 ? 'twice' : 'more');
 
 /** The operations of one life, each as "the k-th operation with this SQL" (background reads of the sweep included). */
 function lifeOf(operations: readonly Operation[]): Array<Operation & { occurrence: number; step: string }> {
