@@ -240,10 +240,19 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   let finish = (): string | undefined => undefined;
   let interrupt = (): string | undefined => undefined;
   // Built before the channels (a channel may serve an endpoint on it), started once all are.
+  // One token check for the gateway's routes and the console's sign-in: one limit for every way in.
+  const tokenGuard = gatewayConfig
+    ? gatewayModule!.createTokenGuard({
+        token: () => (gatewayConfig.token === undefined || gatewayConfig.token === '' ? undefined : gatewayConfig.token),
+        log: log.child({ component: 'gateway' }),
+        trustedProxies: gatewayConfig.trusted_proxies,
+      })
+    : undefined;
   const gateway = gatewayConfig
     ? gatewayModule!.createGateway({
         listen: gatewayConfig.listen,
         ...(gatewayConfig.token === undefined ? {} : { token: gatewayConfig.token }),
+        ...(tokenGuard ? { tokenGuard } : {}),
         log: log.child({ component: 'gateway' }),
         health: () => ({ ...runtime.health(), ...(cluster ? { cluster: { node: cluster.node, nodes: cluster.nodes() } } : {}) }),
         metrics: () => metrics.render(),
@@ -398,6 +407,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
           token: () => (gatewayConfig!.token === undefined || gatewayConfig!.token === '' ? undefined : gatewayConfig!.token),
           sessionMs: gatewayConfig!.session_hours * 3_600_000,
           trustedProxies: gatewayConfig!.trusted_proxies,
+          ...(tokenGuard ? { tokenGuard } : {}),
           staticDir: consoleStaticDir(),
           maxJsonBytes: Math.min(64 * 1024, gatewayConfig!.max_body_kb * 1024),
           // Awaited: the runtime's reads may become asynchronous (the PostgreSQL backend).

@@ -10,9 +10,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { BlockList, isIP } from 'node:net';
 import type { Logger } from 'pino';
 import { secretsEqual } from '../net.ts';
+import { createTokenGuard, type Refusal, type TokenGuard } from '../gateway/token-guard.ts';
+
+export type { Refusal } from '../gateway/token-guard.ts';
 
 export interface Session {
   readonly id: string;
@@ -36,21 +38,14 @@ export interface AuthOptions {
   readonly maxFailures?: number;
   /** @default 60000 */
   readonly failureWindowMs?: number;
-}
-
-/** A token refused: wrong (401), or too many wrong ones from this address lately (429). */
-export interface Refusal {
-  readonly ok: false;
-  readonly status: 401 | 429;
-  readonly error: string;
-  readonly retryAfterS?: number;
+  /** The token check shared with the gateway's routes (one limit for every way in). @default one of its own */
+  readonly guard?: TokenGuard;
 }
 
 export type SignIn = { readonly ok: true; readonly session: Session } | Refusal;
 
 export const sessionCookie = 'sb_session';
 const maxSessions = 200;
-const maxTracked = 1000;
 
 const print = (token: string | undefined): string => (token ? createHash('sha256').update(token).digest('hex') : '');
 
@@ -62,51 +57,6 @@ export function parseCookies(header: string | undefined): Map<string, string> {
     cookies.set(part.slice(0, at).trim(), part.slice(at + 1).trim());
   }
   return cookies;
-}
-
-/** `::ffff:10.0.0.1` (an IPv4 client on a dual-stack socket) is 10.0.0.1. */
-const plainAddress = (address: string): string => address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '');
-
-/**
- * Which peers are trusted reverse proxies, from `[gateway] trusted_proxies` (addresses or
- * CIDR ranges). Throws on an entry that is neither, naming it.
- */
-export function trustedProxies(entries: readonly string[]): BlockList {
-  const list = new BlockList();
-  for (const entry of entries) {
-    const [address = '', bits] = entry.split('/');
-    const family = isIP(address);
-    if (family === 0 || (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128)))) throw new TypeError(`trusted proxy ${JSON.stringify(entry)} is not an IP address or CIDR range (e.g. "127.0.0.1" or "10.0.0.0/8")`);
-    const type = family === 4 ? 'ipv4' : 'ipv6';
-    if (bits === undefined) list.addAddress(address, type);
-    else list.addSubnet(address, Number(bits), type);
-  }
-  return list;
-}
-
-const trusts = (proxies: BlockList, address: string): boolean => {
-  const family = isIP(address);
-  return family !== 0 && proxies.check(address, family === 4 ? 'ipv4' : 'ipv6');
-};
-
-/**
- * The client's address, for the sign-in limit: the socket's, unless that is a trusted proxy —
- * then the nearest address in `X-Forwarded-For` that is not itself a trusted proxy (read from
- * the right: a proxy appends the address it saw; the left is whatever the client wrote). With
- * no trusted proxy (the default), forwarded headers are ignored: anyone could write them.
- */
-export function clientAddress(request: IncomingMessage, proxies: BlockList = new BlockList()): string {
-  const peer = plainAddress(request.socket.remoteAddress ?? 'unknown');
-  if (!trusts(proxies, peer)) return peer;
-  const header = request.headers['x-forwarded-for'];
-  const hops = (Array.isArray(header) ? header.join(',') : (header ?? '')).split(',').map((hop) => plainAddress(hop.trim())).filter((hop) => hop !== '');
-  for (let i = hops.length - 1; i >= 0; i--) {
-    const hop = hops[i]!;
-    // Not an address: a proxy did not write it, so nothing left of it can be believed either.
-    if (isIP(hop) === 0) return peer;
-    if (!trusts(proxies, hop)) return hop;
-  }
-  return peer;
 }
 
 export interface Auth {
@@ -131,9 +81,9 @@ export interface Auth {
 export function createAuth(options: AuthOptions): Auth {
   const now = options.now ?? Date.now;
   const sessions = new Map<string, Session>();
-  const failures = new Map<string, { count: number; since: number }>();
-  const maxFailures = options.maxFailures ?? 5;
-  const windowMs = options.failureWindowMs ?? 60_000;
+  const guard =
+    options.guard ??
+    createTokenGuard({ token: options.token, log: options.log, now, ...(options.maxFailures === undefined ? {} : { maxFailures: options.maxFailures }), ...(options.failureWindowMs === undefined ? {} : { failureWindowMs: options.failureWindowMs }) });
 
   /** Who waits for a session's sign-out (its open event streams). */
   const watchers = new Map<string, Set<() => void>>();
@@ -148,26 +98,8 @@ export function createAuth(options: AuthOptions): Auth {
     return session;
   };
 
-  /** The one check of a presented token: the failure limit, the comparison, the log. */
-  const check = (given: string, address: string, via: 'sign-in' | 'bearer', operator: string): Refusal | undefined => {
-    const token = options.token();
-    const entry = failures.get(address);
-    if (entry && now() - entry.since > windowMs) failures.delete(address);
-    const current = failures.get(address);
-    if (current && current.count >= maxFailures) {
-      const retryAfterS = Math.max(1, Math.ceil((current.since + windowMs - now()) / 1000));
-      options.log.warn({ address, via, retryAfterS }, 'console sign-in refused: too many failed attempts from this address');
-      return { ok: false, status: 429, error: `too many failed sign-ins; try again in ${retryAfterS} s`, retryAfterS };
-    }
-    if (token !== undefined && !secretsEqual(given, token)) {
-      if (failures.size >= maxTracked && !failures.has(address)) failures.delete(failures.keys().next().value!);
-      failures.set(address, { count: (current?.count ?? 0) + 1, since: current?.since ?? now() });
-      options.log.warn({ address, via, operator }, 'console sign-in failed: wrong token');
-      return { ok: false, status: 401, error: 'wrong token' };
-    }
-    failures.delete(address);
-    return undefined;
-  };
+  /** The one check of a presented token: the failure limit, the comparison, the log (token-guard.ts). */
+  const check = (given: string, address: string, via: 'sign-in' | 'bearer', operator: string): Refusal | undefined => guard.check(given, address, via, operator);
 
   return {
     tokenRequired: () => options.token() !== undefined,

@@ -12,6 +12,7 @@ import type { LogTail } from '../log.ts';
 import type { Memory } from '../memory.ts';
 import type { ActivityMinute, ToolCallRecord } from '../metrics.ts';
 import type { ConsoleQueries } from './queries.ts';
+import type { TokenGuard } from '../gateway/token-guard.ts';
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -124,6 +125,8 @@ export interface ConsoleDeps {
    * Reverse proxies whose `X-Forwarded-For` names the client (`[gateway] trusted_proxies`:
    * addresses or CIDR ranges), for the sign-in limit. @default [] (the socket's address counts)
    */
+  /** The gateway's token check (token-guard.ts): wrong tokens counted and limited with the gateway's routes. @default one of the console's own */
+  readonly tokenGuard?: TokenGuard;
   readonly trustedProxies?: readonly string[];
   overview(): MaybePromise<OverviewReport>;
   /** Restarts a channel's listen; false when there is no such channel. */

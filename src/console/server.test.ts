@@ -419,7 +419,7 @@ describe('console: one sign-in limit for every way of presenting the token', () 
       assert.equal(locked.status, 429, 'the right bearer token waits out the lockout too');
       assert.ok(Number(locked.headers.get('retry-after')) >= 1);
       assert.equal((await signInAt(site.base)).status, 429, 'and so does the sign-in form');
-      const failed = site.logged().filter((line) => line.msg === 'console sign-in failed: wrong token');
+      const failed = site.logged().filter((line) => line.msg === 'wrong token presented');
       assert.equal(failed.length, 5);
       assert.ok(failed.every((line) => line.via === 'bearer' && line.address === '127.0.0.1'));
       assert.ok(site.logged().some((line) => /too many failed attempts/.test(String(line.msg)) && line.via === 'bearer'));
@@ -458,7 +458,7 @@ describe('console: the client address behind a reverse proxy', () => {
       // What the client wrote on the left is not believed: the proxy appended the address it saw.
       assert.equal((await signInAt(site.base, { 'x-forwarded-for': '198.51.100.7, 203.0.113.5' })).status, 429);
       assert.equal((await signInAt(site.base, { 'x-forwarded-for': '203.0.113.6' })).status, 200, 'another client signs in');
-      const failed = site.logged().filter((line) => line.msg === 'console sign-in failed: wrong token');
+      const failed = site.logged().filter((line) => line.msg === 'wrong token presented');
       assert.ok(failed.every((line) => line.address === '203.0.113.5'), 'the log names the client, not the proxy');
     } finally {
       await site.close();
@@ -466,7 +466,7 @@ describe('console: the client address behind a reverse proxy', () => {
   });
 
   it('reads the nearest untrusted hop, and refuses a setting that is no address', async () => {
-    const { clientAddress, trustedProxies } = await import('./auth.ts');
+    const { clientAddress, trustedProxies } = await import('../gateway/token-guard.ts');
     const request = (peer: string, forwarded?: string): import('node:http').IncomingMessage =>
       ({ socket: { remoteAddress: peer }, headers: forwarded === undefined ? {} : { 'x-forwarded-for': forwarded } }) as unknown as import('node:http').IncomingMessage;
     const proxies = trustedProxies(['10.0.0.0/8', '127.0.0.1']);

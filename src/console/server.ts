@@ -8,7 +8,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isLoopback } from '../gateway/server.ts';
-import { clientAddress, createAuth, sessionCookie, trustedProxies, type Auth, type Session } from './auth.ts';
+import { createAuth, sessionCookie, type Auth, type Session } from './auth.ts';
+import { createTokenGuard } from '../gateway/token-guard.ts';
 import type { ConsoleDeps } from './deps.ts';
 import { HttpError, readJson, securityHeaders, send, str } from './http.ts';
 import { apiRoutes, type ApiContext } from './api.ts';
@@ -41,8 +42,9 @@ function cookieFor(request: IncomingMessage, value: string, maxAgeS: number): st
 
 /** @example gateway.setFallback(createConsole(deps)); */
 export function createConsole(deps: ConsoleDeps): ConsoleHandler {
-  const auth: Auth = createAuth({ token: () => deps.token(), sessionMs: deps.sessionMs, log: deps.log });
-  const proxies = trustedProxies(deps.trustedProxies ?? []);
+  // The daemon gives the gateway's guard (one limit for the console and the gateway's routes); tests may not.
+  const guard = deps.tokenGuard ?? createTokenGuard({ token: () => deps.token(), log: deps.log, trustedProxies: deps.trustedProxies ?? [] });
+  const auth: Auth = createAuth({ token: () => deps.token(), sessionMs: deps.sessionMs, log: deps.log, guard });
   const files = new Map<string, { body: Buffer; type: string }>();
   const maxJson = deps.maxJsonBytes ?? 64 * 1024;
   /** Open event streams (each an open page); past the cap a page gets 429 and its EventSource retries. */
@@ -129,7 +131,7 @@ export function createConsole(deps: ConsoleDeps): ConsoleHandler {
       }
       if (originHost !== request.headers.host) throw new HttpError(403, 'cross-origin request refused');
     }
-    const address = clientAddress(request, proxies);
+    const address = guard.address(request);
     const presented = auth.session(request, address);
     if (presented && !presented.ok) throw new HttpError(presented.status, presented.error, presented.retryAfterS === undefined ? {} : { 'retry-after': String(presented.retryAfterS) });
     const session = presented?.session;

@@ -9,9 +9,10 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { ConfigError } from '../config/load.ts';
-import { parseListen, secretsEqual } from '../net.ts';
+import { parseListen } from '../net.ts';
 import { hostRefusal, isLoopback, jsonRefusal, originRefusal, type Refusal } from './browser-guard.ts';
 import { sendJson } from './json.ts';
+import { createTokenGuard, type TokenGuard } from './token-guard.ts';
 import type { RuntimeHealth } from '../runtime/runtime.ts';
 import type { Admission, GatewayRoutes, HttpRoute, UpgradeRoute } from './routes.ts';
 
@@ -31,6 +32,12 @@ export interface GatewayOptions {
   readonly version?: string;
   /** When the daemon started (ms since the epoch), for uptime. @default when the process started */
   readonly startedAt?: number;
+  /**
+   * The check of a presented token, shared with the console (token-guard.ts): a wrong bearer
+   * token on any token route or upgrade counts toward one limit per client and is logged.
+   * @default one of its own over `token`
+   */
+  readonly tokenGuard?: TokenGuard;
   /** Most open connections; past it a new one is closed at once. @default 256 */
   readonly maxConnections?: number;
   /** How long a client may take to send its request headers (ms); then 408 and the socket is closed. @default 10000 */
@@ -85,6 +92,7 @@ export interface StatusReport {
 }
 
 export { isLoopback } from './browser-guard.ts';
+export { createTokenGuard } from './token-guard.ts';
 
 /** Shortest token accepted on a non-loopback address. */
 const minTokenLength = 16;
@@ -121,12 +129,6 @@ export function validateGatewayConfig(gateway: { readonly listen: string; readon
   return address;
 }
 
-/** Compares the bearer token in constant time (both sides hashed, so lengths leak nothing either). */
-function tokenMatches(header: string | undefined, token: string): boolean {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
-  if (!match) return false;
-  return secretsEqual(match[1]!, token);
-}
 
 /** A request body over the limit (answer 413 and close: the rest is not read). */
 export class BodyTooLarge extends Error {}
@@ -169,7 +171,7 @@ function declaresBody(request: IncomingMessage): boolean {
   return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
-const statusText: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 500: 'Internal Server Error' };
+const statusText: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 429: 'Too Many Requests', 500: 'Internal Server Error' };
 
 /** An HTTP error written straight to a socket being upgraded (there is no ServerResponse yet). */
 function refuseUpgrade(socket: Duplex, status: number, message: string, extra = ''): void {
@@ -238,7 +240,17 @@ export function createGateway(options: GatewayOptions): Gateway {
     byMethod.set(route.method, route);
     routes.set(route.path, byMethod);
   };
-  const authorized = (request: IncomingMessage, auth: 'none' | 'token' | 'signature'): boolean => auth !== 'token' || token === undefined || tokenMatches(request.headers.authorization, token);
+  const guard = options.tokenGuard ?? createTokenGuard({ token: () => token, log });
+  /** Undefined when the request may pass; else the refusal (a wrong or missing token: 401; too many wrong ones: 429). */
+  const tokenRefusal = (request: IncomingMessage, auth: 'none' | 'token' | 'signature', path: string): { status: 401 | 429; error: string; headers: Record<string, string> } | undefined => {
+    if (auth !== 'token' || token === undefined) return undefined;
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+    // no token at all is no guess: refused without counting (a scraper not yet configured)
+    const refused = bearer === undefined ? { status: 401 as const, error: 'wrong token' } : guard.check(bearer, guard.address(request), 'bearer', path);
+    if (!refused) return undefined;
+    if (refused.status === 429) return { status: 429, error: refused.error, headers: { 'retry-after': String(refused.retryAfterS ?? 60) } };
+    return { status: 401, error: 'missing or wrong token: send Authorization: Bearer <gateway.token>', headers: unauthorized };
+  };
   const unauthorized = { 'www-authenticate': 'Bearer realm="switchboard"' };
 
   addRoute({ method: 'GET', path: '/healthz', auth: 'none', handle: (_req, res) => sendJson(res, 200, { status: 'ok' }) });
@@ -306,7 +318,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
     if (!byMethod) return refuse(response, 404, `no such endpoint: ${path}`);
     if (!route) return refuse(response, 405, `${request.method} is not allowed on ${path}`, { allow: [...byMethod.keys()].join(', ') });
-    if (!authorized(request, route.auth)) return refuse(response, 401, 'missing or wrong token: send Authorization: Bearer <gateway.token>', unauthorized);
+    const denied = tokenRefusal(request, route.auth, path);
+    if (denied) return refuse(response, denied.status, denied.error, denied.headers);
     let body: Buffer = Buffer.alloc(0);
     if (route.method === 'GET') {
       // Nothing a GET route answers depends on a body, so none is waited for or buffered.
@@ -349,7 +362,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (browser) return refuseUpgrade(socket, browser.status, browser.error);
     const route = upgrades.get(path);
     if (!route) return refuseUpgrade(socket, 404, `no such endpoint: ${path}`);
-    if (!authorized(request, route.auth)) return refuseUpgrade(socket, 401, 'missing or wrong token: send Authorization: Bearer <gateway.token>', 'WWW-Authenticate: Bearer realm="switchboard"\r\n');
+    const denied = tokenRefusal(request, route.auth, path);
+    if (denied) return refuseUpgrade(socket, denied.status, denied.error, Object.entries(denied.headers).map(([name, value]) => `${name}: ${value}\r\n`).join(''));
     try {
       route.handle(request, socket, head);
     } catch (error) {
