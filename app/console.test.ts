@@ -4,7 +4,7 @@
  * remembered per conversation.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -25,7 +25,7 @@ describe('the Config page’s file operations', () => {
   });
   let reloads = 0;
   const port = (): ReturnType<typeof configPort> => {
-    writeFileSync(file, text);
+    writeFileSync(file, text, { mode: 0o644 });
     return configPort({
       file,
       current: () => parseConfig(text, file, { SWITCHBOARD_TOKEN: 'x'.repeat(20) }),
@@ -67,6 +67,7 @@ describe('the Config page’s file operations', () => {
     assert.equal(reloads, before + 1);
     assert.equal(readFileSync(file, 'utf8'), text.replace('model = "m"', 'model = "n"'));
     assert.equal(readFileSync(`${file}.bak`, 'utf8'), text);
+    assert.equal(statSync(`${file}.bak`).mode & 0o777, 0o600, 'the copy of a config that may hold keys is private, whatever the original’s mode');
   });
 
   it('refuses a masked secret it has no value for', async () => {

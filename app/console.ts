@@ -3,7 +3,7 @@
  * gateway's fallback imports src/console/server.ts (and builds the queries) on the first
  * request, so a daemon whose console is never opened starts and idles as before.
  */
-import { copyFile, readFile, rename, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, readFile, rename, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -91,6 +91,8 @@ export function configPort(options: { file: string; current: () => Config; reloa
       const { text, problems } = await unmasked(edited);
       if (problems.length > 0) return { problems };
       await copyFile(file, `${file}.bak`);
+      // copyFile keeps the original's mode; the old config may hold literal keys, so its copy is private.
+      await chmod(`${file}.bak`, 0o600);
       // Written beside it and renamed, so a crash mid-write never leaves half a config.
       const temporary = `${file}.console-${process.pid}.tmp`;
       await writeFile(temporary, text, { mode: 0o600 });

@@ -13,6 +13,7 @@ import { Runtime } from '../src/runtime/runtime.ts';
 import { defaultSupervisorOptions } from '../src/runtime/supervisor.ts';
 import { createMemoryChannel } from '../test/support/memory-channel.ts';
 import type { TurnHandler } from '../src/agent/agent.ts';
+import { pino } from 'pino';
 
 const base = `data_dir = "./data"\n[provider]\nkind = "openai"\nmodel = "m1"\nbase_url = "http://127.0.0.1:1/v1"\n[channels.telegram]\ntoken = "t"\nallow = ["1"]\n`;
 const parse = (text: string) => parseConfig(text, undefined, {});
@@ -102,7 +103,26 @@ describe('createReloader', () => {
     assert.equal(h.reloader.current().provider.model, 'm1');
   });
 
-  it('changes nothing when a channel cannot be built', async () => {
+  it('logs what is wrong with a rejected file but never the value a key got (it may be a secret)', async () => {
+    const lines: string[] = [];
+    const reloader = createReloader({
+      initial: parse(base),
+      load: () => parse(`${base}[store]\nkind = "postgres"\nurl = "mysql://switchboard:s3cret-db-pass@db/x"\n`),
+      log: pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }),
+      runtime: { addChannel: async () => undefined, replaceChannel: async () => undefined, removeChannel: async () => undefined },
+      buildChannel: async () => assert.fail('nothing is built'),
+      rebuildAgent: async () => assert.fail('nothing is built'),
+      applySettings: () => undefined,
+    });
+    const result = await reloader.reload();
+    assert.equal(result.ok, false);
+    const logged = lines.join('');
+    assert.match(logged, /config reload rejected/);
+    assert.match(logged, /store\.url: must be a postgres:\/\/ connection string/);
+    assert.ok(!logged.includes('s3cret-db-pass'), logged);
+  });
+
+    it('changes nothing when a channel cannot be built', async () => {
     const h = harness([base.replace('"m1"', '"m2"') + `[channels.discord]\ntoken = "d"\n`]);
     const result = await h.reloader.reload();
     assert.equal(result.ok, false);

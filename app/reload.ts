@@ -266,7 +266,9 @@ export function createReloader(options: ReloaderOptions): Reloader {
       next = options.load();
     } catch (error) {
       if (error instanceof ConfigError) {
-        log.error({ problems: error.problems.map((p) => `${p.path}: ${p.problem}`) }, 'config reload rejected: the new config is invalid; the old one keeps running');
+        // Without what each key got: the log reaches the console's Logs page, and a value that is
+        // wrong may be a secret (a token of the wrong type, a URL with its password).
+        log.error({ problems: error.problems.map((p) => `${p.path}: ${p.problem.replace(/, got [\s\S]*$/, '')}`) }, 'config reload rejected: the new config is invalid; the old one keeps running');
         return { ok: false, error: formatProblems(error.file, error.problems, reloadRejected), problems: error.problems };
       }
       log.error({ err: error }, 'config reload rejected: the config could not be read; the old one keeps running');
