@@ -218,6 +218,9 @@ describe('console API', () => {
     const { cookie, csrf } = await signIn();
     const response = await post('/api/console/pairing/deny', { channel: 'telegram', code: 'ABC234' }, { cookie, 'x-csrf-token': csrf, origin: 'https://evil.example' });
     assert.equal(response.status, 403);
+    // a sandboxed frame or a file: page says Origin: null — foreign too
+    const sandboxed = await post('/api/console/pairing/deny', { channel: 'telegram', code: 'ABC234' }, { cookie, 'x-csrf-token': csrf, origin: 'null' });
+    assert.equal(sandboxed.status, 403);
     assert.deepEqual(changes, []);
   });
 

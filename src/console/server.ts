@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isLoopback } from '../gateway/server.ts';
+import { hostRefusal, originRefusal } from '../gateway/browser-guard.ts';
 import { createAuth, sessionCookie, type Auth, type Session } from './auth.ts';
 import { createTokenGuard } from '../gateway/token-guard.ts';
 import type { ConsoleDeps } from './deps.ts';
@@ -26,13 +26,6 @@ const types: Record<string, string> = {
   '.ico': 'image/x-icon',
   '.json': 'application/json; charset=utf-8',
 };
-
-/** The Host header's name without the port. */
-function hostName(request: IncomingMessage): string {
-  const host = request.headers.host ?? '';
-  const bracket = /^\[([^\]]+)\]/.exec(host);
-  return bracket ? bracket[1]! : host.split(':')[0]!;
-}
 
 /** The Set-Cookie value for a session (Secure when the request came over TLS). */
 function cookieFor(request: IncomingMessage, value: string, maxAgeS: number): string {
@@ -113,24 +106,17 @@ export function createConsole(deps: ConsoleDeps): ConsoleHandler {
     const path = url.pathname;
     // Without a token the console is open on loopback: refuse other Host names, so a web page
     // that rebinds its own name to 127.0.0.1 cannot reach it (DNS rebinding).
-    if (deps.token() === undefined && !isLoopback(hostName(request))) throw new HttpError(403, 'this console answers only to a loopback host name (set [gateway] token to serve it under another name)');
+    const wrongHost = hostRefusal(request, deps.token() !== undefined);
+    if (wrongHost) throw new HttpError(wrongHost.status, wrongHost.error);
     if (!path.startsWith('/api/')) {
       if (request.method !== 'GET' && request.method !== 'HEAD') throw new HttpError(405, `${request.method} is not allowed on ${path}`, { allow: 'GET, HEAD' });
       await serveStatic(request, response, path);
       return;
     }
     const mutation = request.method !== 'GET' && request.method !== 'HEAD';
-    // A browser names the page a request came from: another site's page is refused outright.
-    const origin = request.headers.origin;
-    if (mutation && origin !== undefined && origin !== 'null') {
-      let originHost = '';
-      try {
-        originHost = new URL(origin).host;
-      } catch {
-        // unparsable: refused below
-      }
-      if (originHost !== request.headers.host) throw new HttpError(403, 'cross-origin request refused');
-    }
+    // A browser names the page a request came from: another site's page (or Origin: null) is refused outright.
+    const foreign = mutation ? originRefusal(request) : undefined;
+    if (foreign) throw new HttpError(foreign.status, foreign.error);
     const address = guard.address(request);
     const presented = auth.session(request, address);
     if (presented && !presented.ok) throw new HttpError(presented.status, presented.error, presented.retryAfterS === undefined ? {} : { 'retry-after': String(presented.retryAfterS) });
