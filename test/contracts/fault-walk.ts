@@ -45,6 +45,12 @@ export interface WalkChannel {
    * none (IRC).
    */
   loseNextAck?(): void;
+  /**
+   * Undoes the acknowledgement of the message `text` after it was answered (IMAP: its \Seen flag
+   * removed, as when the STORE was lost; the channel then finds it unread and pushes it once
+   * more, for the inbox to recognise); `settled` resolves once the channel has acknowledged it again.
+   */
+  undoAck?(text: string): Promise<{ settled(): Promise<void> }>;
   close(): Promise<void>;
 }
 
@@ -209,6 +215,20 @@ export function runFaultWalk(engine: WalkEngine, make: () => Promise<WalkChannel
             await quiet(500);
             const n = count(text);
             rows.push({ text, step: 'platform ack lost', fault: 'ACK_LOST', restart, outcome: outcomeOf(n) });
+          }
+        }
+        if (peer.undoAck) {
+          for (const restart of options.restart === false ? [false] : [false, true]) {
+            const text = `${restart ? 'r' : 'n'}ack undone`;
+            await say(text);
+            await waitFor(() => count(text) >= 1, 15_000);
+            if (restart) await stop();
+            const undone = await peer.undoAck(text);
+            if (restart) await start();
+            await undone.settled();
+            await runtime!.idle();
+            await quiet(1500);
+            rows.push({ text, step: 'platform ack lost', fault: 'ACK_LOST', restart, outcome: outcomeOf(count(text)) });
           }
         }
         await quiet(1000);

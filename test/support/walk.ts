@@ -59,7 +59,7 @@ const factories: Record<string, Factory> = {
 };
 
 /** A chat peer's channel, built from the peer's own config section as the daemon would, talked to in a DM by alice. */
-export function peerChannel(peer: ChatPeer & { dropOnNextAck?(): void }, extra = ''): WalkChannel {
+export function peerChannel(peer: ChatPeer & { dropOnNextAck?(): void; undoSeen?(text: string): Promise<{ settled(): Promise<void> }> }, extra = ''): WalkChannel {
   const place: Place = { kind: 'dm', user: 'alice' };
   const text = `data_dir = "./data"\n[agent]\nname = "Testbot"\n[provider]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\napi_key = "k"\n${peer.configSection()}allow = ["${peer.users.alice}"]\n${extra}`;
   const config = parseConfig(text, undefined, {});
@@ -72,6 +72,8 @@ export function peerChannel(peer: ChatPeer & { dropOnNextAck?(): void }, extra =
     replies: () => peer.botMessages(place).map((message) => message.text),
     // Slack: the ack is lost and the socket dropped (the envelope comes again on the next connection)
     ...(peer.dropOnNextAck ? { loseNextAck: () => peer.dropOnNextAck!() } : {}),
+    // email: the \Seen flag lost (the channel finds the mail unread again)
+    ...(peer.undoSeen ? { undoAck: (text: string) => peer.undoSeen!(text) } : {}),
     close: () => peer.close(),
   };
 }
@@ -194,5 +196,31 @@ async function lostAnswer(url: string, headers: Record<string, string>, body: st
     });
     req.on('error', () => resolve());
     req.end(body);
+  });
+}
+
+/** The email peer, with the bot's \Seen flag on a mail removable (as when the channel's STORE was lost). */
+export async function emailPeer(): Promise<ChatPeer & { undoSeen(text: string): Promise<{ settled(): Promise<void> }> }> {
+  const { startEmailPeer } = await import('../peers/email.ts');
+  const peer = await startEmailPeer();
+  const inbox = async () => peer.readFolder(peer.bot, 'INBOX');
+  return Object.assign(peer, {
+    async undoSeen(text: string) {
+      const mail = (await inbox()).find((m) => m.text.trimStart().startsWith(text));
+      if (!mail) throw new Error(`no mail "${text}" in the bot's INBOX`);
+      await peer.markUnseen(peer.bot, 'INBOX', mail.messageId);
+      return {
+        // the channel finds it unread on its next look (IDLE or its poll) and marks it again
+        async settled() {
+          const deadline = Date.now() + 20_000;
+          for (;;) {
+            const again = (await inbox()).find((m) => m.messageId === mail.messageId);
+            if (again?.flags.has('\\Seen')) return;
+            if (Date.now() > deadline) throw new Error(`the channel never read "${text}" again`);
+            await new Promise((resolve) => setTimeout(resolve, 250));
+          }
+        },
+      };
+    },
   });
 }
