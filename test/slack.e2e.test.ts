@@ -81,18 +81,20 @@ describe('slack acknowledges an event only once push resolved', () => {
     }
   }
 
-  it('Socket Mode: no ack while push rejects; the redelivery is pushed and acked', async () => {
+  it('Socket Mode: no ack while push rejects; the connection is replaced, and the redelivery is pushed and acked', async () => {
     const config = { bot_token: peer.botToken, app_token: peer.appToken, api_url: peer.apiUrl, listen: '127.0.0.1:0', mention_only: true, stream: false } satisfies SlackConfig;
     await listening(config, async (state) => {
+      const connections = peer.stats.connections;
       await peer.post('alice', dm, 'refused at first');
       await until(() => state.pushed.length === 1, 'the first push');
-      await quiet(300);
-      assert.deepEqual(peer.envelopes().map((e) => e.acked), [false], 'not acknowledged');
+      assert.equal(peer.envelopes()[0]!.acked, false, 'not acknowledged');
+      // Refused (the store failing): the channel opens a new connection, where Slack hands the envelope out again.
+      await until(() => peer.stats.connections > connections, 'a new connection');
       state.refusing = false;
-      peer.dropSocket();
-      await until(() => peer.envelopes().every((e) => e.acked), 'the ack of the redelivery');
-      assert.equal(state.pushed.length, 2);
-      assert.equal(state.pushed[0]!.id, state.pushed[1]!.id, 'the redelivery has the same id');
+      await until(() => peer.envelopes().some((e) => e.acked), 'the ack of a redelivery');
+      assert.ok(state.pushed.length >= 2);
+      assert.deepEqual([...new Set(state.pushed.map((m) => m.id))], [state.pushed[0]!.id], 'every redelivery has the same id');
+      assert.ok(peer.stats.redeliveries >= 1);
     });
   });
 
