@@ -303,7 +303,8 @@ describe('irc faults (daemon)', () => {
     assert.ok(relayed.length >= 44, `the 2000-character line became several lines (${relayed.length})`);
     assert.ok(Math.max(...relayed.map((l) => l.bytes)) > 400, 'long lines use the room a line has');
     assert.equal(peer.stats.botConnections, connections, 'never disconnected (no flood kick)');
-    assert.deepEqual(peer.stats.botQuits, []);
+    // no quit but a bot's own goodbye (an earlier test's bot stopping can land late under load)
+    assert.deepEqual(peer.stats.botQuits.filter((quit) => quit !== '"Switchboard stopping"'), [], 'never quit or kicked for flooding');
     // 3 lines/s with a burst of 3: ~14 s for 45 lines; faster would have been throttled by ngircd
     const seconds = (relayed.at(-1)!.at - started) / 1000;
     assert.ok(seconds >= (relayed.length - 6) / 3, `paced: ${relayed.length} lines in ${seconds.toFixed(1)} s`);
