@@ -208,7 +208,14 @@ export async function startIrcPeer(options: IrcPeerOptions = {}): Promise<IrcPee
       if (!event.from_server) return;
       const line = event.line.replace(/\r?\n$/, '');
       const msg = ircLineParser(line);
-      if (!msg || msg.nick === '') return;
+      if (!msg) return;
+      // RPL_NAMREPLY (RFC 2812 5.1), from the server: "<me> <type> <channel> :[@|+]nick …" — who is
+      // in the channel already; a bot that joined before alice was watched shows here, not as a JOIN.
+      if (user === 'alice' && msg.command === '353' && lower(msg.params[2] ?? '') === lower(IRC_CHANNEL)) {
+        if ((msg.params[3] ?? '').split(' ').some((name) => botNicks.has(lower(name.replace(/^[@+%&~]+/, ''))))) botInChannel = true;
+        return;
+      }
+      if (msg.nick === '') return;
       const fromBot = botNicks.has(lower(msg.nick));
       const [first = '', second = ''] = msg.params;
       if (msg.command === 'PRIVMSG' && fromBot) {
@@ -240,6 +247,10 @@ export async function startIrcPeer(options: IrcPeerOptions = {}): Promise<IrcPee
       watch(user, connected[index]!);
       people.set(user, connected[index]!);
     });
+    // The bot may have joined before alice was watched (after a server restart it reconnects on
+    // its own): ask who is there now.
+    connected[0]!.client.raw(`NAMES ${IRC_CHANNEL}`);
+    await connected[0]!.sync();
   };
   await connectPeople();
 
