@@ -238,11 +238,20 @@ export class SendError extends Error {
   readonly permanent: boolean;
   /** The platform asked us to wait this long before trying again. */
   readonly retryAfterMs: number | undefined;
+  /**
+   * What that wait covers: 'chat' (the default) — only calls to this conversation's chat
+   * (Telegram's per-chat flood control, Discord's per-channel route buckets, Slack's
+   * per-channel posting limit); 'channel' — every call of this channel (Discord's global
+   * limit, Matrix's per-account limit). The runtime's flood gate (src/runtime/flood.ts) holds
+   * every call of that scope — sends, edits, typing — until the wait has passed.
+   */
+  readonly scope: 'chat' | 'channel';
 
-  constructor(message: string, options: { permanent?: boolean; retryAfterMs?: number; cause?: unknown } = {}) {
+  constructor(message: string, options: { permanent?: boolean; retryAfterMs?: number; scope?: 'chat' | 'channel'; cause?: unknown } = {}) {
     super(message, { cause: options.cause });
     this.name = 'SendError';
     this.permanent = options.permanent ?? false;
     this.retryAfterMs = options.retryAfterMs;
+    this.scope = options.scope ?? 'chat';
   }
 }
