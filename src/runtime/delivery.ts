@@ -17,6 +17,7 @@ import { refOf } from '../conversation.ts';
 import { splitMessage } from '../outbound/split.ts';
 import type { Outbox, Reply } from '../store/outbox.ts';
 import { backoffDelay, sleep } from './backoff.ts';
+import { FloodWaitError, type ChannelLookup } from './flood.ts';
 
 export interface DeliveryOptions {
   /** Tries per unit within one round. @default 5 */
@@ -56,7 +57,7 @@ export function unitsOf(reply: Reply, channel: Channel): Unit[] {
 
 export class Delivery {
   readonly #outbox: Outbox;
-  readonly #channels: ReadonlyMap<string, Channel>;
+  readonly #channels: ChannelLookup;
   readonly #options: DeliveryOptions;
   readonly #log: Logger;
   readonly #events: DeliveryEvents;
@@ -70,7 +71,7 @@ export class Delivery {
   /** Conversations whose round stopped on a failing store: the retry timer and how many in a row. */
   readonly #retries = new Map<string, { timer: NodeJS.Timeout | undefined; attempt: number }>();
 
-  constructor(outbox: Outbox, channels: ReadonlyMap<string, Channel>, options: DeliveryOptions, log: Logger, events: DeliveryEvents = {}) {
+  constructor(outbox: Outbox, channels: ChannelLookup, options: DeliveryOptions, log: Logger, events: DeliveryEvents = {}) {
     this.#outbox = outbox;
     this.#channels = channels;
     this.#options = options;
@@ -240,6 +241,18 @@ export class Delivery {
         await this.#sendUnit(channel, reply, unit);
         return 'sent';
       } catch (error) {
+        if (error instanceof FloodWaitError) {
+          // Refused before the platform: the chat is inside a wait the platform asked for. Not
+          // a failed attempt — wait it out (in steps of at most maxBackoffMs) and send then.
+          log.debug({ waitMs: error.retryAfterMs }, 'reply waits for the platform\'s flood control');
+          attempt--;
+          try {
+            await sleep(Math.min(error.retryAfterMs!, this.#options.maxBackoffMs), signal);
+          } catch {
+            return 'retry later';
+          }
+          continue;
+        }
         if (error instanceof SendError && error.permanent) {
           if (unit.kind === 'file') {
             log.error({ err: error, file: unit.file.name }, 'file cannot be delivered (permanent error); skipping it');

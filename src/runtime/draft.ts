@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { Channel, MessageEditor, MessageLimit, OutboundMessage } from '../channel.ts';
-import { hasMessageLimit } from '../channel.ts';
+import { hasMessageLimit, SendError } from '../channel.ts';
 import { sanitizeReply } from '../agent/sanitize.ts';
 
 export interface DraftOptions {
@@ -46,6 +46,8 @@ export function startDraft(options: DraftOptions): Draft {
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> = Promise.resolve();
   let finished = false;
+  /** Monotonic: no preview before this (the platform asked to wait). */
+  let holdUntil = 0;
 
   const flush = (): void => {
     timer = undefined;
@@ -64,6 +66,8 @@ export function startDraft(options: DraftOptions): Draft {
         }
         shown = preview;
       } catch (error) {
+        // A platform's "wait" (or the flood gate refusing inside one): no preview until it has passed.
+        if (error instanceof SendError && error.retryAfterMs !== undefined) holdUntil = Math.max(holdUntil, performance.now() + error.retryAfterMs);
         log.debug({ err: error }, 'streaming preview update failed; the final reply will still arrive');
       }
     });
@@ -74,8 +78,8 @@ export function startDraft(options: DraftOptions): Draft {
       if (finished) return;
       text += delta;
       if (timer) return;
-      const wait = lastAt === undefined ? 0 : Math.max(0, lastAt + channel.editIntervalMs - performance.now());
-      timer = setTimeout(flush, id === undefined && lastAt === undefined ? 0 : wait);
+      const wait = Math.max(0, lastAt === undefined ? 0 : lastAt + channel.editIntervalMs - performance.now(), holdUntil - performance.now());
+      timer = setTimeout(flush, wait);
     },
     async finish() {
       finished = true;

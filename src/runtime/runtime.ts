@@ -15,6 +15,7 @@ import { decideAccess, pairingReply, type PairingStore } from '../policy/access.
 import { turnText } from '../policy/turn-text.ts';
 import { Drafts } from '../store/settings.ts';
 import { startDraft, type Draft } from './draft.ts';
+import { FloodGate } from './flood.ts';
 import type { TurnHandler, TurnOutput } from '../agent/agent.ts';
 import { ProviderError } from '../provider.ts';
 import { systemClock, type Clock } from '../clock.ts';
@@ -159,6 +160,8 @@ export class Runtime {
   readonly #storage: StorageHealth;
   /** Shared with delivery: a replaced channel's pending replies go out through the new one. */
   readonly #channels: Map<string, Channel>;
+  /** Every outbound call (outbox, draft, typing) goes through it: a platform's "wait" holds them all. */
+  readonly #flood: FloodGate;
   readonly #clock: Clock;
   /** Monotonic: the uptime in /status must not jump with the wall clock. */
   readonly #startedAt: number;
@@ -209,7 +212,8 @@ export class Runtime {
       options.channels,
     );
     this.#drafts = new Drafts(options.database);
-    this.#delivery = new Delivery(this.#outbox, channels, options.delivery, this.#log, {
+    this.#flood = new FloodGate({ log: this.#log, now: () => this.#clock.monotonic() });
+    this.#delivery = new Delivery(this.#outbox, this.#flood.view(channels), options.delivery, this.#log, {
       onSent: (channel) => {
         this.#counters.sent++;
         options.events?.onSent?.(channel);
@@ -620,7 +624,8 @@ export class Runtime {
       await this.#deliverHere(conversation, message.channel);
       return;
     }
-    const channel = this.#channels.get(message.channel);
+    const registered = this.#channels.get(message.channel);
+    const channel = registered && this.#flood.wrap(registered);
     const started = this.#clock.monotonic();
     const elapsed = (): number => Math.round(this.#clock.monotonic() - started);
     const limit = deadline(this.#working.signal, this.#options.turnTimeoutMs);
