@@ -7,12 +7,13 @@
  *
  * For the same reason a push the runtime refuses while still listening (its store fails: a
  * full disk, a lock, a lost connection) is not given up: the message is held, in order, and
- * offered again with a backoff (0.25 s doubling to 5 s) until it is stored. Only a refusal once
+ * offered again with a backoff (0.25 s doubling to 5 s, with jitter) until it is stored. Only a refusal once
  * `signal` aborted (a shutdown) ends the session.
  */
 import type { Logger } from 'pino';
 import { pause } from '../../src/abort.ts';
 import type { InboundMessage, Push } from '../../src/channel.ts';
+import { backoffDelay } from '../../src/runtime/backoff.ts';
 
 /** Messages waiting for `push` at most. */
 export const MAX_WAITING_MESSAGES = 1000;
@@ -82,7 +83,7 @@ export class InboundQueue {
       } catch (error) {
         if (!signal || signal.aborted) throw error;
         if (attempt === 0) this.#log.warn({ err: error, id: message.id }, 'IRC message refused (IRC cannot send it again): holding it and offering it again');
-        if (!(await pause(Math.min(5000, 250 * 2 ** attempt), signal))) throw error;
+        if (!(await pause(backoffDelay(attempt, { initialMs: 250, maxMs: 5000 }), signal))) throw error;
       }
     }
   }

@@ -105,7 +105,7 @@ class FaultySql implements Sql {
   readonly #inner: Sql;
   readonly #counter: Counter;
   readonly #inTransaction: boolean;
-  /** The first statement of the open transaction (names its commit). */
+  /** The first statement of the open transaction (names its commit); unset outside one. */
   first: string | undefined;
 
   constructor(inner: Sql, counter: Counter, inTransaction: boolean) {
@@ -117,7 +117,7 @@ class FaultySql implements Sql {
   }
 
   async #statement<T>(sql: string, run: () => Promise<T>): Promise<T> {
-    this.first ??= sql;
+    if (this.#inTransaction) this.first ??= sql;
     const fault = this.#counter.take('statement', sql, this.#inTransaction);
     if (fault === undefined) return run();
     // Inside a transaction an applied statement is rolled back with it; outside, it stays.

@@ -114,25 +114,20 @@ export async function webhookChannel(): Promise<WalkChannel> {
         loseResponse = false;
         await lostAnswer(`${base}/webhook`, { 'content-type': 'application/json', 'idempotency-key': key, 'x-switchboard-signature': sign(secret, { key, body }) }, body);
       }
-      for (let attempt = 0; attempt < 100; attempt++) {
-        try {
-          const response = await fetch(`${base}/webhook`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-switchboard-signature': sign(secret, { key, body }) },
-            body,
-          });
-          const json = (await response.json()) as { reply?: string };
-          if (response.status === 200 && typeof json.reply === 'string') {
-            if (attempt === 0 || !answered.includes(json.reply)) answered.push(json.reply);
-            return;
-          }
-          if (response.status === 202) return;
-        } catch {
-          // the connection failed: send it again
+      await untilTaken(`the webhook never took ${text}`, 100, async (attempt) => {
+        const response = await fetch(`${base}/webhook`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-switchboard-signature': sign(secret, { key, body }) },
+          body,
+        });
+        const json = (await response.json()) as { reply?: string };
+        if (response.status === 200 && typeof json.reply === 'string') {
+          // an answer to a send again is the stored one: counted once
+          if (attempt === 0 || !answered.includes(json.reply)) answered.push(json.reply);
+          return true;
         }
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      throw new Error(`the webhook never took ${text}`);
+        return response.status === 202;
+      });
     },
     replies: () => [...answered, ...callbacks.bodies.map((body) => (JSON.parse(body) as { reply: string }).reply)],
     loseNextAck: () => void (loseResponse = true),
@@ -170,20 +165,28 @@ export async function webChannel(): Promise<WalkChannel> {
         loseAnswer = false;
         await current!.post('ada', text, [], id).catch(() => undefined); // taken; the page never hears
       }
-      for (let attempt = 0; attempt < 150; attempt++) {
-        try {
-          await current!.post('ada', text, [], id);
-          return;
-        } catch {
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-      }
-      throw new Error(`the web channel never took ${text}`);
+      await untilTaken(`the web channel never took ${text}`, 150, async () => {
+        await current!.post('ada', text, [], id);
+        return true;
+      });
     },
     replies: () => replies,
     loseNextAck: () => void (loseAnswer = true),
     close: async () => unsubscribe?.(),
   };
+}
+
+/** Sends again (every 100 ms, at most `attempts` times) until `send` says it was taken; a throw is a failed send. */
+async function untilTaken(what: string, attempts: number, send: (attempt: number) => Promise<boolean>): Promise<void> {
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    try {
+      if (await send(attempt)) return;
+    } catch {
+      // the connection or the store failed: send it again
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(what);
 }
 
 /** POSTs and drops the connection as soon as the answer starts: the request was taken, its answer lost. */
