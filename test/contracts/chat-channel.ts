@@ -49,6 +49,14 @@ export interface ChatPeer {
   typing(place: Place): number;
   /** Whether the platform has a typing indicator (and the peer counts it). */
   readonly hasTyping: boolean;
+  /**
+   * The platform's flood control, as the flood test drives it: the next call addressed to
+   * `place` (a send, an edit, typing…) is answered the platform's way with "wait `ms`"
+   * (Telegram 429 `retry_after`, Discord 429 `retry_after`, Slack 429 `Retry-After`, Matrix
+   * `M_LIMIT_EXCEEDED`), and `callsInsideWait` counts the calls that reached the place while
+   * inside a wait the peer announced — what the platform punishes.
+   */
+  readonly flood?: { waitNext(place: Place, ms: number): void; callsInsideWait(place: Place): number };
   /** Forgets everything recorded so far (between tests). */
   reset(): void;
   close(): Promise<void>;
@@ -200,6 +208,20 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
       const messages = peer.botMessages(dmAlice);
       assert.equal(messages.length, 1, 'one message, edited, not several');
       assert.ok(messages[0]!.edits >= 1, 'the message was edited as the model streamed');
+    });
+
+    it("after the platform's \"wait\", no call reaches the chat until it has passed; the streamed reply still ends whole", { skip: lacks.edits ?? false }, async (t) => {
+      if (!peer.flood) return t.skip('the peer has no flood control');
+      await start({ allow: [peer.users.alice], stream: true });
+      const full = 'Flood control: this reply streams on while the platform has asked the bot to wait, and it still ends whole, in one message.';
+      model.script({ text: full, deltas: full.match(/.{1,5}/g)!, deltaDelayMs: 80 });
+      await peer.post('alice', dmAlice, 'stream through a flood wait');
+      await until(() => texts(dmAlice).length === 1, 'the streamed draft');
+      peer.flood.waitNext(dmAlice, 1500); // the next edit is answered "wait"; the model streams on for about 2 s
+      await until(() => texts(dmAlice).at(-1) === full, 'the finished streamed message', 20_000);
+      await quiet();
+      assert.equal(peer.flood.callsInsideWait(dmAlice), 0, `calls reached the chat inside the wait${failure()}`);
+      assert.deepEqual(texts(dmAlice), [full], 'one message, whole');
     });
 
     it('pairs an unknown sender: one code, nothing else until the operator approves', { skip: lacks.pairing ?? false }, async () => {
