@@ -124,20 +124,11 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   if (gatewayConfig) gatewayModule!.validateGatewayConfig(gatewayConfig, file);
 
   const names = channelNames(config, options.mode);
-  if (names.length === 0) {
-    throw new ConfigError(file, [
-      {
-        path: 'channels',
-        problem:
-          'no channel is enabled, so nothing could reach the agent: uncomment the table of the one you want in this file (telegram, discord, slack, matrix, irc, email, webhook; terminal for a chat in this terminal) and give it its token. ' +
-          'To talk to the agent here first, run `switchboard chat` (npm run chat): it needs no channel',
-        example: '[channels.telegram] token = "${TELEGRAM_BOT_TOKEN}"',
-      },
-    ]);
-  }
   // The web console (served by the gateway, loaded on its first request) keeps the last log
-  // lines for its live tail, and adds the browser chat as the `web` channel.
+  // lines for its live tail, and adds the browser chat as the `web` channel: a channel that
+  // counts, so a daemon with only the console on starts (and is reached from the browser).
   const consoleOn = gatewayConfig !== undefined && gatewayConfig.console;
+  if (names.length === 0 && !consoleOn) throw noChannelError(file, config);
   const logTail = consoleOn ? createLogTail() : undefined;
   // With the terminal in use, stdout is the conversation: logs go to stderr.
   const log = createLogger({
@@ -534,7 +525,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     runtime,
     log,
     signal: announcing.signal,
-    fields: () => ({ channels: names, maxInFlight, provider: provider.name, startupMs: Math.round(performance.now() - startedAt), config: file }),
+    fields: () => ({ channels: webChannel ? [...names, webChannel.name] : names, maxInFlight, provider: provider.name, startupMs: Math.round(performance.now() - startedAt), config: file }),
   });
   return stopped;
 }
@@ -567,6 +558,26 @@ function channelPolicies(config: Config, names: ReadonlyArray<keyof Config['chan
 function configuredModels(config: Config): string[] {
   const models = [config.provider.model, ...config.provider.fallback_models, ...config.routes.map((route) => `hint:${route.hint}`)];
   return [...new Set(models)];
+}
+
+/**
+ * `start` with nothing that could reach the agent: neither a channel table nor the browser chat
+ * (the console of `[gateway]`). Names both ways in, and how this file has the console off.
+ */
+function noChannelError(file: string, config: Config): ConfigError {
+  const web =
+    config.gateway === undefined
+      ? 'or turn on the browser chat: add a `[gateway]` table with `listen = "127.0.0.1:8787"` (its `console = true` is the default) and open http://127.0.0.1:8787/'
+      : `or turn on the browser chat: set \`[gateway] console = true\` (it is false here) and open http://${config.gateway.listen}/`;
+  return new ConfigError(file, [
+    {
+      path: 'channels',
+      problem:
+        'no channel is enabled, so nothing could reach the agent: uncomment the table of the one you want in this file (telegram, discord, slack, matrix, irc, email, webhook; terminal for a chat in this terminal) and give it its token, ' +
+        `${web}. To talk to the agent here first, run \`switchboard chat\` (npm run chat): it needs no channel`,
+      example: config.gateway === undefined ? '[gateway] listen = "127.0.0.1:8787"' : '[gateway] console = true',
+    },
+  ]);
 }
 
 function channelNames(config: Config, mode: 'start' | 'chat'): Array<keyof Config['channels']> {

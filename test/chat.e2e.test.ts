@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
-import { runCli, tempConfig } from './support/cli.ts';
+import { runCli, startDaemon, tempConfig } from './support/cli.ts';
+import { freePort } from './support/net.ts';
 
 describe('switchboard chat (end to end)', () => {
   let model: FakeOpenAI;
@@ -80,17 +81,25 @@ describe('switchboard chat (end to end)', () => {
     }
   });
 
-  it('the quick start: with the shipped example, chat answers at once and start says what to enable', async () => {
+  it('the quick start: with the shipped example, chat answers at once and start runs with the browser chat', async () => {
     const example = readFileSync(new URL('../switchboard.example.toml', import.meta.url), 'utf8');
-    writeFileSync(config.file, example.replace(/^base_url = "https:\/\/api\.openai\.com\/v1"$/m, `base_url = "${model.baseUrl}"`));
+    const port = await freePort();
+    assert.match(example, /^listen = "127\.0\.0\.1:8787"$/m, 'the example turns the gateway (and its console) on');
+    writeFileSync(config.file, example.replace(/^base_url = "https:\/\/api\.openai\.com\/v1"$/m, `base_url = "${model.baseUrl}"`).replace(/^listen = "127\.0\.0\.1:8787"$/m, `listen = "127.0.0.1:${port}"`));
     try {
       const chat = await runCli(['chat', '--config', config.file], { input: 'hi\n', env: { OPENAI_API_KEY: 'sk-example' } });
       assert.equal(chat.code, 0, chat.stderr);
       assert.equal(chat.stdout, 'echo: hi\n');
       assert.equal(model.requests.at(-1)!.headers.authorization, 'Bearer sk-example');
-      const start = await runCli(['start', '--config', config.file], { env: { OPENAI_API_KEY: 'sk-example' } });
-      assert.equal(start.code, 78);
-      assert.match(start.stderr, /channels: no channel is enabled[^\n]*uncomment the table of the one you want[^\n]*run `switchboard chat` \(npm run chat\)/);
+      // No channel table is enabled, but the console's browser chat is a channel: start runs.
+      const start = startDaemon(['start', '--config', config.file], { env: { OPENAI_API_KEY: 'sk-example' } });
+      try {
+        await start.waitFor(/"channels":\["web"\][^\n]*"msg":"ready"/, 'stdout', 20_000);
+        assert.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200);
+      } finally {
+        start.child.kill('SIGTERM');
+      }
+      assert.equal((await start.exited).code, 0);
     } finally {
       config.cleanup();
     }

@@ -79,14 +79,27 @@ describe('switchboard CLI', () => {
     }
   });
 
-  it('exits 78 when start has no channel configured', async () => {
+  it('exits 78 when start has no channel configured and no browser chat, naming both ways in', async () => {
     const { file, cleanup } = tempConfig('http://127.0.0.1:9/v1', '');
     try {
       const result = await runCli(['start', '--config', file], { env: { TEST_MODEL_KEY: 'k' } });
       assert.equal(result.code, 78);
-      assert.match(result.stderr, /channels: no channel is enabled, so nothing could reach the agent: uncomment the table of the one you want/);
+      assert.match(result.stderr, /channels: no channel is enabled, so nothing could reach the agent: uncomment the table of the one you want[^\n]*give it its token, or turn on the browser chat: add a `\[gateway\]` table with `listen = "127\.0\.0\.1:8787"` \(its `console = true` is the default\) and open http:\/\/127\.0\.0\.1:8787\//);
       assert.match(result.stderr, /run `switchboard chat` \(npm run chat\): it needs no channel/);
-      assert.match(result.stderr, /e\.g\. \[channels\.telegram\] token = "\$\{TELEGRAM_BOT_TOKEN\}"/);
+      assert.match(result.stderr, /e\.g\. \[gateway\] listen = "127\.0\.0\.1:8787"/);
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('exits 78 when the only way in would be the browser chat and the console is off, saying to turn it on', async () => {
+    const { file, cleanup } = tempConfig('http://127.0.0.1:9/v1', '[gateway]\nlisten = "127.0.0.1:8799"\nconsole = false\n');
+    try {
+      const result = await runCli(['start', '--config', file], { env: { TEST_MODEL_KEY: 'k' } });
+      assert.equal(result.code, 78);
+      assert.match(result.stderr, /channels: no channel is enabled[^\n]*or turn on the browser chat: set `\[gateway\] console = true` \(it is false here\) and open http:\/\/127\.0\.0\.1:8799\//);
+      assert.match(result.stderr, /e\.g\. \[gateway\] console = true/);
+      assert.doesNotMatch(result.stdout + result.stderr, /"msg":"ready"/);
     } finally {
       cleanup();
     }

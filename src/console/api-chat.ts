@@ -69,11 +69,8 @@ export const chatRoutes: readonly ApiRoute[] = [
     handle: async ({ response, deps, session }) => {
       const chat = deps.chat;
       if (!chat) throw new HttpError(404, 'the browser chat is not available in this daemon');
-      const entries = await deps.queries.transcript(chat.conversation(session.operator), 200);
-      const messages = entries
-        .filter((entry) => entry.message.role === 'user' || (entry.message.role === 'assistant' && entry.message.content !== ''))
-        .map((entry) => ({ role: entry.message.role, text: entry.message.content, at: entry.at }));
-      send(response, 200, { messages });
+      // In the conversation's own order (each message, then its replies), commands included: the page draws it as it comes.
+      send(response, 200, { messages: await deps.queries.chat(chat.conversation(session.operator), 200) });
     },
   },
   {

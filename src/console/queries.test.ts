@@ -2,7 +2,7 @@
  * The console's own read queries on a real (in-memory) SQLite database, written through the
  * daemon's own stores: conversation list by last activity, history search (LIKE wildcards
  * in the text are plain characters), transcripts with senders, open approvals, approved
- * senders, revoking and denying.
+ * senders, revoking and denying; a browser chat in the order it was said, commands included.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -12,6 +12,7 @@ import type { InboxEntry } from '../store/inbox.ts';
 import { openDatabase } from '../store/db.ts';
 import { History } from '../store/history.ts';
 import { Inbox } from '../store/inbox.ts';
+import { Outbox } from '../store/outbox.ts';
 import { openPostgres } from '../store/postgres/sql.ts';
 import type { Database } from '../store/sql.ts';
 import { sqliteDatabase } from '../store/sqlite-sql.ts';
@@ -73,6 +74,43 @@ for (const [engine, open] of engines) describe(`console queries (${engine})`, ()
     assert.deepEqual(entries.map((e) => e.message.role), ['user', 'assistant', 'tool', 'assistant']);
     assert.equal(entries[0]!.sender, '1'.toUpperCase());
     assert.equal(entries[1]!.message.role === 'assistant' && entries[1]!.message.toolCalls?.[0]?.name, 'shell');
+  });
+
+  it('gives a chat in the order it was said: each message, then its replies, commands and unanswered ones included', async () => {
+    const inbox = new Inbox(db);
+    const outbox = new Outbox(db);
+    const history = new History(db);
+    const web = (id: string, text: string) => ({ channel: 'web', account: 'console', chat: 'ada', id, sender: { id: 'ada', name: 'ada' }, text, timestamp: 0, direct: true });
+    const ref = { channel: 'web', account: 'console', chat: 'ada' };
+    const turn = async (id: string, text: string, at: number, replies: readonly string[], model: boolean) => {
+      const entry = (await inbox.accept(web(id, text), at))!;
+      if (model) await history.append(entry.conversation, entry.seq, [{ role: 'user', content: text }, { role: 'assistant', content: '', toolCalls: [{ id: 't', name: 'shell', arguments: '{}' }] }, { role: 'tool', toolCallId: 't', name: 'shell', content: 'ok' }, { role: 'assistant', content: replies[0]! }], at + 1);
+      // A command's answer is recorded at once; the outbox rows are written after the inbox's.
+      for (const reply of replies) await outbox.add({ ...ref, text: reply, replyTo: id }, entry.seq, at + 2);
+      return entry;
+    };
+    await turn('w1', 'hello', 10_000, ['hi there'], true);
+    await turn('w2', '/status', 11_000, ['Up 1s and running'], false);
+    await turn('w3', 'and now?', 12_000, ['fine'], true);
+    await turn('w4', 'this one failed', 13_000, ['Sorry, the model could not be reached.'], false);
+    await turn('w5', 'still waiting', 14_000, [], false);
+    const lines = await queries.chat('web:console:ada', 100);
+    assert.deepEqual(lines.map((line) => [line.role, line.text]), [
+      ['user', 'hello'],
+      ['assistant', 'hi there'],
+      ['user', '/status'],
+      ['assistant', 'Up 1s and running'],
+      ['user', 'and now?'],
+      ['assistant', 'fine'],
+      ['user', 'this one failed'],
+      ['assistant', 'Sorry, the model could not be reached.'],
+      ['user', 'still waiting'],
+    ]);
+    assert.deepEqual((await queries.chat('web:console:ada', 3)).map((line) => line.text), ['this one failed', 'Sorry, the model could not be reached.', 'still waiting'], 'the last ones');
+    // `/new` sets the history aside; the person still sees what was said (as on any platform).
+    await history.clear('web:console:ada');
+    assert.deepEqual((await queries.chat('web:console:ada', 100)).map((line) => line.text), lines.map((line) => line.text));
+    assert.deepEqual(await queries.chat('web:console:bob', 100), []);
   });
 
   it('lists open approvals with what would run', async () => {

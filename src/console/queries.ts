@@ -3,7 +3,10 @@
  * open approvals, approved senders), over the same Sql as the stores: SQLite on one node,
  * PostgreSQL in a cluster.
  */
+import type { InboundMessage } from '../channel.ts';
+import { turnText } from '../policy/turn-text.ts';
 import type { ChatMessage } from '../provider.ts';
+import type { Reply } from '../store/outbox.ts';
 import type { Sql } from '../store/sql.ts';
 
 export interface ConversationRow {
@@ -31,6 +34,13 @@ export interface TranscriptEntry {
   readonly sender?: string;
 }
 
+/** One message of a conversation as its person saw it (the browser chat's history). */
+export interface ChatLine {
+  readonly role: 'user' | 'assistant';
+  readonly text: string;
+  readonly at: number;
+}
+
 export interface ApprovalRow {
   readonly conversation: string;
   readonly channel: string;
@@ -52,6 +62,13 @@ export interface ConsoleQueries {
   /** Messages whose text contains `text` (case-insensitive), newest first. */
   search(text: string, limit: number): Promise<SearchHit[]>;
   transcript(conversation: string, limit: number): Promise<TranscriptEntry[]>;
+  /**
+   * The last `limit` messages of a conversation in the order they were said: each message, then
+   * its replies. A turn the model answered is read from the history; one it did not — a chat
+   * command and its answer, a failed turn and its apology, a message still waiting, a turn
+   * `/new` set aside — from the inbox and the outbox, while they keep it (7 days).
+   */
+  chat(conversation: string, limit: number): Promise<ChatLine[]>;
   pendingApprovals(): Promise<ApprovalRow[]>;
   approvedSenders(): Promise<ApprovedSender[]>;
   /** Takes back a sender's approval; false when they were not approved. */
@@ -96,6 +113,12 @@ export function createConsoleQueries(sql: Sql): ConsoleQueries {
        ) AS h LEFT JOIN inbox i ON i.seq = h.turn ORDER BY h.turn, h.id`,
       [conversation, limit],
     );
+  const historyTail = (conversation: string, limit: number) =>
+    sql.all<{ turn: number; created_at: number; message: string }>('SELECT turn, created_at, message FROM history WHERE conversation = ? ORDER BY id DESC LIMIT ?', [conversation, limit]);
+  const inboxTail = (conversation: string, limit: number) =>
+    sql.all<{ seq: number; received_at: number; payload: string }>('SELECT seq, received_at, payload FROM inbox WHERE conversation = ? ORDER BY seq DESC LIMIT ?', [conversation, limit]);
+  const repliesSince = (conversation: string, seq: number) =>
+    sql.all<{ inbox_seq: number; created_at: number; payload: string }>('SELECT inbox_seq, created_at, payload FROM outbox WHERE conversation = ? AND inbox_seq >= ? ORDER BY id', [conversation, seq]);
   const approvals = () =>
     sql.all<{ conversation: string; channel: string; sender_id: string; state: string; created_at: number }>(
       'SELECT conversation, channel, sender_id, state, created_at FROM approvals_pending ORDER BY created_at',
@@ -149,6 +172,38 @@ export function createConsoleQueries(sql: Sql): ConsoleQueries {
         const sender = senderOf(row.payload);
         return { turn: row.turn, at: row.created_at, message: JSON.parse(row.message) as ChatMessage, ...(sender === undefined ? {} : { sender }) };
       });
+    },
+    async chat(conversation, limit) {
+      const history = (await historyTail(conversation, limit)).reverse();
+      const inbound = (await inboxTail(conversation, limit)).reverse();
+      // Where a tail was cut at `limit`, the turns before its first are not known (a history
+      // there, or a message): only the turns both tails cover are read from the inbox and outbox.
+      const from = Math.max(history.length === limit ? history[0]!.turn : 0, inbound.length === limit ? inbound[0]!.seq : 0);
+      const replies = await repliesSince(conversation, from);
+      const turns = new Map<number, ChatLine[]>();
+      const linesOf = (turn: number): ChatLine[] => {
+        let lines = turns.get(turn);
+        if (!lines) turns.set(turn, (lines = []));
+        return lines;
+      };
+      for (const row of history) {
+        const message = JSON.parse(row.message) as ChatMessage;
+        if (message.role === 'user' || (message.role === 'assistant' && message.content !== '')) linesOf(row.turn).push({ role: message.role, text: message.content, at: row.created_at });
+      }
+      const answered = new Set(turns.keys());
+      for (const row of inbound) {
+        if (answered.has(row.seq)) continue;
+        linesOf(row.seq).push({ role: 'user', text: turnText(JSON.parse(row.payload) as InboundMessage), at: row.received_at });
+      }
+      for (const row of replies) {
+        if (answered.has(row.inbox_seq)) continue;
+        const text = (JSON.parse(row.payload) as Reply).text;
+        if (text !== '') linesOf(row.inbox_seq).push({ role: 'assistant', text, at: row.created_at });
+      }
+      return [...turns.entries()]
+        .sort(([a], [b]) => a - b)
+        .flatMap(([, lines]) => lines)
+        .slice(-limit);
     },
     async pendingApprovals() {
       return (await approvals()).map((row) => {

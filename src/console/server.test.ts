@@ -36,6 +36,7 @@ describe('console API', () => {
     conversations: async () => [],
     search: async () => [],
     transcript: async () => [],
+    chat: async () => [],
     pendingApprovals: async () => [{ conversation: 'telegram:bot:1', channel: 'telegram', senderId: '1', createdAt: 0, calls: [] }],
     approvedSenders: async () => [],
     revokeSender: async (channel, sender) => {

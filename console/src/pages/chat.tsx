@@ -8,6 +8,8 @@ interface Line {
   role: 'user' | 'assistant';
   text: string;
   streaming?: boolean;
+  /** A message of yours whose post failed (it may still have arrived): Send tries it again, as the same message. */
+  unsent?: boolean;
   file?: { name: string; url: string };
 }
 
@@ -86,9 +88,18 @@ export function ChatPage() {
       // the same message, so one the server stored though the answer was lost is not answered twice.
       const key = `${text}\u0000${files.map((f) => `${f.name}/${f.size}`).join('\u0000')}`;
       if (pending.current?.key !== key) pending.current = { key, id: newMessageId() };
-      await api('/api/console/chat', { method: 'POST', body: { text, files: payload, id: pending.current.id } });
+      const id = pending.current.id;
+      // Drawn before it is posted: its reply may reach the page (over the event stream) before
+      // the post's answer does — a command's comes at once — and a reply goes below what it answers.
+      const mine: Line = { id: `u-${id}`, role: 'user', text: text + (files.length ? `\n\n(${files.map((f) => f.name).join(', ')})` : '') };
+      setLines((current) => (current.some((line) => line.id === mine.id) ? current.map((line) => (line.id === mine.id ? mine : line)) : [...current, mine]));
+      try {
+        await api('/api/console/chat', { method: 'POST', body: { text, files: payload, id } });
+      } catch (failure) {
+        setLines((current) => current.map((line) => (line.id === mine.id ? { ...line, unsent: true } : line)));
+        throw failure;
+      }
       pending.current = undefined;
-      setLines((current) => [...current, { id: `u${Date.now()}`, role: 'user', text: text + (files.length ? `\n\n(${files.map((f) => f.name).join(', ')})` : '') }]);
       setText('');
       setFiles([]);
       if (fileInput.current) fileInput.current.value = '';
@@ -104,7 +115,7 @@ export function ChatPage() {
       <ol class="messages" aria-live="polite" aria-label="Conversation">
         {lines.length === 0 ? <li class="muted">Say hello to the agent. Your conversation is kept like any channel’s.</li> : null}
         {lines.map((line) => (
-          <li class={`bubble ${line.role}${line.streaming ? ' streaming' : ''}`} data-role={line.role}>
+          <li class={`bubble ${line.role}${line.streaming ? ' streaming' : ''}${line.unsent ? ' unsent' : ''}`} data-role={line.role}>
             {line.file ? (
               <a href={line.file.url} download={line.file.name}>File: {line.file.name}</a>
             ) : line.role === 'assistant' ? (
@@ -112,6 +123,7 @@ export function ChatPage() {
             ) : (
               <p class="plain">{line.text}</p>
             )}
+            {line.unsent ? <p class="small muted">Not confirmed sent: Send tries again.</p> : null}
           </li>
         ))}
         <div ref={end} />
