@@ -60,7 +60,10 @@ async function directChannel(peer: DiscordPeer): Promise<{ channel: DiscordChann
   };
 }
 
-runChatChannelContract('discord', () => startDiscordPeer());
+/** Discord's route buckets (5 per 5 s per channel) compressed tenfold: the suites are not about rate limits. */
+const quick = { rateLimits: { messages: { limit: 5, resetAfterMs: 500 }, edits: { limit: 5, resetAfterMs: 500 }, typing: { limit: 5, resetAfterMs: 500 } } };
+
+runChatChannelContract('discord', () => startDiscordPeer(quick));
 
 runChannelContract('discord', async () => {
   const peer = await startDiscordPeer();
@@ -166,6 +169,79 @@ describe('discord channel: replies, addressing and errors', () => {
     );
     assert.equal(peer.stats.rateLimited, 1);
     assert.deepEqual(peer.unknownRoutes, []);
+  });
+});
+
+describe('discord channel: rate limits per route and global (peer answers like Discord)', () => {
+  let workspace: string;
+  before(() => void (workspace = mkdtempSync(join(tmpdir(), 'sb-discord-'))));
+  after(() => rmSync(workspace, { recursive: true, force: true }));
+  /** A channel that only sends (no gateway): every request it makes is one the test asked for. */
+  const sender = (peer: DiscordPeer): DiscordChannel =>
+    createDiscordChannel(
+      { token: peer.token, api_base: peer.apiBase, mention_only: true, stream: false },
+      { name: 'discord', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), state: testChannelState(), stateDir: join(workspace, 'state') },
+    );
+  const refIn = (peer: DiscordPeer, place: Place) => ({ channel: 'discord', account: peer.botId, chat: peer.channelId(place) });
+  const rateLimited = (min: number, max: number, scope: 'chat' | 'channel') => (error: unknown) =>
+    error instanceof SendError && !error.permanent && error.scope === scope && error.retryAfterMs !== undefined && error.retryAfterMs >= min && error.retryAfterMs <= max;
+
+  it('an edit past its route bucket fails with the bucket’s wait for that chat, and nothing is sent inside the wait', async () => {
+    const peer = await startDiscordPeer({ rateLimits: { edits: { limit: 2, resetAfterMs: 4000 } } });
+    try {
+      const channel = sender(peer);
+      const ref = refIn(peer, dm);
+      const id = await channel.sendDraft({ ...ref, text: 'draft' });
+      await channel.edit(ref, id, 'draft one');
+      await channel.edit(ref, id, 'draft two');
+      await assert.rejects(channel.edit(ref, id, 'draft three'), rateLimited(3000, 4500, 'chat'));
+      assert.equal(peer.botRecords(dm)[0]!.content, 'draft two');
+      assert.equal(peer.callsInsideWait(dm), 0);
+    } finally {
+      await peer.close();
+    }
+  });
+
+  it('typing past its route bucket fails with the wait (not swallowed), so the runtime can hold the chat', async () => {
+    const peer = await startDiscordPeer({ rateLimits: { typing: { limit: 1, resetAfterMs: 4000 } } });
+    try {
+      const channel = sender(peer);
+      await channel.typing(refIn(peer, dm));
+      await assert.rejects(channel.typing(refIn(peer, dm)), rateLimited(3000, 4500, 'chat'));
+      assert.equal(peer.typing(dm), 1);
+    } finally {
+      await peer.close();
+    }
+  });
+
+  it('the global limit (every request of the bot) fails with scope channel, whichever chat asked', async () => {
+    const peer = await startDiscordPeer({ rateLimits: { global: { limit: 3, resetAfterMs: 4000 } } });
+    try {
+      const channel = sender(peer);
+      for (const text of ['one', 'two', 'three']) await channel.send({ ...refIn(peer, dm), text });
+      await assert.rejects(channel.send({ ...refIn(peer, group), text: 'four' }), rateLimited(2500, 4500, 'channel'));
+      assert.equal(peer.stats.rateLimited, 1, 'one global 429');
+      await assert.rejects(channel.typing(refIn(peer, dm)), rateLimited(1500, 4500, 'channel'));
+      assert.equal(peer.callsInsideWait(dm), 0, 'the REST client keeps the announced global wait');
+      assert.deepEqual(peer.botMessages(group), []);
+    } finally {
+      await peer.close();
+    }
+  });
+
+  it('counts a call that reaches a chat inside a wait the peer announced', async () => {
+    const peer = await startDiscordPeer();
+    try {
+      const channel = sender(peer);
+      peer.rateLimitNext(5);
+      await assert.rejects(channel.send({ ...refIn(peer, dm), text: 'too fast' }), rateLimited(4000, 6000, 'chat'));
+      assert.equal(peer.callsInsideWait(dm), 0);
+      await channel.typing(refIn(peer, dm)); // another route: the REST client sends it, the peer sees it inside the chat's wait
+      assert.equal(peer.callsInsideWait(dm), 1);
+      assert.equal(peer.callsInsideWait(group), 0);
+    } finally {
+      await peer.close();
+    }
   });
 });
 

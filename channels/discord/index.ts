@@ -234,7 +234,8 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
       try {
         await rest.post(Routes.channelTyping(ref.thread ?? ref.chat));
       } catch (error) {
-        log.debug({ err: error }, 'typing indicator failed');
+        // a rate limit on typing is a wait for the whole chat, like one on a send (the runtime holds it)
+        throw toSendError(error, 'typing');
       }
     },
 
