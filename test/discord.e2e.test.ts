@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { pino } from 'pino';
 import { createDiscordChannel, type DiscordChannel } from '../channels/discord/index.ts';
 import { SendError, type InboundMessage } from '../src/channel.ts';
 import { refOf } from '../src/conversation.ts';
@@ -295,6 +296,77 @@ describe('discord channel: connecting', () => {
       assert.ok(peer.stats.attempts <= attempts + 1, `no reconnecting after listen returned (${attempts} → ${peer.stats.attempts})`);
     } finally {
       await peer.close();
+    }
+  });
+});
+
+describe('discord: the Message Content intent is off in the developer portal', () => {
+  const portal = /Privileged Gateway Intents/;
+
+  it('fails listen with close 4014 naming the intent, logs the fix once, shows it in status notes, and leaves nothing reconnecting', async () => {
+    const peer = await startDiscordPeer({ messageContentIntent: false });
+    const workspace = mkdtempSync(join(tmpdir(), 'sb-discord-'));
+    const lines: string[] = [];
+    const log = pino({ level: 'debug' }, { write: (line: string) => void lines.push(line) });
+    try {
+      const channel = createDiscordChannel(
+        { token: peer.token, api_base: peer.apiBase, mention_only: true, stream: false },
+        { name: 'discord', log, assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), state: testChannelState(), stateDir: join(workspace, 'state') },
+      );
+      const link = { ready: () => undefined, alive: () => undefined, deaf: () => undefined };
+      for (let attempt = 0; attempt < 2; attempt++) {
+        await assert.rejects(channel.listen(async () => 'accepted', new AbortController().signal, link), /4014.*Message Content|Message Content.*4014/);
+      }
+      assert.equal(peer.stats.disallowedIntents, 2, 'one IDENTIFY per listen');
+      const attempts = peer.stats.attempts;
+      await sleep(1100);
+      assert.equal(peer.stats.attempts, attempts, 'discord.js does not reconnect after a 4014');
+      const naming = lines.filter((line) => portal.test(line));
+      assert.equal(naming.length, 1, `one line names the fix:\n${lines.join('')}`);
+      assert.equal((JSON.parse(naming[0]!) as { level: number }).level, 50, 'at error level');
+      assert.match(naming[0]!, /MESSAGE CONTENT INTENT/);
+      assert.deepEqual(lines.filter((line) => /retrying|reconnecting/i.test(line) && /"level":(40|50)/.test(line)), [], 'nothing claims a retry of the gateway');
+      assert.equal(channel.statusNotes().length, 1);
+      assert.match(channel.statusNotes()[0]!, /MESSAGE CONTENT INTENT/);
+
+      peer.setMessageContentIntent(true); // the operator turns it on: the next listen connects, the note goes
+      const abort = new AbortController();
+      let ready = false;
+      const listening = channel.listen(async () => 'accepted', abort.signal, { ...link, ready: () => (ready = true) });
+      await until(() => ready, 'ready once the intent is on');
+      assert.deepEqual(channel.statusNotes(), []);
+      abort.abort();
+      await listening;
+    } finally {
+      await peer.close();
+      rmSync(workspace, { recursive: true, force: true });
+    }
+  });
+
+  it('the daemon stays up, says which channel is not running and why, and retries that channel slowly', async () => {
+    const model = await startFakeOpenAI();
+    const peer = await startDiscordPeer({ messageContentIntent: false });
+    const config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n${peer.configSection()}allow = ["${peer.users.alice}"]\n`);
+    const daemon = startDaemon(['start', '--config', config.file], { env });
+    try {
+      await daemon.waitFor(/"msg":"ready"/, 'stdout', 20_000);
+      const readyLine = JSON.parse(daemon.stdout().split('\n').find((l) => l.includes('"msg":"ready"'))!) as { notRunning: Array<{ name: string; lastError?: string }> };
+      assert.equal(readyLine.notRunning[0]?.name, 'discord');
+      assert.match(readyLine.notRunning[0]?.lastError ?? '', /4014/);
+      await sleep(4500); // the supervisor's backoff: 2 s, then 4 s
+      const naming = daemon.stdout().split('\n').filter((line) => portal.test(line));
+      assert.equal(naming.length, 1, daemon.stdout());
+      assert.ok(peer.stats.disallowedIntents >= 2 && peer.stats.disallowedIntents <= 3, `slow retries, not a spin: ${peer.stats.disallowedIntents}`);
+      peer.setMessageContentIntent(true);
+      await until(() => peer.connected(), 'the channel connecting once the intent is on', 15_000, () => daemon.stdout().slice(-3000));
+      await peer.post('alice', dm, 'hello after the fix');
+      await until(() => peer.botMessages(dm).length === 1, 'the reply', 10_000, () => daemon.stdout().slice(-3000));
+    } finally {
+      daemon.child.kill('SIGTERM');
+      await daemon.exited;
+      await peer.close();
+      await model.close();
+      config.cleanup();
     }
   });
 });

@@ -437,7 +437,7 @@ export async function startDiscordPeer(options: DiscordPeerOptions = {}): Promis
     const channelMatch = /^\/channels\/(\d+)(\/.*)?$/.exec(path);
     const channelId = channelMatch?.[1];
     const rest = channelMatch?.[2] ?? '';
-    let bucket = channelId === undefined ? undefined : bucketOf(method, rest);
+    const bucket = channelId === undefined ? undefined : bucketOf(method, rest);
     if (bucket === 'messages' && channelId !== undefined && forced && forced.count > 0) {
       forced.count--;
       limiter.exhaust('messages', channelId, forced.seconds * 1000);
@@ -446,7 +446,6 @@ export async function startDiscordPeer(options: DiscordPeerOptions = {}): Promis
     stats.rateLimited = limiter.limited;
     if (!verdict.ok) return send(res, 429, verdict.body, verdict.headers);
     for (const [name, value] of Object.entries(verdict.headers)) res.setHeader(name, value);
-    bucket = undefined;
 
     if (method === 'GET' && (path === '/gateway/bot' || path === '/gateway')) {
       const info: RESTGetAPIGatewayBotResult = { url: `ws://127.0.0.1:${port}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 86_400_000, max_concurrency: 1 } };
