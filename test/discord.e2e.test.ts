@@ -5,7 +5,7 @@
  * rate limits, and a SIGKILL between receiving and replying — each message answered once.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -170,6 +170,50 @@ describe('discord channel: replies, addressing and errors', () => {
     );
     assert.equal(peer.stats.rateLimited, 1);
     assert.deepEqual(peer.unknownRoutes, []);
+  });
+});
+
+describe('discord channel: upload limit and forwarded messages', () => {
+  let peer: DiscordPeer;
+  let direct: Awaited<ReturnType<typeof directChannel>>;
+  let files: string;
+
+  before(async () => {
+    peer = await startDiscordPeer();
+    direct = await directChannel(peer);
+    files = mkdtempSync(join(tmpdir(), 'sb-discord-files-'));
+  });
+  after(async () => {
+    await direct.stop();
+    await peer.close();
+    rmSync(files, { recursive: true, force: true });
+  });
+
+  it('refuses a file over Discord’s 10 MiB before uploading it, and sends one at the limit', async () => {
+    assert.equal(direct.channel.maxFileBytes, 10 * 1024 * 1024);
+    const ref = { channel: 'discord', account: peer.botId, chat: peer.channelId(dm) };
+    const big = join(files, 'big.bin');
+    writeFileSync(big, '');
+    truncateSync(big, 10 * 1024 * 1024 + 1);
+    await assert.rejects(direct.channel.sendFile(ref, { path: big, name: 'big.bin' }), (error: unknown) => error instanceof SendError && error.permanent && /10485760/.test(error.message));
+    assert.equal(peer.stats.tooLarge, 0, 'nothing was uploaded');
+    truncateSync(big, 10 * 1024 * 1024);
+    await direct.channel.sendFile(ref, { path: big, name: 'limit.bin' });
+    assert.deepEqual(peer.botFiles(dm), ['limit.bin']);
+  });
+
+  it('reads a forwarded message from its snapshot: the text and the files, in a DM and (addressed or not) in the group', async () => {
+    direct.pushed.length = 0;
+    await peer.forward('alice', dm, { text: 'meeting moved to 3pm', file: { name: 'agenda.txt', mime: 'text/plain', data: new TextEncoder().encode('1. budget\n') } });
+    await peer.forward('bob', group, { text: 'look at this' });
+    await until(() => direct.pushed.length === 2, 'both forwards pushed');
+    const [inDm, inGroup] = direct.pushed;
+    assert.equal(inDm!.text, '(forwarded message)\nmeeting moved to 3pm');
+    assert.equal(inDm!.direct, true);
+    assert.deepEqual(inDm!.attachments?.map((a) => [a.name, a.size]), [['agenda.txt', 10]]);
+    assert.ok(inDm!.attachments?.[0]?.path, 'the forwarded file is saved in the workspace');
+    assert.equal(inGroup!.text, '(forwarded message)\nlook at this');
+    assert.equal(inGroup!.addressed, false);
   });
 });
 
@@ -465,6 +509,23 @@ describe('discord faults (daemon)', () => {
     await sleep(400);
     assert.deepEqual(texts(dm).slice(before), ['echo: rate one', 'echo: rate two']);
     assert.equal(peer.stats.rateLimited, limited + 2);
+  });
+
+  it('tells the model a file over Discord’s upload limit cannot be sent, and the reply still arrives', async () => {
+    const before = texts(dm).length;
+    const big = join(config.dir, 'data', 'workspace', 'video.mp4');
+    writeFileSync(big, '');
+    truncateSync(big, 12 * 1024 * 1024);
+    model.script({ toolCalls: [{ name: 'send_file', arguments: { path: 'video.mp4' } }] }, { text: 'That video is too large for Discord.' });
+    const asked = model.requests.length;
+    await peer.post('alice', dm, 'send me the video');
+    await until(() => texts(dm).length === before + 1, 'the reply', 10_000, detail);
+    const toolResult = JSON.stringify(model.requests.at(-1)!.body.messages.at(-1));
+    assert.equal(model.requests.length, asked + 2);
+    assert.match(toolResult, /video\.mp4\\" is 12 MB; discord accepts files up to 10 MB/, toolResult);
+    assert.deepEqual(texts(dm).slice(before), ['That video is too large for Discord.']);
+    assert.deepEqual(peer.botFiles(dm), []);
+    assert.equal(peer.stats.tooLarge, 0);
   });
 
   it('answers exactly once when killed between receiving a message and replying, and catches up on what came while it was down', async () => {

@@ -13,6 +13,7 @@
  * a thread is chat = parent channel id, thread = thread id, and replies go into the thread.
  */
 import { createHash } from 'node:crypto';
+import { stat } from 'node:fs/promises';
 import { Client, Events, GatewayCloseCodes, GatewayDispatchEvents, GatewayIntentBits, Partials, REST, Routes, type RawFile } from 'discord.js';
 import {
   type Channel,
@@ -25,6 +26,7 @@ import {
   type OutboundFile,
   type OutboundMessage,
   type Push,
+  SendError,
   type StatusNotes,
   type TypingIndicator,
 } from '../../src/channel.ts';
@@ -45,7 +47,16 @@ export interface DiscordChannelOptions {
   readonly rateLimitWaitMs?: number;
   /** No heartbeat ack or dispatch for this long: the supervisor restarts the listen. @default 150000 */
   readonly livenessTimeoutMs?: number;
+  /** Largest file uploaded. @default 10 MiB */
+  readonly maxFileBytes?: number;
 }
+
+/**
+ * Discord's upload limit per file for a bot: "The default limit is 10 MiB for all users", raised
+ * only by a server's boost tier (discord/discord-api-docs, developers/reference.mdx, "Uploading
+ * Files"); a larger file is refused with 413 / 40005 "Request entity too large".
+ */
+export const DISCORD_MAX_FILE_BYTES = 10 * 1024 * 1024;
 
 const DEFAULT_API = 'https://discord.com/api';
 /** A reply never pings anyone (no @everyone, no role, not even the person answered). */
@@ -57,6 +68,7 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
   const api = (config.api_base ?? DEFAULT_API).replace(/\/+$/, '');
   const log = ctx.log;
   const rateLimitWaitMs = options.rateLimitWaitMs ?? 2000;
+  const maxFileBytes = options.maxFileBytes ?? DISCORD_MAX_FILE_BYTES;
   const rest = new REST({ api, version: '10', rejectOnRateLimit: (limit) => Math.max(limit.timeToReset, limit.retryAfter) > rateLimitWaitMs });
   rest.setToken(config.token);
   rest.on('rateLimited', (limit) => log.debug({ route: limit.route, waitMs: limit.timeToReset, global: limit.global }, 'Discord rate limit'));
@@ -142,6 +154,7 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
     typingIntervalMs: 8000,
     editIntervalMs: 1200,
     livenessTimeoutMs: options.livenessTimeoutMs ?? 150_000,
+    maxFileBytes,
 
     statusNotes: () => (intentRefused === undefined ? [] : [intentRefused]),
 
@@ -255,6 +268,11 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
     },
 
     async sendFile(ref: ConversationRef, file: OutboundFile): Promise<void> {
+      const size = await stat(file.path).then((info) => info.size, () => undefined);
+      if (size !== undefined && size > maxFileBytes) {
+        // Discord would refuse it (413 / 40005) after the whole upload: say so without sending it
+        throw new SendError(`send file: ${file.name} is ${size} bytes; Discord accepts at most ${maxFileBytes} bytes per file`, { permanent: true });
+      }
       const data = await readOutboundFile(file);
       try {
         await post(ref.thread ?? ref.chat, { allowed_mentions: NO_MENTIONS, attachments: [{ id: 0, filename: file.name }] }, [{ name: file.name, data }]);
