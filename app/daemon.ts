@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import type { Channel, ChannelContext } from '../src/channel.ts';
+import { canSendFiles, type Channel, type ChannelContext } from '../src/channel.ts';
 import type { Memory } from '../src/memory.ts';
 import { createAgent, type TurnHandler } from '../src/agent/agent.ts';
 import type { Provider } from '../src/provider.ts';
@@ -188,8 +188,15 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     },
     chat: (request, signal) => parts.provider.chat(request, signal),
   };
+  /** The channels built so far by name (a reload's too), for what the tools ask of a turn's channel. */
+  const builtChannels = new Map<string, Channel>();
+  const maxFileBytes = (name: string): number | undefined => {
+    const channel = builtChannels.get(name);
+    return channel && canSendFiles(channel) ? channel.maxFileBytes : undefined;
+  };
   const toolsFor = (from: Config): Promise<BuiltTools> =>
     buildTools({
+      maxFileBytes,
       config: from,
       workspace,
       provider,
@@ -274,7 +281,10 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       storage,
       ...(channelRoutes ? { gateway: channelRoutes } : {}),
     };
-    return channelFactories[name]({ config: from, mode: options.mode, log: channelLog, finish: () => finish(), interrupt: () => interrupt(), context });
+    return channelFactories[name]({ config: from, mode: options.mode, log: channelLog, finish: () => finish(), interrupt: () => interrupt(), context }).then((channel) => {
+      builtChannels.set(name, channel);
+      return channel;
+    });
   };
   const channels = await Promise.all(
     names.map(async (name) => {

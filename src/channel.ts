@@ -144,6 +144,12 @@ export interface MessageEditor {
 
 /** Optional capability: sending a file to a conversation. */
 export interface FileSender {
+  /**
+   * Largest file the platform accepts from the bot (Discord: 10 MiB). The send_file tool tells
+   * the model a larger file cannot be sent here; `sendFile` refuses one before uploading.
+   * @default no limit of the channel's own (the tool's general one applies)
+   */
+  readonly maxFileBytes?: number;
   sendFile(ref: ConversationRef, file: OutboundFile): Promise<void>;
 }
 

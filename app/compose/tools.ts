@@ -35,6 +35,8 @@ export interface ToolDeps {
   readonly remoteTools?: RemoteToolsConfig;
   /** The cluster's other nodes (cluster mode only): their clients' tools are offered too, and calls to them routed. */
   readonly peers?: RemoteToolPeers;
+  /** The largest file a channel instance accepts (its FileSender's `maxFileBytes`), for send_file. */
+  readonly maxFileBytes?: (channel: string) => number | undefined;
 }
 
 type Factory = (context: { policy: SecurityPolicy; guard: () => Promise<SsrfGuard>; deps: ToolDeps }) => Promise<Tool[]>;
@@ -45,7 +47,8 @@ const asTools = (...tools: Array<Tool<never>>): Tool[] => tools as unknown as To
 const factories: Record<Exclude<ToolName, 'delegate'>, Factory> = {
   current_time: async () => asTools(createClockTool()),
   shell: async ({ policy }) => asTools((await import('../../src/tools/shell.ts')).createShellTool(policy)),
-  send_file: async ({ policy }) => asTools((await import('../../src/tools/send-file.ts')).createSendFileTool(policy)),
+  send_file: async ({ policy, deps }) =>
+    asTools((await import('../../src/tools/send-file.ts')).createSendFileTool(policy, deps.maxFileBytes ? { maxFileBytes: deps.maxFileBytes } : {})),
   file_read: async ({ policy }) => asTools((await import('../../src/tools/files.ts')).createFileReadTool(policy)),
   file_write: async ({ policy }) => asTools((await import('../../src/tools/files.ts')).createFileWriteTool(policy)),
   file_edit: async ({ policy }) => asTools((await import('../../src/tools/files.ts')).createFileEditTool(policy)),

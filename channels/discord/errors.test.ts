@@ -39,12 +39,26 @@ describe('discord error mapping', () => {
     const error = toSendError(limited, 'send');
     assert.equal(error.permanent, false);
     assert.equal(error.retryAfterMs, 4321);
+    assert.equal(error.scope, 'chat', 'a route bucket covers one channel');
+  });
+
+  it('a global rate limit (every request of the bot) holds the whole channel', () => {
+    const limited = new RateLimitError({
+      timeToReset: 2500, limit: 50, method: 'POST', hash: 'Global(POST:/channels/:id/typing)', url: 'u', route: '/channels/:id/typing', majorParameter: '1', global: true, retryAfter: 3000, sublimitTimeout: 0, scope: 'global',
+    });
+    const error = toSendError(limited, 'typing');
+    assert.equal(error.retryAfterMs, 3000);
+    assert.equal(error.scope, 'channel');
+    const raw = toSendError(apiError(429, 0, { retry_after: 2, global: true }), 'edit');
+    assert.equal(raw.retryAfterMs, 2000);
+    assert.equal(raw.scope, 'channel');
   });
 
   it('a 429 that arrives as an API error uses retry_after (seconds)', () => {
     const error = toSendError(apiError(429, 0, { retry_after: 1.5 }), 'send');
     assert.equal(error.permanent, false);
     assert.equal(error.retryAfterMs, 1500);
+    assert.equal(error.scope, 'chat');
   });
 
   it('keeps a SendError as it is, and knows when a channel is gone', () => {

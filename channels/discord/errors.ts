@@ -2,6 +2,11 @@
  * Discord REST failures → SendError. @discordjs/rest waits out short rate limits by itself;
  * longer ones reject (RateLimitError) so the outbox schedules the retry. A 429 that still
  * comes through as an API error carries `retry_after` (seconds).
+ *
+ * What a wait covers (discord/discord-api-docs, developers/topics/rate-limits.mdx): a route
+ * bucket counts per top-level resource — the channel — so it holds that chat ('chat'); the
+ * global limit (`global: true`, X-RateLimit-Global) counts every request of the bot, so it
+ * holds the whole channel ('channel').
  */
 import { DiscordAPIError, HTTPError, RateLimitError } from 'discord.js';
 import { SendError } from '../../src/channel.ts';
@@ -26,13 +31,18 @@ export function toSendError(error: unknown, what: string): SendError {
   if (error instanceof SendError) return error;
   if (error instanceof RateLimitError) {
     const wait = Math.max(error.timeToReset, error.retryAfter, error.sublimitTimeout, 0);
-    return new SendError(`${what}: rate limited by Discord for ${Math.ceil(wait)} ms`, { retryAfterMs: Math.ceil(wait), cause: error });
+    return new SendError(`${what}: rate limited by Discord${error.global ? ' (global limit)' : ''} for ${Math.ceil(wait)} ms`, {
+      retryAfterMs: Math.ceil(wait),
+      scope: error.global ? 'channel' : 'chat',
+      cause: error,
+    });
   }
   if (error instanceof DiscordAPIError) {
     const message = `${what}: Discord answered ${error.status} (${error.code}) ${error.message}`;
     if (error.status === 429) {
-      const seconds = Number((error.rawError as { retry_after?: unknown }).retry_after);
-      return new SendError(message, { ...(Number.isFinite(seconds) ? { retryAfterMs: Math.ceil(seconds * 1000) } : {}), cause: error });
+      const body = error.rawError as { retry_after?: unknown; global?: unknown };
+      const seconds = Number(body.retry_after);
+      return new SendError(message, { ...(Number.isFinite(seconds) ? { retryAfterMs: Math.ceil(seconds * 1000) } : {}), scope: body.global === true ? 'channel' : 'chat', cause: error });
     }
     const code = typeof error.code === 'number' ? error.code : Number(error.code);
     const permanent = PERMANENT_STATUSES.has(error.status) || PERMANENT_CODES.has(code);

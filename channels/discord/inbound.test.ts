@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { attachmentKind, before, cleanText, isAfter, normalise, snowflakeTime, type BotIdentity, type ChannelInfo, type RawMessage } from './inbound.ts';
+import { attachmentKind, attachmentsOf, before, cleanText, isAfter, normalise, snowflakeTime, type BotIdentity, type ChannelInfo, type RawMessage } from './inbound.ts';
 
 const bot: BotIdentity = { id: '900', names: ['testbot', 'Testbot Assistant'] };
 const alice = { id: '101', username: 'alice', global_name: 'Alice' };
@@ -110,5 +110,23 @@ describe('discord normalisation', () => {
     assert.equal(attachmentKind(file('video/mp4')), 'video');
     assert.equal(attachmentKind(file('application/pdf')), 'file');
     assert.equal(attachmentKind(file()), 'file');
+  });
+
+  it('a forwarded message (empty content, type FORWARD) is read from its snapshot, files included, and is not a reply to the bot', () => {
+    const photo = { id: '77', filename: 'cat.png', size: 10, url: 'http://cdn/cat.png', content_type: 'image/png' };
+    const forward = message('', {
+      flags: 1 << 14,
+      message_reference: { type: 1, message_id: '555', channel_id: '400' },
+      message_snapshots: [{ message: { content: 'the plan: <@900> ships friday', attachments: [photo], flags: 0 } }],
+    });
+    const result = normalised(forward, dm)!;
+    assert.equal(result.text, '(forwarded message)\nthe plan: @testbot ships friday');
+    assert.equal(result.addressed, true, 'a DM');
+    assert.deepEqual(attachmentsOf(forward), [{ attachment: photo, flags: 0 }]);
+    const inGroup = normalised(forward, text)!;
+    assert.equal(inGroup.addressed, false, 'forwarding the bot’s message (555) into a group does not address it');
+    const fileOnly = message('', { message_reference: { type: 1, message_id: '1', channel_id: '400' }, message_snapshots: [{ message: { content: '', attachments: [photo] } }] });
+    assert.equal(normalised(fileOnly, dm)!.text, '(forwarded message)');
+    assert.throws(() => normalised(message('', { message_reference: { type: 1 }, message_snapshots: [{ message: { content: 5 } }] } as unknown as RawMessage), dm), /message_snapshots\.0\.message\.content/);
   });
 });

@@ -36,9 +36,38 @@ export interface RawMessage {
   readonly flags?: number;
   readonly webhook_id?: string;
   readonly mentions?: readonly RawUser[];
-  readonly message_reference?: { readonly message_id?: string; readonly channel_id?: string } | null;
+  /** `type` 0 DEFAULT (a reply), 1 FORWARD. */
+  readonly message_reference?: { readonly type?: number; readonly message_id?: string; readonly channel_id?: string } | null;
   readonly referenced_message?: { readonly author?: RawUser } | null;
   readonly attachments?: readonly RawAttachment[];
+  /** A forward's copy of the message it forwards (Discord sends one). */
+  readonly message_snapshots?: readonly RawSnapshot[];
+}
+
+/**
+ * A forwarded message: the forward itself has empty `content`; the text and files are in
+ * `message_snapshots[0].message`, a minimal copy without the author (discord/discord-api-docs,
+ * developers/resources/message.mdx, "Message Reference Types" FORWARD = 1 and "Message
+ * Snapshot Object").
+ */
+export interface RawSnapshot {
+  readonly message: { readonly content?: string; readonly attachments?: readonly RawAttachment[]; readonly flags?: number };
+}
+
+const FORWARD = 1;
+
+/** The forwarded message a forward carries, if `raw` is one. */
+export function forwardedOf(raw: RawMessage): RawSnapshot['message'] | undefined {
+  return raw.message_reference?.type === FORWARD ? raw.message_snapshots?.[0]?.message : undefined;
+}
+
+/** Every file of a message: its own, and those of the message it forwards. */
+export function attachmentsOf(raw: RawMessage): Array<{ readonly attachment: RawAttachment; readonly flags: number }> {
+  const forwarded = forwardedOf(raw);
+  return [
+    ...(raw.attachments ?? []).map((attachment) => ({ attachment, flags: raw.flags ?? 0 })),
+    ...(forwarded?.attachments ?? []).map((attachment) => ({ attachment, flags: forwarded?.flags ?? 0 })),
+  ];
 }
 
 /** Where a message was posted. */
@@ -93,17 +122,24 @@ export function checkMessage(raw: unknown): asserts raw is RawMessage {
     'message_reference?': 'object|null',
     'referenced_message?': 'object|null',
     'attachments?': 'array',
+    'message_snapshots?': 'array',
   });
   expectShape(m.author, 'message.author', userShape);
   if (m.member) expectShape(m.member, 'message.member', { 'nick?': 'string|null' });
   for (const [i, user] of ((m.mentions ?? []) as unknown[]).entries()) expectShape(user, `message.mentions.${i}`, userShape);
-  if (m.message_reference) expectShape(m.message_reference, 'message.message_reference', { 'message_id?': 'string' });
+  if (m.message_reference) expectShape(m.message_reference, 'message.message_reference', { 'type?': 'number', 'message_id?': 'string' });
+  const attachmentShape = { id: 'string', filename: 'string', 'size?': 'number', url: 'string', 'content_type?': 'string' };
+  for (const [i, snapshot] of ((m.message_snapshots ?? []) as unknown[]).entries()) {
+    const wrapper = expectShape(snapshot, `message.message_snapshots.${i}`, { message: 'object' });
+    const copy = expectShape(wrapper.message, `message.message_snapshots.${i}.message`, { 'content?': 'string', 'attachments?': 'array', 'flags?': 'number' });
+    for (const [j, attachment] of ((copy.attachments ?? []) as unknown[]).entries()) expectShape(attachment, `message.message_snapshots.${i}.message.attachments.${j}`, attachmentShape);
+  }
   if (m.referenced_message) {
     const referenced = expectShape(m.referenced_message, 'message.referenced_message', { 'author?': 'object' });
     if (referenced.author !== undefined) expectShape(referenced.author, 'message.referenced_message.author', userShape);
   }
   for (const [i, attachment] of ((m.attachments ?? []) as unknown[]).entries()) {
-    expectShape(attachment, `message.attachments.${i}`, { id: 'string', filename: 'string', 'size?': 'number', url: 'string', 'content_type?': 'string' });
+    expectShape(attachment, `message.attachments.${i}`, attachmentShape);
   }
   if (!/^\d{1,20}$/.test(m.id as string)) throw new MalformedPayload('message.id', 'must be a snowflake (digits)');
 }
@@ -117,17 +153,22 @@ export function normalise(raw: RawMessage, options: NormaliseOptions): Omit<Inbo
   const { bot, info } = options;
   if (raw.author.bot === true || raw.webhook_id !== undefined || raw.author.id === bot.id) return undefined;
   if (raw.type !== undefined && !PERSON_TYPES.has(raw.type)) return undefined;
-  if (raw.content.trim() === '' && (raw.attachments?.length ?? 0) === 0) return undefined;
+  const forwarded = forwardedOf(raw);
+  const forwardedText = forwarded?.content?.trim() ?? '';
+  if (raw.content.trim() === '' && forwardedText === '' && attachmentsOf(raw).length === 0) return undefined;
 
   const direct = DIRECT_TYPES.has(info.type);
   const thread = THREAD_TYPES.has(info.type);
   const mentionPattern = new RegExp(`<@!?${bot.id}>`);
   const mentioned = mentionPattern.test(raw.content);
-  const referenced = raw.message_reference?.message_id;
+  // a forward of the bot's own message is not a reply to it
+  const referenced = forwarded ? undefined : raw.message_reference?.message_id;
   const repliedToBot =
     raw.referenced_message?.author?.id === bot.id || (referenced !== undefined && (options.sentByBot?.(referenced) ?? false));
-  const text = cleanText(raw.content, bot, raw.mentions ?? []);
-  const named = bot.names.some((name) => startsWithName(text, name));
+  const own = cleanText(raw.content, bot, raw.mentions ?? []);
+  // the snapshot's mentions are not kept by Discord: ids stay as they are (the bot's own become its name)
+  const text = forwarded ? [own, `(forwarded message)\n${cleanText(forwarded.content ?? '', bot, [])}`.trim()].filter((part) => part !== '').join('\n') : own;
+  const named = bot.names.some((name) => startsWithName(own, name));
 
   return {
     channel: options.channel,

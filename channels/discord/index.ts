@@ -13,7 +13,8 @@
  * a thread is chat = parent channel id, thread = thread id, and replies go into the thread.
  */
 import { createHash } from 'node:crypto';
-import { Client, Events, GatewayDispatchEvents, GatewayIntentBits, Partials, REST, Routes, type RawFile } from 'discord.js';
+import { stat } from 'node:fs/promises';
+import { Client, Events, GatewayCloseCodes, GatewayDispatchEvents, GatewayIntentBits, Partials, REST, Routes, type RawFile } from 'discord.js';
 import {
   type Channel,
   type ChannelContext,
@@ -25,6 +26,8 @@ import {
   type OutboundFile,
   type OutboundMessage,
   type Push,
+  SendError,
+  type StatusNotes,
   type TypingIndicator,
 } from '../../src/channel.ts';
 import type { DiscordConfig } from '../../src/config/schema.ts';
@@ -37,14 +40,23 @@ import { Intake, RecentIds } from './intake.ts';
 import { chunkContent, DISCORD_LIMIT, measureDiscord, renderDiscord } from './render.ts';
 import { readOutboundFile } from '../../src/outbound/file.ts';
 
-export type DiscordChannel = Channel & MessageLimit & TypingIndicator & MessageEditor & FileSender & LivenessWatched;
+export type DiscordChannel = Channel & MessageLimit & TypingIndicator & MessageEditor & FileSender & LivenessWatched & StatusNotes;
 
 export interface DiscordChannelOptions {
   /** Rate-limit waits up to this long are waited out inside the REST client; longer ones reject (the outbox retries). @default 2000 */
   readonly rateLimitWaitMs?: number;
   /** No heartbeat ack or dispatch for this long: the supervisor restarts the listen. @default 150000 */
   readonly livenessTimeoutMs?: number;
+  /** Largest file uploaded. @default 10 MiB */
+  readonly maxFileBytes?: number;
 }
+
+/**
+ * Discord's upload limit per file for a bot: "The default limit is 10 MiB for all users", raised
+ * only by a server's boost tier (discord/discord-api-docs, developers/reference.mdx, "Uploading
+ * Files"); a larger file is refused with 413 / 40005 "Request entity too large".
+ */
+export const DISCORD_MAX_FILE_BYTES = 10 * 1024 * 1024;
 
 const DEFAULT_API = 'https://discord.com/api';
 /** A reply never pings anyone (no @everyone, no role, not even the person answered). */
@@ -56,6 +68,7 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
   const api = (config.api_base ?? DEFAULT_API).replace(/\/+$/, '');
   const log = ctx.log;
   const rateLimitWaitMs = options.rateLimitWaitMs ?? 2000;
+  const maxFileBytes = options.maxFileBytes ?? DISCORD_MAX_FILE_BYTES;
   const rest = new REST({ api, version: '10', rejectOnRateLimit: (limit) => Math.max(limit.timeToReset, limit.retryAfter) > rateLimitWaitMs });
   rest.setToken(config.token);
   rest.on('rateLimited', (limit) => log.debug({ route: limit.route, waitMs: limit.timeToReset, global: limit.global }, 'Discord rate limit'));
@@ -66,6 +79,8 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
   const partsSent = new Map<string, number>();
   const channelInfos = new Map<string, ChannelInfo>();
   let client: Client | undefined;
+  /** Set while Discord refuses the Message Content intent (close 4014); cleared by the next READY. */
+  let intentRefused: string | undefined;
 
   async function channelInfo(id: string): Promise<ChannelInfo> {
     const known = channelInfos.get(id);
@@ -139,6 +154,9 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
     typingIntervalMs: 8000,
     editIntervalMs: 1200,
     livenessTimeoutMs: options.livenessTimeoutMs ?? 150_000,
+    maxFileBytes,
+
+    statusNotes: () => (intentRefused === undefined ? [] : [intentRefused]),
 
     async listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
       if (signal.aborted) return;
@@ -166,7 +184,8 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
       // discord.js retries a lost gateway every ~0.5 s: warn once per outage, not on every try
       let failing = false;
       discord.on(Events.ShardError, (error) => {
-        if (failing) log.debug({ err: error }, 'gateway connection error');
+        // a close that ends the session for good is reported once by ShardDisconnect below: nothing is retried here
+        if (failing || FINAL_ERRORS.test(error.message)) log.debug({ err: error }, 'gateway connection error');
         else log.warn({ err: error.message }, 'gateway connection error; retrying');
         failing = true;
       });
@@ -177,13 +196,22 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
         failing = false;
         log.info({ replayed }, 'gateway session resumed');
       });
-      discord.on(Events.ShardDisconnect, (event) => fatal(new Error(closeReason(event.code))));
+      discord.on(Events.ShardDisconnect, (event) => {
+        if (event.code === GatewayCloseCodes.DisallowedIntents) {
+          // once per outage, not at every restart of the supervisor's backoff
+          if (intentRefused === undefined) log.error(INTENT_FIX);
+          intentRefused = INTENT_FIX;
+        }
+        fatal(new Error(closeReason(event.code)));
+      });
       discord.once(Events.ClientReady, (ready) => {
         log.info({ bot: ready.user.id, name: ready.user.username }, 'connected to Discord');
         link.ready();
       });
       discord.ws.on(GatewayDispatchEvents.Ready, (data: { user: RawUser }) => {
         failing = false;
+        if (intentRefused !== undefined) log.info('Discord accepted the Message Content intent');
+        intentRefused = undefined;
         link.alive();
         run.identify(identity(data.user, ctx.assistantName));
         run.catchUp(log); // a new session: whatever was sent since the last one is not replayed
@@ -234,11 +262,17 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
       try {
         await rest.post(Routes.channelTyping(ref.thread ?? ref.chat));
       } catch (error) {
-        log.debug({ err: error }, 'typing indicator failed');
+        // a rate limit on typing is a wait for the whole chat, like one on a send (the runtime holds it)
+        throw toSendError(error, 'typing');
       }
     },
 
     async sendFile(ref: ConversationRef, file: OutboundFile): Promise<void> {
+      const size = await stat(file.path).then((info) => info.size, () => undefined);
+      if (size !== undefined && size > maxFileBytes) {
+        // Discord would refuse it (413 / 40005) after the whole upload: say so without sending it
+        throw new SendError(`send file: ${file.name} is ${size} bytes; Discord accepts at most ${maxFileBytes} bytes per file`, { permanent: true });
+      }
       const data = await readOutboundFile(file);
       try {
         await post(ref.thread ?? ref.chat, { allowed_mentions: NO_MENTIONS, attachments: [{ id: 0, filename: file.name }] }, [{ name: file.name, data }]);
@@ -259,6 +293,23 @@ function nonceOf(target: string, replyTo: string, part: number, content: string)
   return createHash('sha256').update(`${target}\n${replyTo}\n${part}\n${content}`).digest('base64url').slice(0, 25);
 }
 
+/**
+ * discord.js's errors for the gateway closes it does not reconnect after (@discordjs/ws
+ * WebSocketShard: 4004, 4010–4014); discord/discord-api-docs, developers/topics/
+ * opcodes-and-status-codes.mdx, "Gateway Close Event Codes": reconnect false.
+ */
+const FINAL_ERRORS = /Authentication failed|Invalid shard|Sharding is required|invalid API version|invalid intents|disallowed intents/i;
+
+/**
+ * The one line an operator needs when the Message Content intent is off: Discord closes the
+ * gateway with 4014 (a privileged intent the application does not have) and the bot would
+ * otherwise read no messages at all.
+ */
+const INTENT_FIX =
+  'Discord refused the Message Content intent (gateway close 4014, disallowed intents): the bot cannot read messages. ' +
+  'Turn it on in the Discord developer portal → your application → Bot → Privileged Gateway Intents → MESSAGE CONTENT INTENT; ' +
+  'the channel retries with backoff and connects once it is on';
+
 /** Why Discord ended the gateway connection for good, in words an operator can act on. */
 function closeReason(code: number): string {
   const reasons: Record<number, string> = {
@@ -267,7 +318,7 @@ function closeReason(code: number): string {
     4011: 'sharding is required',
     4012: 'invalid API version',
     4013: 'invalid intents',
-    4014: 'disallowed intents: enable the Message Content intent for the bot in the Discord developer portal',
+    4014: 'disallowed intents: the Message Content intent is off for this application in the Discord developer portal',
   };
   return `Discord closed the gateway connection for good (code ${code}${reasons[code] ? `: ${reasons[code]}` : ''})`;
 }

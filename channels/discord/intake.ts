@@ -16,7 +16,7 @@ import type { Attachment, AttachmentStore, ChannelContext, Push } from '../../sr
 import type { ChannelState } from '../../src/store/channel-state.ts';
 import { isGone } from './errors.ts';
 import { isRecord, kindOf, MalformedPayload } from '../../src/inbound/malformed.ts';
-import { attachmentKind, checkMessage, isAfter, normalise, snowflakeAt, THREAD_TYPES, type BotIdentity, type ChannelInfo, type RawMessage } from './inbound.ts';
+import { attachmentKind, attachmentsOf, checkMessage, isAfter, normalise, snowflakeAt, THREAD_TYPES, type BotIdentity, type ChannelInfo, type RawMessage } from './inbound.ts';
 import { Positions } from './positions.ts';
 
 export interface IntakeDeps {
@@ -166,12 +166,12 @@ export class Intake {
 
   async #saveAttachments(raw: RawMessage): Promise<Attachment[]> {
     const saved: Attachment[] = [];
-    for (const attachment of raw.attachments ?? []) {
+    for (const { attachment, flags } of attachmentsOf(raw)) {
       saved.push(
         await this.#deps.attachments.save({
           channel: this.#deps.name,
           messageId: raw.id,
-          kind: attachmentKind(attachment, raw.flags),
+          kind: attachmentKind(attachment, flags),
           name: attachment.filename,
           ...(attachment.content_type ? { mime: attachment.content_type } : {}),
           ...(attachment.size === undefined ? {} : { size: attachment.size }),

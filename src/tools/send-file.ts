@@ -18,7 +18,12 @@ export interface SendFileArgs {
   readonly name?: string;
 }
 
-export function createSendFileTool(policy: SecurityPolicy): Tool<SendFileArgs> {
+export interface SendFileOptions {
+  /** The largest file a channel instance accepts (its FileSender's `maxFileBytes`), when it has a limit of its own. */
+  readonly maxFileBytes?: (channel: string) => number | undefined;
+}
+
+export function createSendFileTool(policy: SecurityPolicy, options: SendFileOptions = {}): Tool<SendFileArgs> {
   return {
     name: 'send_file',
     description: 'Sends a file from the workspace to the person you are talking to (it arrives after your reply). Use it when they ask for a file or a file is the best answer.',
@@ -43,7 +48,14 @@ export function createSendFileTool(policy: SecurityPolicy): Tool<SendFileArgs> {
         return toolError(`There is no file ${JSON.stringify(args.path)} in the workspace.`);
       }
       if (!info.isFile()) return toolError(`${JSON.stringify(args.path)} is not a regular file.`);
-      if (info.size > MAX_SEND_BYTES) return toolError(`${JSON.stringify(args.path)} is ${(info.size / 1048576).toFixed(1)} MB; files over ${MAX_SEND_BYTES / 1048576} MB cannot be sent.`);
+      if (info.size > MAX_SEND_BYTES) return toolError(`${JSON.stringify(args.path)} is ${mb(info.size)} MB; files over ${mb(MAX_SEND_BYTES)} MB cannot be sent.`);
+      const channelLimit = options.maxFileBytes?.(ctx.channel);
+      if (channelLimit !== undefined && info.size > channelLimit) {
+        return toolError(
+          `${JSON.stringify(args.path)} is ${mb(info.size)} MB; ${ctx.channel} accepts files up to ${mb(channelLimit)} MB, so it cannot be sent here. ` +
+            'Tell the person, or send a smaller file (compressed, split, or an excerpt).',
+        );
+      }
       // eslint-disable-next-line no-control-regex -- control characters are exactly what is removed
       const name = (args.name ?? basename(target.path)).replace(/[\\/\u0000-\u001f]/g, '_').slice(0, 120) || basename(target.path);
       ctx.sendFile({ path: target.path, name });
@@ -51,3 +63,6 @@ export function createSendFileTool(policy: SecurityPolicy): Tool<SendFileArgs> {
     },
   };
 }
+
+/** Bytes as MB with one decimal, trailing ".0" dropped (10485760 → "10"). */
+const mb = (bytes: number): string => (bytes / 1048576).toFixed(1).replace(/\.0$/, '');

@@ -3,7 +3,22 @@
  * and a gateway WebSocket speaking the real protocol — HELLO, IDENTIFY → READY + GUILD_CREATE,
  * heartbeats (op 1 / op 11), MESSAGE_CREATE dispatches with increasing sequence numbers,
  * RESUME → replay of missed dispatches → RESUMED, INVALID_SESSION. One guild with a text
- * channel and a public thread in it; DMs with alice, bob and mallory.
+ * channel and a public thread in it; DMs with alice, bob and mallory. Every payload it sends
+ * and every body it parses is typed with discord-api-types (v10), so tsc rejects a shape that
+ * drifts from Discord's.
+ *
+ * As strict as Discord where the adapter meets a limit:
+ * - privileged intents (discord/discord-api-docs, developers/topics/opcodes-and-status-codes.mdx,
+ *   "Gateway Close Event Codes": 4014 Disallowed intent(s), not reconnectable): an IDENTIFY
+ *   asking for the Message Content intent when the application has it off is closed with 4014;
+ *   a session without that intent gets empty `content` / attachments except in DMs and messages
+ *   mentioning the bot (developers/events/gateway.mdx, "Message Content Intent");
+ * - uploads: at most 10 MiB per file (developers/reference.mdx, "Uploading Files"), a larger one
+ *   is refused with 413 and JSON error 40005 "Request entity too large";
+ * - rate limits per route and global (see discord-ratelimit.ts), with a counter of requests
+ *   that arrived for a channel while a wait the peer announced with a 429 was running;
+ * - forwarded messages (developers/resources/message.mdx, "Message Reference Types" FORWARD and
+ *   "Message Snapshot Object"): empty `content`, the text in `message_snapshots[0].message`.
  *
  * Fault hooks: drop the socket (the client resumes), take the gateway down and bring it back
  * (optionally refusing the resume, so what was sent meanwhile is only reachable over REST),
@@ -12,19 +27,42 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import {
+  ChannelType,
+  GatewayCloseCodes,
+  GatewayDispatchEvents,
+  GatewayIntentBits,
+  GatewayOpcodes,
+  MessageFlags,
+  MessageReferenceType,
+  MessageType,
+  RESTJSONErrorCodes,
+  type APIAttachment,
+  type APIDMChannel,
+  type APIGuildMember,
+  type APIMessage,
+  type APIMessageReference,
+  type APITextChannel,
+  type APIThreadChannel,
+  type APIUser,
+  type GatewayDispatchPayload,
+  type GatewayGuildCreateDispatchData,
+  type GatewayHeartbeatAck,
+  type GatewayHello,
+  type GatewayInvalidSession,
+  type GatewayMessageCreateDispatchData,
+  type GatewayReadyDispatchData,
+  type GatewaySendPayload,
+  type RESTError,
+  type RESTGetAPIGatewayBotResult,
+  type RESTPatchAPIChannelMessageJSONBody,
+  type RESTPostAPIChannelMessageJSONBody,
+} from 'discord-api-types/v10';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
+import { RateLimiter, type BucketRoute, type DiscordRateLimits } from './discord-ratelimit.ts';
 
-interface ApiUser {
-  readonly id: string;
-  readonly username: string;
-  readonly global_name: string | null;
-  readonly discriminator: '0';
-  readonly avatar: null;
-  readonly bot?: boolean;
-}
-
-type ApiMessage = Record<string, unknown> & { id: string; channel_id: string; author: ApiUser; content: string };
+export type { DiscordRateLimits } from './discord-ratelimit.ts';
 
 /** What the bot posted, as recorded for assertions. */
 export interface BotRecord {
@@ -41,9 +79,11 @@ export interface BotRecord {
 interface Session {
   readonly id: string;
   seq: number;
-  readonly events: Array<{ op: 0; t: string; s: number; d: unknown }>;
+  readonly events: GatewayDispatchPayload[];
   conn: Conn | undefined;
   resumable: boolean;
+  /** The intents it identified with. */
+  readonly intents: number;
 }
 
 interface Conn {
@@ -62,13 +102,37 @@ export interface DiscordPeerStats {
   invalidSessions: number;
   replayed: number;
   heartbeats: number;
+  /** 429 answers (forced, route buckets and global). */
   rateLimited: number;
   nonceReuses: number;
+  /** Gateway connections closed with 4014 (an intent the application does not have). */
+  disallowedIntents: number;
+  /** Requests refused with 413 / 40005 (a file over the upload limit). */
+  tooLarge: number;
+}
+
+export interface DiscordPeerOptions {
+  /** @default 1000 */
+  readonly heartbeatIntervalMs?: number;
+  /**
+   * Whether the application has the privileged Message Content intent switched on in the
+   * developer portal. Off: an IDENTIFY asking for it is closed with 4014. @default true
+   */
+  readonly messageContentIntent?: boolean;
+  /** Largest file per upload (Discord: 10 MiB unless the guild's boost tier raises it). @default 10 MiB */
+  readonly maxUploadBytes?: number;
+  /** Rate limits (defaults: Discord's; see discord-ratelimit.ts). Tests compress the windows. */
+  readonly rateLimits?: DiscordRateLimits;
 }
 
 export interface DiscordPeer extends ChatPeer {
   /** As ChatPeer's, and `replyTo` makes the post a reply to that message (message_reference + referenced_message). */
   post(user: PeerUser, place: Place, text: string, options?: { mention?: boolean; replyTo?: string }): Promise<void>;
+  /**
+   * A person forwards a message into `place`, as Discord sends it: empty `content`, flag
+   * HAS_SNAPSHOT, message_reference of type FORWARD, the text (and files) in message_snapshots.
+   */
+  forward(user: PeerUser, place: Place, original: { text: string; file?: { name: string; mime: string; data: Uint8Array } }): Promise<void>;
   readonly apiBase: string;
   readonly token: string;
   readonly botId: string;
@@ -89,8 +153,16 @@ export interface DiscordPeer extends ChatPeer {
   gatewayUp(options?: { refuseResume?: boolean }): void;
   /** The current connection stops acknowledging heartbeats (a zombie connection). */
   zombie(): void;
-  /** The next `count` message POSTs get a 429 asking to wait `retryAfterSeconds`. */
+  /** The next `count` message POSTs find their channel's bucket empty for `retryAfterSeconds` (a 429). */
   rateLimitNext(retryAfterSeconds?: number, count?: number): void;
+  /** Switches the application's Message Content intent in the "developer portal" (for the next IDENTIFY). */
+  setMessageContentIntent(allowed: boolean): void;
+  /**
+   * REST requests for a channel (any route under /channels/{id}) that arrived while a wait the
+   * peer had announced for that channel — a route 429 for it, or a global 429 — was still
+   * running: what a client that honours rate limits never sends. Cumulative; reset() clears it.
+   */
+  callsInsideWait(place: Place | string): number;
 }
 
 const EPOCH = 1_420_070_400_000n;
@@ -98,13 +170,19 @@ const TOKEN = 'peer-bot-token.discord';
 const GUILD = '200000000000000001';
 const GROUP = '300000000000000001';
 const THREAD = '300000000000000002';
-const user = (id: string, username: string, bot = false): ApiUser => ({ id, username, global_name: bot ? null : username[0]!.toUpperCase() + username.slice(1), discriminator: '0', avatar: null, ...(bot ? { bot: true } : {}) });
+const MIB = 1024 * 1024;
+/** No flag set: 0 is a valid value of every flags enum, which TypeScript's numeric enums do not admit as a literal. */
+const NO_FLAGS = 0 as never;
+const user = (id: string, username: string, bot = false): APIUser => ({ id, username, global_name: bot ? null : username[0]!.toUpperCase() + username.slice(1), discriminator: '0', avatar: null, ...(bot ? { bot: true } : {}) });
 const BOT = user('900000000000000001', 'testbot', true);
-const USERS: Record<PeerUser, ApiUser> = { alice: user('100000000000000001', 'alice'), bob: user('100000000000000002', 'bob'), mallory: user('100000000000000003', 'mallory') };
+const USERS: Record<PeerUser, APIUser> = { alice: user('100000000000000001', 'alice'), bob: user('100000000000000002', 'bob'), mallory: user('100000000000000003', 'mallory') };
 const DMS: Record<PeerUser, string> = { alice: '400000000000000001', bob: '400000000000000002', mallory: '400000000000000003' };
 
-export async function startDiscordPeer(options: { heartbeatIntervalMs?: number } = {}): Promise<DiscordPeer> {
+export async function startDiscordPeer(options: DiscordPeerOptions = {}): Promise<DiscordPeer> {
   const heartbeatInterval = options.heartbeatIntervalMs ?? 1000;
+  const maxUploadBytes = options.maxUploadBytes ?? 10 * MIB;
+  let messageContentIntent = options.messageContentIntent ?? true;
+  const limiter = new RateLimiter(options.rateLimits);
   const now = (): string => new Date().toISOString();
   let last = 0n;
   const snowflake = (): string => {
@@ -114,31 +192,34 @@ export async function startDiscordPeer(options: { heartbeatIntervalMs?: number }
     return id.toString();
   };
 
-  const groupChannel = { id: GROUP, type: 0, guild_id: GUILD, name: 'general', position: 0, permission_overwrites: [], parent_id: null, nsfw: false, topic: null, rate_limit_per_user: 0, last_message_id: null, flags: 0 };
-  const threadChannel = {
-    id: THREAD, type: 11, guild_id: GUILD, parent_id: GROUP, owner_id: USERS.alice.id, name: 'test-thread', last_message_id: null, message_count: 0, member_count: 2, rate_limit_per_user: 0, flags: 0, total_message_sent: 0,
+  const groupChannel: APITextChannel = {
+    id: GROUP, type: ChannelType.GuildText, guild_id: GUILD, name: 'general', position: 0, permission_overwrites: [], parent_id: null, nsfw: false, topic: null, rate_limit_per_user: 0, last_message_id: null, flags: NO_FLAGS,
+  };
+  const threadChannel: APIThreadChannel = {
+    id: THREAD, type: ChannelType.PublicThread, guild_id: GUILD, parent_id: GROUP, owner_id: USERS.alice.id, name: 'test-thread', last_message_id: null, message_count: 0, member_count: 2, rate_limit_per_user: 0, flags: NO_FLAGS, total_message_sent: 0,
     thread_metadata: { archived: false, auto_archive_duration: 1440, archive_timestamp: now(), locked: false },
   };
-  const channels = new Map<string, Record<string, unknown>>([
+  type PeerChannel = APITextChannel | APIThreadChannel | APIDMChannel;
+  const channels = new Map<string, PeerChannel>([
     [GROUP, groupChannel],
     [THREAD, threadChannel],
-    ...(Object.keys(DMS) as PeerUser[]).map((name): [string, Record<string, unknown>] => [DMS[name], { id: DMS[name], type: 1, recipients: [USERS[name]], last_message_id: null, flags: 0 }]),
+    ...(Object.keys(DMS) as PeerUser[]).map((name): [string, APIDMChannel] => [DMS[name], { id: DMS[name], type: ChannelType.DM, recipients: [USERS[name]], last_message_id: null, flags: NO_FLAGS, name: null }]),
   ]);
   const guildChannel = (id: string): boolean => id === GROUP || id === THREAD;
 
-  const messages = new Map<string, ApiMessage[]>();
+  const messages = new Map<string, APIMessage[]>();
   const records: BotRecord[] = [];
   const typingCounts = new Map<string, number>();
   const files = new Map<string, { data: Uint8Array; mime: string }>();
-  const nonces = new Map<string, ApiMessage>();
+  const nonces = new Map<string, APIMessage>();
   const sessions = new Map<string, Session>();
   const conns = new Set<Conn>();
   const unknownRoutes: string[] = [];
-  const stats: DiscordPeerStats = { attempts: 0, connections: 0, identifies: 0, resumes: 0, invalidSessions: 0, replayed: 0, heartbeats: 0, rateLimited: 0, nonceReuses: 0 };
+  const stats: DiscordPeerStats = { attempts: 0, connections: 0, identifies: 0, resumes: 0, invalidSessions: 0, replayed: 0, heartbeats: 0, rateLimited: 0, nonceReuses: 0, disallowedIntents: 0, tooLarge: 0 };
   let current: Session | undefined;
   let down = false;
   let refuseResume = false;
-  let limited: { seconds: number; count: number } | undefined;
+  let forced: { seconds: number; count: number } | undefined;
 
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -167,13 +248,13 @@ export async function startDiscordPeer(options: { heartbeatIntervalMs?: number }
     const conn: Conn = { ws, session: undefined, live: false, acking: true };
     conns.add(conn);
     stats.connections++;
-    ws.send(JSON.stringify({ op: 10, d: { heartbeat_interval: heartbeatInterval }, s: null, t: null }));
+    frame(conn, { op: GatewayOpcodes.Hello, d: { heartbeat_interval: heartbeatInterval }, s: null, t: null } satisfies GatewayHello);
     ws.on('message', (data) => {
-      let payload: { op: number; d: Record<string, unknown> | null };
+      let payload: GatewaySendPayload;
       try {
-        payload = JSON.parse(String(data)) as typeof payload;
+        payload = JSON.parse(String(data)) as GatewaySendPayload;
       } catch {
-        return void ws.close(4002, 'Error while decoding payload.');
+        return void ws.close(GatewayCloseCodes.DecodeError, 'Error while decoding payload.');
       }
       onFrame(conn, payload);
     });
@@ -187,51 +268,60 @@ export async function startDiscordPeer(options: { heartbeatIntervalMs?: number }
     });
   }
 
-  function frame(conn: Conn, payload: unknown): void {
+  function frame(conn: Conn, payload: GatewayHello | GatewayHeartbeatAck | GatewayInvalidSession | GatewayDispatchPayload): void {
     if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(JSON.stringify(payload));
   }
 
-  function onFrame(conn: Conn, payload: { op: number; d: Record<string, unknown> | null }): void {
-    const d = payload.d ?? {};
+  /** Privileged intents (developers/events/gateway.mdx, "Privileged Intents"); the peer's application has only Message Content, when switched on. */
+  const PRIVILEGED = GatewayIntentBits.GuildMembers | GatewayIntentBits.GuildPresences | GatewayIntentBits.MessageContent;
+
+  function onFrame(conn: Conn, payload: GatewaySendPayload): void {
     switch (payload.op) {
-      case 1:
+      case GatewayOpcodes.Heartbeat:
         stats.heartbeats++;
-        if (conn.acking) frame(conn, { op: 11, d: null, s: null, t: null });
+        if (conn.acking) frame(conn, { op: GatewayOpcodes.HeartbeatAck } as GatewayHeartbeatAck);
         return;
-      case 2: {
-        if (d.token !== TOKEN) return void conn.ws.close(4004, 'Authentication failed.');
+      case GatewayOpcodes.Identify: {
+        const d = payload.d;
+        if (d.token !== TOKEN) return void conn.ws.close(GatewayCloseCodes.AuthenticationFailed, 'Authentication failed.');
+        const granted = messageContentIntent ? GatewayIntentBits.MessageContent : 0;
+        if ((d.intents & PRIVILEGED & ~granted) !== 0) {
+          // opcodes-and-status-codes.mdx: 4014 "Disallowed intent(s)", reconnect: false
+          stats.disallowedIntents++;
+          return void conn.ws.close(GatewayCloseCodes.DisallowedIntents, 'Disallowed intent(s).');
+        }
         stats.identifies++;
         if (current) current.resumable = false;
-        const session: Session = { id: `session-${stats.identifies}-${snowflake()}`, seq: 0, events: [], conn, resumable: true };
+        const session: Session = { id: `session-${stats.identifies}-${snowflake()}`, seq: 0, events: [], conn, resumable: true, intents: d.intents };
         sessions.set(session.id, session);
         current = session;
         conn.session = session;
         conn.live = true;
-        frame(conn, { op: 0, t: 'READY', s: ++session.seq, d: ready(session) });
-        frame(conn, { op: 0, t: 'GUILD_CREATE', s: ++session.seq, d: guild() });
+        frame(conn, { op: GatewayOpcodes.Dispatch, t: GatewayDispatchEvents.Ready, s: ++session.seq, d: ready(session) });
+        frame(conn, { op: GatewayOpcodes.Dispatch, t: GatewayDispatchEvents.GuildCreate, s: ++session.seq, d: guild() });
         return;
       }
-      case 6: {
-        const session = sessions.get(String(d.session_id));
+      case GatewayOpcodes.Resume: {
+        const d = payload.d;
+        const session = sessions.get(d.session_id);
         if (refuseResume || !session || !session.resumable || d.token !== TOKEN) {
           refuseResume = false;
           stats.invalidSessions++;
           if (session) session.resumable = false;
-          frame(conn, { op: 9, d: false, s: null, t: null });
+          frame(conn, { op: GatewayOpcodes.InvalidSession, d: false } as GatewayInvalidSession);
           return;
         }
         stats.resumes++;
         if (session.conn && session.conn !== conn) session.conn.ws.terminate();
         session.conn = conn;
         conn.session = session;
-        const seq = Number(d.seq);
         for (const event of session.events) {
-          if (event.s > seq) {
+          if (event.s > d.seq) {
             stats.replayed++;
             frame(conn, event);
           }
         }
-        frame(conn, { op: 0, t: 'RESUMED', s: ++session.seq, d: { _trace: ['peer'] } });
+        frame(conn, { op: GatewayOpcodes.Dispatch, t: GatewayDispatchEvents.Resumed, s: ++session.seq, d: undefined } as GatewayDispatchPayload);
         conn.live = true;
         return;
       }
@@ -240,34 +330,37 @@ export async function startDiscordPeer(options: { heartbeatIntervalMs?: number }
     }
   }
 
-  function dispatch(t: string, d: unknown): void {
+  function dispatch(payload: Omit<GatewayDispatchPayload, 's' | 'op'>): void {
     const session = current;
     if (!session) return;
-    const event = { op: 0 as const, t, s: ++session.seq, d };
+    const event = { op: GatewayOpcodes.Dispatch, ...payload, s: ++session.seq } as GatewayDispatchPayload;
     session.events.push(event);
     if (session.events.length > 5000) session.events.shift();
     if (session.conn?.live) frame(session.conn, event);
   }
 
-  const ready = (session: Session): unknown => ({
-    v: 10, user: { ...BOT, verified: true, flags: 0, mfa_enabled: false }, guilds: [{ id: GUILD, unavailable: true }], session_id: session.id, session_type: 'normal',
-    resume_gateway_url: `ws://127.0.0.1:${port}/resume`, shard: [0, 1], application: { id: BOT.id, flags: 0 },
-    private_channels: [], relationships: [], presences: [], user_settings: {}, guild_join_requests: [], geo_ordered_rtc_regions: [], _trace: ['peer'],
+  const ready = (session: Session): GatewayReadyDispatchData => ({
+    v: 10, user: { ...BOT, verified: true, flags: NO_FLAGS, mfa_enabled: false }, guilds: [{ id: GUILD, unavailable: true }], session_id: session.id,
+    resume_gateway_url: `ws://127.0.0.1:${port}/resume`, shard: [0, 1], application: { id: BOT.id, flags: NO_FLAGS, flags_new: '0' },
   });
 
-  const guild = (): unknown => ({
-    id: GUILD, name: 'Peer Guild', icon: null, owner_id: USERS.alice.id, afk_timeout: 300, verification_level: 0, default_message_notifications: 0, explicit_content_filter: 0,
-    roles: [{ id: GUILD, name: '@everyone', permissions: '1071698660929', position: 0, color: 0, hoist: false, managed: false, mentionable: false, flags: 0 }],
-    emojis: [], stickers: [], features: [], mfa_level: 0, system_channel_id: null, premium_tier: 0, preferred_locale: 'en-US', nsfw_level: 0, unavailable: false,
-    member_count: 4, large: false, joined_at: now(), members: [{ user: BOT, roles: [], joined_at: now(), deaf: false, mute: false, flags: 0 }],
-    channels: [groupChannel], threads: [threadChannel], presences: [], voice_states: [], stage_instances: [], guild_scheduled_events: [], soundboard_sounds: [],
+  const member = (who: APIUser): APIGuildMember => ({ user: who, roles: [], joined_at: now(), deaf: false, mute: false, flags: NO_FLAGS });
+
+  const guild = (): GatewayGuildCreateDispatchData => ({
+    id: GUILD, name: 'Peer Guild', icon: null, splash: null, discovery_splash: null, banner: null, description: null, owner_id: USERS.alice.id, afk_channel_id: null, afk_timeout: 300,
+    verification_level: 0, default_message_notifications: 0, explicit_content_filter: 0, mfa_level: 0, nsfw_level: 0, premium_tier: 0, premium_progress_bar_enabled: false,
+    roles: [{ id: GUILD, name: '@everyone', permissions: '1071698660929', position: 0, color: 0, colors: { primary_color: 0, secondary_color: null, tertiary_color: null }, hoist: false, managed: false, mentionable: false, flags: NO_FLAGS, icon: null, unicode_emoji: null }],
+    emojis: [], stickers: [], features: [], application_id: null, system_channel_id: null, system_channel_flags: NO_FLAGS, rules_channel_id: null, vanity_url_code: null,
+    preferred_locale: 'en-US' as GatewayGuildCreateDispatchData['preferred_locale'], public_updates_channel_id: null, hub_type: null, safety_alerts_channel_id: null, incidents_data: null,
+    region: 'us-west', unavailable: false, member_count: 4, large: false, joined_at: now(), members: [member(BOT)], channels: [groupChannel], threads: [threadChannel],
+    presences: [], voice_states: [], stage_instances: [], guild_scheduled_events: [], soundboard_sounds: [],
   });
 
   // ---- messages ----
-  function create(channelId: string, author: ApiUser, content: string, extra: Partial<ApiMessage> = {}): ApiMessage {
-    const message: ApiMessage = {
+  function create(channelId: string, author: APIUser, content: string, extra: Partial<APIMessage> = {}): APIMessage {
+    const message: APIMessage = {
       id: snowflake(), channel_id: channelId, author, content, timestamp: now(), edited_timestamp: null, tts: false, mention_everyone: false,
-      mentions: [], mention_roles: [], attachments: [], embeds: [], pinned: false, type: 0, flags: 0, components: [], ...extra,
+      mentions: [], mention_roles: [], attachments: [], embeds: [], pinned: false, type: MessageType.Default, flags: NO_FLAGS, components: [], ...extra,
     };
     const list = messages.get(channelId) ?? [];
     list.push(message);
@@ -277,16 +370,32 @@ export async function startDiscordPeer(options: { heartbeatIntervalMs?: number }
     return message;
   }
 
-  function announce(message: ApiMessage): void {
+  /**
+   * MESSAGE_CREATE to the current session. Without the Message Content intent a session gets
+   * empty content, attachments and snapshots except in DMs and messages that mention the bot or
+   * that it sent (developers/events/gateway.mdx, "Message Content Intent").
+   */
+  function announce(message: APIMessage): void {
     const channel = channels.get(message.channel_id)!;
-    dispatch('MESSAGE_CREATE', {
+    const intents = current?.intents ?? 0;
+    const readable =
+      (intents & GatewayIntentBits.MessageContent) !== 0 || channel.type === ChannelType.DM || message.author.id === BOT.id || message.mentions.some((mentioned) => mentioned.id === BOT.id);
+    const data: GatewayMessageCreateDispatchData = {
       ...message,
-      channel_type: channel.type,
-      ...(guildChannel(message.channel_id) ? { guild_id: GUILD, member: { roles: [], joined_at: now(), nick: null, deaf: false, mute: false, flags: 0 } } : {}),
-    });
+      ...(readable ? {} : { content: '', attachments: [], embeds: [], components: [], ...(message.message_snapshots ? { message_snapshots: [] } : {}) }),
+      ...(guildChannel(message.channel_id) ? { guild_id: GUILD, member: { roles: [], joined_at: now(), nick: null, deaf: false, mute: false, flags: NO_FLAGS } } : {}),
+    };
+    dispatch({ t: GatewayDispatchEvents.MessageCreate, d: data });
   }
 
   const channelOf = (place: Place): string => (place.kind === 'dm' ? DMS[place.user] : place.kind === 'group' ? GROUP : THREAD);
+
+  function storeFile(channelId: string, upload: { name: string; mime: string; data: Uint8Array }): APIAttachment {
+    const id = snowflake();
+    files.set(`${channelId}/${id}/${upload.name}`, { data: upload.data, mime: upload.mime });
+    const url = `${base}/attachments/${channelId}/${id}/${encodeURIComponent(upload.name)}`;
+    return { id, filename: upload.name, size: upload.data.length, content_type: upload.mime, url, proxy_url: url };
+  }
 
   // ---- REST ----
   function send(res: ServerResponse, status: number, body?: unknown, headers: Record<string, string> = {}): void {
@@ -299,7 +408,16 @@ export async function startDiscordPeer(options: { heartbeatIntervalMs?: number }
     res.end(JSON.stringify(body));
   }
 
-  const formError = (field: string, message: string): unknown => ({ message: 'Invalid Form Body', code: 50035, errors: { [field]: { _errors: [{ code: 'BASE_TYPE_INVALID', message }] } } });
+  const apiError = (message: string, code: RESTJSONErrorCodes | 0): RESTError => ({ message, code });
+  const formError = (field: string, message: string): RESTError => ({ message: 'Invalid Form Body', code: RESTJSONErrorCodes.InvalidFormBodyOrContentType, errors: { [field]: { _errors: [{ code: 'BASE_TYPE_INVALID', message }] } } });
+
+  /** Which rate-limit bucket a request falls in (the routes the adapter calls that have one). */
+  function bucketOf(method: string, rest: string): BucketRoute | undefined {
+    if (method === 'POST' && rest === '/messages') return 'messages';
+    if (method === 'PATCH' && /^\/messages\/\d+$/.test(rest)) return 'edits';
+    if (method === 'POST' && rest === '/typing') return 'typing';
+    return undefined;
+  }
 
   async function handle(req: IncomingMessage, res: ServerResponse, raw: Buffer): Promise<void> {
     const url = new URL(req.url ?? '/', base);
@@ -307,25 +425,36 @@ export async function startDiscordPeer(options: { heartbeatIntervalMs?: number }
     const file = /^\/attachments\/(.+)$/.exec(url.pathname);
     if (file && method === 'GET') {
       const stored = files.get(decodeURIComponent(file[1]!));
-      if (!stored) return send(res, 404, { message: 'Not Found', code: 0 });
+      if (!stored) return send(res, 404, apiError('Not Found', 0));
       res.writeHead(200, { 'content-type': stored.mime, 'content-length': String(stored.data.length) });
       res.end(stored.data);
       return;
     }
     const api = /^\/api\/v\d+(\/.*)$/.exec(url.pathname);
     if (!api) return unknown(res, method, url.pathname);
-    if (req.headers.authorization !== `Bot ${TOKEN}`) return send(res, 401, { message: '401: Unauthorized', code: 0 });
+    if (req.headers.authorization !== `Bot ${TOKEN}`) return send(res, 401, apiError('401: Unauthorized', 0));
     const path = api[1]!;
-    let m: RegExpExecArray | null;
+    const channelMatch = /^\/channels\/(\d+)(\/.*)?$/.exec(path);
+    const channelId = channelMatch?.[1];
+    const rest = channelMatch?.[2] ?? '';
+    const bucket = channelId === undefined ? undefined : bucketOf(method, rest);
+    if (bucket === 'messages' && channelId !== undefined && forced && forced.count > 0) {
+      forced.count--;
+      limiter.exhaust('messages', channelId, forced.seconds * 1000);
+    }
+    const verdict = limiter.check(bucket, channelId);
+    stats.rateLimited = limiter.limited;
+    if (!verdict.ok) return send(res, 429, verdict.body, verdict.headers);
+    for (const [name, value] of Object.entries(verdict.headers)) res.setHeader(name, value);
+
     if (method === 'GET' && (path === '/gateway/bot' || path === '/gateway')) {
-      return send(res, 200, { url: `ws://127.0.0.1:${port}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 86_400_000, max_concurrency: 1 } });
+      const info: RESTGetAPIGatewayBotResult = { url: `ws://127.0.0.1:${port}/gateway`, shards: 1, session_start_limit: { total: 1000, remaining: 999, reset_after: 86_400_000, max_concurrency: 1 } };
+      return send(res, 200, info);
     }
     if (method === 'GET' && path === '/users/@me') return send(res, 200, BOT);
-    if ((m = /^\/channels\/(\d+)(\/.*)?$/.exec(path))) {
-      const channelId = m[1]!;
-      const rest = m[2] ?? '';
+    if (channelId !== undefined) {
       const channel = channels.get(channelId);
-      if (!channel) return send(res, 404, { message: 'Unknown Channel', code: 10003 });
+      if (!channel) return send(res, 404, apiError('Unknown Channel', RESTJSONErrorCodes.UnknownChannel));
       if (method === 'GET' && rest === '') return send(res, 200, channel);
       if (method === 'POST' && rest === '/typing') {
         typingCounts.set(channelId, (typingCounts.get(channelId) ?? 0) + 1);
@@ -333,13 +462,14 @@ export async function startDiscordPeer(options: { heartbeatIntervalMs?: number }
       }
       if (method === 'GET' && rest === '/messages') return send(res, 200, list(channelId, url.searchParams));
       if (method === 'POST' && rest === '/messages') return postMessage(req, res, channelId, raw);
-      if ((m = /^\/messages\/(\d+)$/.exec(rest))) {
-        const message = messages.get(channelId)?.find((candidate) => candidate.id === m![1]);
-        if (!message) return send(res, 404, { message: 'Unknown Message', code: 10008 });
+      const one = /^\/messages\/(\d+)$/.exec(rest);
+      if (one) {
+        const message = messages.get(channelId)?.find((candidate) => candidate.id === one[1]);
+        if (!message) return send(res, 404, apiError('Unknown Message', RESTJSONErrorCodes.UnknownMessage));
         if (method === 'GET') return send(res, 200, message);
         if (method === 'PATCH') {
-          if (message.author.id !== BOT.id) return send(res, 403, { message: 'Cannot edit a message authored by another user', code: 50005 });
-          const body = JSON.parse(raw.toString('utf8')) as { content?: string };
+          if (message.author.id !== BOT.id) return send(res, 403, apiError('Cannot edit a message authored by another user', RESTJSONErrorCodes.CannotEditMessageAuthoredByAnotherUser));
+          const body = JSON.parse(raw.toString('utf8')) as RESTPatchAPIChannelMessageJSONBody;
           if (typeof body.content === 'string') {
             if (body.content.length > 2000) return send(res, 400, formError('content', 'Must be 2000 or fewer in length.'));
             message.content = body.content;
@@ -359,10 +489,10 @@ export async function startDiscordPeer(options: { heartbeatIntervalMs?: number }
 
   function unknown(res: ServerResponse, method: string, path: string): void {
     unknownRoutes.push(`${method} ${path}`);
-    send(res, 404, { message: '404: Not Found', code: 0 });
+    send(res, 404, apiError('404: Not Found', 0));
   }
 
-  function list(channelId: string, query: URLSearchParams): ApiMessage[] {
+  function list(channelId: string, query: URLSearchParams): APIMessage[] {
     const limit = Math.min(100, Math.max(1, Number(query.get('limit') ?? 50)));
     const all = messages.get(channelId) ?? [];
     const after = query.get('after');
@@ -371,47 +501,42 @@ export async function startDiscordPeer(options: { heartbeatIntervalMs?: number }
   }
 
   async function postMessage(req: IncomingMessage, res: ServerResponse, channelId: string, raw: Buffer): Promise<void> {
-    if (limited && limited.count > 0) {
-      limited.count--;
-      stats.rateLimited++;
-      const seconds = limited.seconds;
-      return send(res, 429, { message: 'You are being rate limited.', retry_after: seconds, global: false }, {
-        'retry-after': String(seconds), 'x-ratelimit-limit': '5', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Date.now() / 1000 + seconds),
-        'x-ratelimit-reset-after': String(seconds), 'x-ratelimit-bucket': 'peer-channel-messages', 'x-ratelimit-scope': 'user',
-      });
-    }
-    let body: Record<string, unknown>;
+    let body: RESTPostAPIChannelMessageJSONBody;
     const uploads: Array<{ name: string; mime: string; data: Uint8Array }> = [];
     const type = req.headers['content-type'] ?? '';
     if (type.startsWith('multipart/form-data')) {
       const form = await new Response(new Uint8Array(raw), { headers: { 'content-type': type } }).formData();
-      body = JSON.parse(String(form.get('payload_json') ?? '{}')) as Record<string, unknown>;
+      body = JSON.parse(String(form.get('payload_json') ?? '{}')) as RESTPostAPIChannelMessageJSONBody;
       for (const [key, value] of form.entries()) {
         if (/^files\[\d+\]$/.test(key) && typeof value !== 'string') uploads.push({ name: value.name, mime: value.type, data: new Uint8Array(await value.arrayBuffer()) });
       }
     } else {
-      body = JSON.parse(raw.toString('utf8') || '{}') as Record<string, unknown>;
+      body = JSON.parse(raw.toString('utf8') || '{}') as RESTPostAPIChannelMessageJSONBody;
+    }
+    // reference.mdx, "Uploading Files": the limit applies to each file; opcodes-and-status-codes.mdx: 40005
+    if (uploads.some((upload) => upload.data.length > maxUploadBytes)) {
+      stats.tooLarge++;
+      return send(res, 413, apiError('Request entity too large', RESTJSONErrorCodes.RequestEntityTooLarge));
     }
     const content = typeof body.content === 'string' ? body.content : '';
     if (content.length > 2000) return send(res, 400, formError('content', 'Must be 2000 or fewer in length.'));
-    if (content === '' && uploads.length === 0) return send(res, 400, { message: 'Cannot send an empty message', code: 50006 });
+    if (content === '' && uploads.length === 0) return send(res, 400, apiError('Cannot send an empty message', RESTJSONErrorCodes.CannotSendAnEmptyMessage));
     const nonceKey = body.enforce_nonce === true && body.nonce !== undefined ? `${channelId}:${String(body.nonce)}` : undefined;
     const earlier = nonceKey ? nonces.get(nonceKey) : undefined;
     if (earlier) {
       stats.nonceReuses++;
       return send(res, 200, earlier);
     }
-    const referenceId = (body.message_reference as { message_id?: string } | undefined)?.message_id;
+    const referenceId = body.message_reference?.message_id;
     const referenced = referenceId ? messages.get(channelId)?.find((message) => message.id === referenceId) : undefined;
-    const attachments = uploads.map((upload) => {
-      const id = snowflake();
-      files.set(`${channelId}/${id}/${upload.name}`, upload);
-      return { id, filename: upload.name, size: upload.data.length, content_type: upload.mime, url: `${base}/attachments/${channelId}/${id}/${encodeURIComponent(upload.name)}`, proxy_url: `${base}/attachments/${channelId}/${id}/${encodeURIComponent(upload.name)}` };
-    });
+    const attachments = uploads.map((upload) => storeFile(channelId, upload));
+    const reference: APIMessageReference | undefined = referenced
+      ? { type: MessageReferenceType.Default, message_id: referenced.id, channel_id: channelId, ...(guildChannel(channelId) ? { guild_id: GUILD } : {}) }
+      : undefined;
     const message = create(channelId, BOT, content, {
       attachments,
       ...(body.nonce === undefined ? {} : { nonce: body.nonce }),
-      ...(referenced ? { type: 19, message_reference: { type: 0, message_id: referenced.id, channel_id: channelId, ...(guildChannel(channelId) ? { guild_id: GUILD } : {}) }, referenced_message: referenced } : {}),
+      ...(referenced && reference ? { type: MessageType.Reply, message_reference: reference, referenced_message: referenced } : {}),
     });
     if (nonceKey) nonces.set(nonceKey, message);
     records.push({
@@ -442,17 +567,34 @@ export async function startDiscordPeer(options: { heartbeatIntervalMs?: number }
       announce(
         create(channelId, USERS[who], mention ? `<@${BOT.id}> ${text}` : text, {
           ...(mention ? { mentions: [BOT] } : {}),
-          ...(referenced ? { type: 19, message_reference: { type: 0, message_id: referenced.id, channel_id: channelId }, referenced_message: referenced } : {}),
+          ...(referenced ? { type: MessageType.Reply, message_reference: { type: MessageReferenceType.Default, message_id: referenced.id, channel_id: channelId }, referenced_message: referenced } : {}),
+        }),
+      );
+    },
+
+    async forward(who, place, original) {
+      const channelId = channelOf(place);
+      // the forwarded message, somewhere the bot may not see (another DM)
+      const source = create(DMS.bob, USERS.bob, original.text, original.file ? { attachments: [storeFile(DMS.bob, original.file)] } : {});
+      announce(
+        create(channelId, USERS[who], '', {
+          flags: MessageFlags.HasSnapshot,
+          message_reference: { type: MessageReferenceType.Forward, message_id: source.id, channel_id: source.channel_id },
+          message_snapshots: [
+            {
+              message: {
+                content: source.content, attachments: source.attachments, embeds: [], components: [], timestamp: source.timestamp, edited_timestamp: null,
+                flags: NO_FLAGS, mentions: [], mention_roles: [], type: MessageType.Default,
+              },
+            },
+          ],
         }),
       );
     },
 
     async postFile(who, place, upload, caption = '') {
       const channelId = channelOf(place);
-      const id = snowflake();
-      files.set(`${channelId}/${id}/${upload.name}`, { data: upload.data, mime: upload.mime });
-      const url = `${base}/attachments/${channelId}/${id}/${encodeURIComponent(upload.name)}`;
-      announce(create(channelId, USERS[who], caption, { attachments: [{ id, filename: upload.name, size: upload.data.length, content_type: upload.mime, url, proxy_url: url }] }));
+      announce(create(channelId, USERS[who], caption, { attachments: [storeFile(channelId, upload)] }));
     },
 
     botMessages: (place): BotMessage[] => records.filter((r) => r.channelId === channelOf(place)).map((r) => ({ text: visibleText(r.content), edits: r.edits })),
@@ -460,6 +602,7 @@ export async function startDiscordPeer(options: { heartbeatIntervalMs?: number }
     botRecords: (place) => records.filter((r) => r.channelId === channelOf(place)),
     typing: (place) => typingCounts.get(channelOf(place)) ?? 0,
     connected: () => current?.conn?.live === true && current.conn.ws.readyState === current.conn.ws.OPEN,
+    callsInsideWait: (place) => limiter.callsInsideWait(typeof place === 'string' ? place : channelOf(place)),
 
     dropConnection(code = 4000) {
       for (const conn of conns) {
@@ -479,7 +622,10 @@ export async function startDiscordPeer(options: { heartbeatIntervalMs?: number }
       for (const conn of conns) conn.acking = false;
     },
     rateLimitNext(retryAfterSeconds = 0.2, count = 1) {
-      limited = { seconds: retryAfterSeconds, count };
+      forced = { seconds: retryAfterSeconds, count };
+    },
+    setMessageContentIntent(allowed) {
+      messageContentIntent = allowed;
     },
 
     reset() {
@@ -491,7 +637,8 @@ export async function startDiscordPeer(options: { heartbeatIntervalMs?: number }
       unknownRoutes.length = 0;
       down = false;
       refuseResume = false;
-      limited = undefined;
+      forced = undefined;
+      limiter.reset();
     },
 
     async close() {
