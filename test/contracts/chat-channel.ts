@@ -214,10 +214,11 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
       if (!peer.flood) return t.skip('the peer has no flood control');
       await start({ allow: [peer.users.alice], stream: true });
       const full = 'Flood control: this reply streams on while the platform has asked the bot to wait, and it still ends whole, in one message.';
-      model.script({ text: full, deltas: full.match(/.{1,5}/g)!, deltaDelayMs: 80 });
+      model.script({ text: full, deltas: full.match(/.{1,5}/g)!, deltaDelayMs: 140 });
       await peer.post('alice', dmAlice, 'stream through a flood wait');
       await until(() => texts(dmAlice).length === 1, 'the streamed draft');
-      peer.flood.waitNext(dmAlice, 1500); // the next edit is answered "wait"; the model streams on for about 2 s
+      // The next edit is answered "wait 3 s" (longer than discord.js waits out by itself); the model streams on for about 3 s.
+      peer.flood.waitNext(dmAlice, 3000);
       await until(() => texts(dmAlice).at(-1) === full, 'the finished streamed message', 20_000);
       await quiet();
       assert.equal(peer.flood.callsInsideWait(dmAlice), 0, `calls reached the chat inside the wait${failure()}`);

@@ -220,6 +220,8 @@ export async function startDiscordPeer(options: DiscordPeerOptions = {}): Promis
   let down = false;
   let refuseResume = false;
   let forced: { seconds: number; count: number } | undefined;
+  /** The chat contract's flood test: the next call of any route to this channel empties its bucket for that long. */
+  const floodNext = new Map<string, number>();
 
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -438,6 +440,11 @@ export async function startDiscordPeer(options: DiscordPeerOptions = {}): Promis
     const channelId = channelMatch?.[1];
     const rest = channelMatch?.[2] ?? '';
     const bucket = channelId === undefined ? undefined : bucketOf(method, rest);
+    const flooding = channelId === undefined ? undefined : floodNext.get(channelId);
+    if (bucket !== undefined && channelId !== undefined && flooding !== undefined) {
+      floodNext.delete(channelId);
+      limiter.exhaust(bucket, channelId, flooding);
+    }
     if (bucket === 'messages' && channelId !== undefined && forced && forced.count > 0) {
       forced.count--;
       limiter.exhaust('messages', channelId, forced.seconds * 1000);
@@ -603,6 +610,10 @@ export async function startDiscordPeer(options: DiscordPeerOptions = {}): Promis
     typing: (place) => typingCounts.get(channelOf(place)) ?? 0,
     connected: () => current?.conn?.live === true && current.conn.ws.readyState === current.conn.ws.OPEN,
     callsInsideWait: (place) => limiter.callsInsideWait(typeof place === 'string' ? place : channelOf(place)),
+    flood: {
+      waitNext: (place, ms) => void floodNext.set(channelOf(place), ms),
+      callsInsideWait: (place) => limiter.callsInsideWait(channelOf(place)),
+    },
 
     dropConnection(code = 4000) {
       for (const conn of conns) {
@@ -638,6 +649,7 @@ export async function startDiscordPeer(options: DiscordPeerOptions = {}): Promis
       down = false;
       refuseResume = false;
       forced = undefined;
+      floodNext.clear();
       limiter.reset();
     },
 
