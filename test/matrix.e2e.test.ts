@@ -14,13 +14,13 @@ import { fileURLToPath } from 'node:url';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createMatrixChannel, type MatrixChannel, type MatrixChannelOptions } from '../channels/matrix/index.ts';
-import type { InboundMessage, ListenLink } from '../src/channel.ts';
+import { SendError, type InboundMessage, type ListenLink } from '../src/channel.ts';
 import type { MatrixConfig } from '../src/config/schema.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
 import { runChannelContract } from './contracts/channel.ts';
 import { runChatChannelContract, type Place } from './contracts/chat-channel.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
-import { startMatrixPeer, type MatrixPeer } from './peers/matrix.ts';
+import { startMatrixPeer, type MatrixPeer, type MatrixPeerOptions } from './peers/matrix.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { testLogger } from './support/log.ts';
 import { quiet, until } from './support/wait.ts';
@@ -80,7 +80,7 @@ interface Rig {
   close(): Promise<void>;
 }
 
-async function rig(peerOptions: { legacyMediaOnly?: boolean } = {}): Promise<Rig> {
+async function rig(peerOptions: MatrixPeerOptions = {}): Promise<Rig> {
   const peer = await startMatrixPeer(peerOptions);
   const dir = mkdtempSync(join(tmpdir(), 'sb-mx-'));
   const pushed: InboundMessage[] = [];
@@ -283,6 +283,48 @@ describe('matrix channel', () => {
     assert.deepEqual(r.channel.statusNotes(), [`1 encrypted room not supported (${room}); 1 encrypted message unread`], 'status shows it too');
   });
 
+  it('answers an encrypted DM (made the way Element makes one) once, visibly: a plain notice, never again — not after a restart either — and status shows it', async () => {
+    r = await rig();
+    await r.start({ allow: [r.peer.users.alice] });
+    const room = r.peer.inviteEncryptedDm('alice');
+    await until(() => r.peer.botMembership(room) === 'join', 'the bot joined the encrypted DM');
+    await until(() => r.peer.rawBotEventsIn(room).length === 1, 'the notice in the encrypted DM');
+    r.peer.postEncrypted('alice', room);
+    r.peer.postEncrypted('alice', room);
+    await until(() => r.channel.stats.encryptedEvents === 2, 'both encrypted messages seen');
+    await r.start({ allow: [r.peer.users.alice] }); // a restart: the notice is not repeated
+    r.peer.postEncrypted('alice', room);
+    await until(() => r.channel.stats.encryptedEvents === 1, 'the encrypted message after the restart seen');
+    await quiet(300);
+    const [notice, ...more] = r.peer.rawBotEventsIn(room);
+    assert.deepEqual(more, [], 'told once');
+    assert.equal(notice!.type, 'm.room.message', 'a plain (unencrypted) event: Element shows it, marked as not encrypted');
+    assert.equal(notice!.content.msgtype, 'm.notice');
+    assert.match(String(notice!.content.body), /end-to-end encrypted/);
+    assert.match(String(notice!.content.body), /without encryption/);
+    assert.deepEqual(r.pushed, []);
+    const notes = r.channel.statusNotes().join('\n');
+    assert.match(notes, new RegExp(`encrypted room.*${room.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+    assert.match(notes, /told once/);
+  });
+
+  it('tells a room that turns encryption on later, once, and an already-encrypted room once when someone writes there', async () => {
+    r = await rig();
+    await r.start({ allow: [r.peer.users.alice] });
+    const dmRoom = r.peer.roomId(dm);
+    r.peer.encryptRoom(dmRoom, 'alice');
+    await until(() => r.peer.rawBotEventsIn(dmRoom).length === 1, 'the notice after encryption was turned on');
+    r.peer.postEncrypted('alice', dmRoom);
+    r.peer.postEncrypted('bob', r.peer.encryptedRoom);
+    r.peer.postEncrypted('alice', r.peer.encryptedRoom);
+    await until(() => r.channel.stats.encryptedEvents === 3, 'the encrypted messages seen');
+    await until(() => r.peer.rawBotEventsIn(r.peer.encryptedRoom).length === 1, 'the notice in the encrypted group room');
+    await quiet(300);
+    assert.equal(r.peer.rawBotEventsIn(dmRoom).length, 1, 'the DM was told once');
+    assert.equal(r.peer.rawBotEventsIn(r.peer.encryptedRoom).length, 1, 'the group room was told once');
+    assert.equal(warnings(r, /told the people in/).length, 2, 'each notice logged');
+  });
+
   it('joins the configured rooms at start and answers there', async () => {
     r = await rig();
     await r.start({ rooms: ['#lobby:localhost', '#nowhere:localhost'] });
@@ -345,6 +387,72 @@ describe('matrix channel', () => {
     await r.channel.send({ ...ref, text: 'now' });
     assert.deepEqual(r.peer.botMessages(dm).map((m) => m.text), ['now']);
     await assert.rejects(r.channel.send({ ...ref, chat: r.peer.lobbyRoom, text: 'not a member' }), (error: Error & { permanent?: boolean }) => error.permanent === true && /M_FORBIDDEN/.test(error.message));
+  });
+
+  it("is rate-limited like Synapse by default (rc_message 0.2/s, bursts of 10, sends and edits alike): the 429 waits Retry-After and covers every room", async () => {
+    r = await rig();
+    await r.start();
+    const ref = { channel: 'matrix', account: r.peer.botUserId, chat: r.peer.roomId(dm) };
+    const ids: string[] = [];
+    for (let i = 0; i < 9; i++) ids.push(await r.channel.sendDraft({ ...ref, text: `part ${i}` }));
+    await r.channel.edit(ref, ids[0]!, 'part 0, edited'); // the 10th event of the burst
+    const refused = await r.channel.edit(ref, ids[1]!, 'one edit too many').then(
+      () => assert.fail('the 11th event within the burst must be refused'),
+      (error: unknown) => error as SendError,
+    );
+    assert.ok(refused instanceof SendError);
+    assert.equal(refused.permanent, false);
+    assert.equal(refused.retryAfterMs, 5000, 'Retry-After: ceil(4.99 s) — the header, not the deprecated retry_after_ms');
+    assert.equal(refused.scope, 'channel', 'the limit is per user: another room waits too');
+    const other = { ...ref, chat: r.peer.roomId({ kind: 'dm', user: 'bob' }) };
+    await assert.rejects(r.channel.send({ ...other, text: 'another room' }), (error: SendError) => error.retryAfterMs !== undefined && error.scope === 'channel');
+    assert.equal(r.peer.callsInsideWait(), 1, 'the send to the other room arrived inside the announced wait');
+    assert.equal(r.peer.callsInsideWait(other.chat), 1);
+    assert.equal(r.peer.waitsAnnounced, 2);
+  });
+
+  it("reads m.upload.size from the media config before uploading: a larger file is described to the person, not uploaded", async () => {
+    r = await rig({ maxUploadBytes: 1000 });
+    await r.start();
+    const dir = mkdtempSync(join(tmpdir(), 'sb-mx-file-'));
+    try {
+      const big = join(dir, 'big.bin');
+      const small = join(dir, 'small.txt');
+      writeFileSync(big, Buffer.alloc(5000, 1));
+      writeFileSync(small, 'fits');
+      const ref = { channel: 'matrix', account: r.peer.botUserId, chat: r.peer.roomId(dm) };
+      await r.channel.sendFile(ref, { path: big, name: 'big.bin' });
+      await r.channel.sendFile(ref, { path: small, name: 'small.txt' });
+      assert.deepEqual(r.peer.botFiles(dm), ['small.txt']);
+      const texts = r.peer.botMessages(dm).map((m) => m.text);
+      assert.equal(texts.length, 1, JSON.stringify(texts));
+      assert.match(texts[0]!, /big\.bin/);
+      assert.match(texts[0]!, /too large/);
+      const uploads = r.peer.calls.filter((c) => c.path === '/_matrix/media/v3/upload');
+      assert.deepEqual(uploads.map((c) => c.status), [200], 'only the file within the limit was uploaded');
+      assert.ok(r.peer.calls.some((c) => c.path === '/_matrix/client/v1/media/config'), 'the authenticated media config (v1.11) was asked');
+      assert.equal(r.channel.maxFileBytes, 1000);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('describes a file the homeserver refuses as too large (413 M_TOO_LARGE) when its config did not say', async () => {
+    r = await rig({ maxUploadBytes: 1000, legacyMediaOnly: true, advertiseUploadSize: false });
+    await r.start();
+    const dir = mkdtempSync(join(tmpdir(), 'sb-mx-file-'));
+    try {
+      const big = join(dir, 'big.bin');
+      writeFileSync(big, Buffer.alloc(5000, 1));
+      const ref = { channel: 'matrix', account: r.peer.botUserId, chat: r.peer.roomId(dm) };
+      await r.channel.sendFile(ref, { path: big, name: 'big.bin' });
+      assert.ok(r.peer.calls.some((c) => c.path === '/_matrix/media/v3/config' && c.status === 200), 'the legacy media config was asked when v1 is unknown');
+      assert.deepEqual(r.peer.calls.filter((c) => c.path === '/_matrix/media/v3/upload').map((c) => c.status), [413]);
+      assert.deepEqual(r.peer.botFiles(dm), []);
+      assert.match(r.peer.botMessages(dm)[0]?.text ?? '', /big\.bin.*too large/s);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -102,6 +102,8 @@ export interface MatrixPeerOptions {
   readonly rcMessage?: { readonly perSecond: number; readonly burstCount: number };
   /** `m.upload.size` in the media config, enforced at upload (413 M_TOO_LARGE). @default 50 MiB (Synapse's max_upload_size) */
   readonly maxUploadBytes?: number;
+  /** The media config lists `m.upload.size` (the spec leaves every field optional: absent = unknown). @default true */
+  readonly advertiseUploadSize?: boolean;
 }
 
 /**
@@ -525,7 +527,7 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
     // authed-content-repo.yaml GET /_matrix/client/v1/media/config (v1.11), and its legacy twin in content-repo.yaml.
     if (path === '/_matrix/client/v1/media/config' || path === '/_matrix/media/v3/config') {
       if (options.legacyMediaOnly && path.startsWith('/_matrix/client/v1/')) throw new HttpError(404, 'M_UNRECOGNIZED', 'Unrecognized request');
-      return { json: { 'm.upload.size': maxUploadBytes } };
+      return { json: options.advertiseUploadSize === false ? {} : { 'm.upload.size': maxUploadBytes } };
     }
     const p = path.startsWith('/_matrix/client/v3/') ? path.slice('/_matrix/client/v3'.length) : undefined;
     if (p === undefined) return unknown(method, path);
