@@ -2,8 +2,8 @@
  * The Matrix channel (client-server API through matrix-js-sdk's MatrixClient, our own /sync
  * loop — see sync.ts for why): DMs and rooms, threads, invites from allowed senders, markdown
  * rendered as Matrix HTML, typing, streaming by edits (m.replace) and files both ways.
- * Encrypted rooms are not supported (no crypto): they are reported in the log, never dropped
- * silently.
+ * Encrypted rooms are not supported (no crypto): never silent — the people in one are told once
+ * with a plain notice, and the log and status show it (intake.ts).
  *
  * Ids: a message is its event id (globally unique, stable across redeliveries), the account is
  * the bot's user id, the chat is the room id, a thread is its root event id.
@@ -175,7 +175,11 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
     statusNotes(): string[] {
       const encrypted = rooms.encrypted();
       if (encrypted.length === 0) return [];
-      return [`${encrypted.length} encrypted room${encrypted.length === 1 ? '' : 's'} not supported (${encrypted.slice(0, 3).join(', ')}${encrypted.length > 3 ? ', …' : ''}); ${stats.encryptedEvents} encrypted message${stats.encryptedEvents === 1 ? '' : 's'} unread`];
+      const told = encrypted.filter((id) => intake.told(id)).length;
+      return [
+        `${encrypted.length} encrypted room${encrypted.length === 1 ? '' : 's'} not supported (${encrypted.slice(0, 3).join(', ')}${encrypted.length > 3 ? ', …' : ''}); ${stats.encryptedEvents} encrypted message${stats.encryptedEvents === 1 ? '' : 's'} unread; ` +
+          (told === 0 ? 'nobody there told yet' : `the people ${told === encrypted.length ? 'there' : `in ${told} of them`} were told once (a plain notice)`),
+      ];
     },
 
     async listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
