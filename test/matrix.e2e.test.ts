@@ -21,7 +21,8 @@ import { runChannelContract } from './contracts/channel.ts';
 import { runChatChannelContract, type Place } from './contracts/chat-channel.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startMatrixPeer, type MatrixPeer, type MatrixPeerOptions } from './peers/matrix.ts';
-import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { runCli, startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { freePort } from './support/net.ts';
 import { testLogger } from './support/log.ts';
 import { quiet, until } from './support/wait.ts';
 import { testChannelState } from './support/channel-state.ts';
@@ -32,7 +33,7 @@ import { channelState, type ChannelState } from '../src/store/channel-state.ts';
 const dm: Place = { kind: 'dm', user: 'alice' };
 const group: Place = { kind: 'group' };
 const thread: Place = { kind: 'thread' };
-const env = { TEST_MODEL_KEY: 'sk-matrix' };
+const env = { TEST_MODEL_KEY: 'sk-matrix', SWITCHBOARD_TOKEN: 'matrix-e2e-token-0123456789' };
 
 runChatChannelContract('matrix', () => startMatrixPeer());
 
@@ -615,6 +616,30 @@ describe('matrix daemon faults', () => {
     assert.equal(peer.botMessagesIn(room)[0]!.text, 'echo: hello in my new room');
     assert.equal(peer.botMembership(strangers), 'invite');
     assert.match(daemon!.stdout(), /ignored an invite/);
+    await stop();
+  });
+
+  it('answers an encrypted DM from Element once, with a notice the person sees, and `switchboard status` shows it', async () => {
+    const port = await freePort();
+    await start(false, peer.configSection(), `allow = ["${peer.users.alice}"]\n[gateway]\nlisten = "127.0.0.1:${port}"\ntoken = "\${SWITCHBOARD_TOKEN}"\n`);
+    const room = peer.inviteEncryptedDm('alice');
+    await until(() => peer.botMembership(room) === 'join', 'the bot joined the encrypted DM', 15_000, log);
+    await until(() => peer.rawBotEventsIn(room).length === 1, 'the notice in the encrypted DM', 15_000, log);
+    peer.postEncrypted('alice', room);
+    peer.postEncrypted('alice', room);
+    await until(() => (daemon!.stdout().match(/an encrypted message in room/g) ?? []).length === 2, 'both encrypted messages reported', 15_000, log);
+    await quiet();
+    const [notice, ...more] = peer.rawBotEventsIn(room);
+    assert.deepEqual(more, [], 'told once, never again');
+    assert.equal(notice!.type, 'm.room.message', 'unencrypted: Element shows it (marked as not encrypted)');
+    assert.equal(notice!.content.msgtype, 'm.notice');
+    assert.equal(model.requests.length, 0, 'nothing reached the model');
+    const human = await runCli(['status', '--config', config.file], { env });
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /note: .*encrypted rooms? not supported.*told once/);
+    const json = await runCli(['status', '--json', '--config', config.file], { env });
+    const report = JSON.parse(json.stdout) as { channels: Array<{ name: string; notes?: string[] }> };
+    assert.match(report.channels.find((c) => c.name === 'matrix')?.notes?.join('\n') ?? '', new RegExp(`${room.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*told once`));
     await stop();
   });
 
