@@ -380,11 +380,13 @@ describe('matrix channel', () => {
     assert.equal(attachment.size, 12);
   });
 
-  it('maps send failures: rate limits wait retry_after_ms, a room the bot is not in is permanent', async () => {
+  it('maps send failures: rate limits wait Retry-After (else retry_after_ms), a room the bot is not in is permanent', async () => {
     r = await rig();
     await r.start();
-    r.peer.rateLimitSends(1, 700);
     const ref = { channel: 'matrix', account: r.peer.botUserId, chat: r.peer.roomId(dm) };
+    r.peer.rateLimitSends(1, 700); // as Synapse answers: retry_after_ms 700, Retry-After: 1
+    await assert.rejects(r.channel.send({ ...ref, text: 'too fast' }), (error: Error & { retryAfterMs?: number; permanent?: boolean }) => error.retryAfterMs === 1000 && error.permanent === false);
+    r.peer.rateLimitSends(1, 700, { retryAfterSeconds: null }); // a server without the header
     await assert.rejects(r.channel.send({ ...ref, text: 'too fast' }), (error: Error & { retryAfterMs?: number; permanent?: boolean }) => error.retryAfterMs === 700 && error.permanent === false);
     await r.channel.send({ ...ref, text: 'now' });
     assert.deepEqual(r.peer.botMessages(dm).map((m) => m.text), ['now']);
