@@ -212,7 +212,7 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
       // Homeservers rate-limit messages per user (Synapse: 0.2/s, bursts of 10): after a 429, streaming
       // edits wait it out here instead of hammering the server (the preview skips; the final edit waits).
       const blockedMs = editsBlockedUntil - performance.now(); // monotonic: a clock step must not block edits for hours
-      if (blockedMs > 0) throw new SendError('edit: rate limited by the homeserver', { retryAfterMs: blockedMs });
+      if (blockedMs > 0) throw new SendError('edit: rate limited by the homeserver', { retryAfterMs: blockedMs, scope: 'channel' });
       try {
         await post(ref.chat, (html) => editContent(messageId, text, { html }), undefined, 'edit');
       } catch (error) {
