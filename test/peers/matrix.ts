@@ -94,11 +94,18 @@ type MemberContent = StateEvents[EventType.RoomMember];
 /** Synapse's defaults: element-hq/synapse docs/usage/configuration/config_documentation.md (`rc_message`, `max_upload_size`). */
 export const SYNAPSE_RC_MESSAGE = { perSecond: 0.2, burstCount: 10 } as const;
 export const SYNAPSE_MAX_UPLOAD = 50 * 1024 * 1024;
+/**
+ * A bot account its admin exempted from rate limits (Synapse's admin API
+ * `POST /_synapse/admin/v1/users/{user}/override_ratelimit` with messages_per_second 0:
+ * element-hq/synapse synapse/api/ratelimiting.py skips the limiter for such a user), as the
+ * README advises for a bot that answers a lot.
+ */
+export const SYNAPSE_EXEMPT = { perSecond: 0, burstCount: 0 } as const;
 
 export interface MatrixPeerOptions {
   /** The server has no authenticated media (v1): downloads only from /_matrix/media/v3. */
   readonly legacyMediaOnly?: boolean;
-  /** The message rate limit per user (sends and edits). @default Synapse's rc_message: 0.2/s, bursts of 10 */
+  /** The message rate limit per user (sends and edits); {@link SYNAPSE_EXEMPT} for an exempted account. @default Synapse's rc_message: 0.2/s, bursts of 10 */
   readonly rcMessage?: { readonly perSecond: number; readonly burstCount: number };
   /** `m.upload.size` in the media config, enforced at upload (413 M_TOO_LARGE). @default 50 MiB (Synapse's max_upload_size) */
   readonly maxUploadBytes?: number;
