@@ -145,9 +145,9 @@ export interface MessageEditor {
 /** Optional capability: sending a file to a conversation. */
 export interface FileSender {
   /**
-   * Largest file, in bytes, the platform takes from this channel, when known (e.g. a Matrix
-   * homeserver's `m.upload.size`, read once connected). `sendFile` describes a larger file to the
-   * person instead of failing.
+   * Largest file, in bytes, the platform takes from this channel, as far as the channel knows
+   * (e.g. a Matrix homeserver's `m.upload.size`, read from its media config before the first
+   * upload). `sendFile` describes a larger file to the person instead of failing.
    */
   readonly maxFileBytes?: number;
   sendFile(ref: ConversationRef, file: OutboundFile): Promise<void>;

@@ -31,6 +31,7 @@
  * - `max_upload_size` 50M: `m.upload.size` in the media config; a larger upload is 413
  *   M_TOO_LARGE.
  * Both are settable ({@link MatrixPeerOptions}) so tests stay fast; the defaults are Synapse's.
+ * `reset()` (between the scenarios of one test file) empties the rate limiter too.
  * {@link MatrixPeer.callsInsideWait} counts requests that arrived while a wait the peer
  * announced (a 429's retry_after_ms) had not yet passed.
  *
