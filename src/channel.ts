@@ -145,8 +145,10 @@ export interface MessageEditor {
 /** Optional capability: sending a file to a conversation. */
 export interface FileSender {
   /**
-   * Largest file the platform accepts from the bot (Discord: 10 MiB). The send_file tool tells
-   * the model a larger file cannot be sent here; `sendFile` refuses one before uploading.
+   * Largest file, in bytes, the platform takes from the bot, as far as the channel knows
+   * (Discord: 10 MiB; Matrix: the homeserver's `m.upload.size`, read from its media config).
+   * The send_file tool tells the model a larger file cannot be sent here; `sendFile` refuses
+   * one before uploading (and describes it to the person).
    * @default no limit of the channel's own (the tool's general one applies)
    */
   readonly maxFileBytes?: number;

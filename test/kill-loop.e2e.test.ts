@@ -20,7 +20,7 @@ import type { ChatPeer, PeerUser, Place } from './contracts/chat-channel.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startEmailPeer } from './peers/email.ts';
 import { startIrcPeer, type IrcPeer } from './peers/irc.ts';
-import { startMatrixPeer } from './peers/matrix.ts';
+import { startMatrixPeer, SYNAPSE_EXEMPT } from './peers/matrix.ts';
 import { startSlackPeer } from './peers/slack.ts';
 import { startTelegramPeer } from './peers/telegram.ts';
 import { killLoopSeed, runKillLoop, type KillLoopAdapter, type KillLoopOptions } from './support/kill-loop.ts';
@@ -93,7 +93,10 @@ describe('SIGKILL loops: every message answered exactly once, in order per conve
   });
 
   it('matrix (sends are idempotent: no second copy is forgiven)', async (t) => {
-    const peer = await startMatrixPeer();
+    // 60+ replies in about 20 s: under Synapse's default rc_message (0.2/s, bursts of 10) they would take
+    // over 4 minutes. This loop is about kills, not rate limits (test/matrix.e2e.test.ts covers those):
+    // the bot account is exempted, as the README advises for a busy bot.
+    const peer = await startMatrixPeer({ rcMessage: SYNAPSE_EXEMPT });
     try {
       await loop(t, chatAdapter(peer, 'group'), { messages: 60, kills: 8, paceMs: 300, killAfterMs: [300, 2500] });
     } finally {

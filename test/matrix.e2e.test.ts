@@ -14,14 +14,15 @@ import { fileURLToPath } from 'node:url';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createMatrixChannel, type MatrixChannel, type MatrixChannelOptions } from '../channels/matrix/index.ts';
-import type { InboundMessage, ListenLink } from '../src/channel.ts';
+import { SendError, type InboundMessage, type ListenLink } from '../src/channel.ts';
 import type { MatrixConfig } from '../src/config/schema.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
 import { runChannelContract } from './contracts/channel.ts';
 import { runChatChannelContract, type Place } from './contracts/chat-channel.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
-import { startMatrixPeer, type MatrixPeer } from './peers/matrix.ts';
-import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { startMatrixPeer, type MatrixPeer, type MatrixPeerOptions } from './peers/matrix.ts';
+import { runCli, startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { freePort } from './support/net.ts';
 import { testLogger } from './support/log.ts';
 import { quiet, until } from './support/wait.ts';
 import { testChannelState } from './support/channel-state.ts';
@@ -32,7 +33,7 @@ import { channelState, type ChannelState } from '../src/store/channel-state.ts';
 const dm: Place = { kind: 'dm', user: 'alice' };
 const group: Place = { kind: 'group' };
 const thread: Place = { kind: 'thread' };
-const env = { TEST_MODEL_KEY: 'sk-matrix' };
+const env = { TEST_MODEL_KEY: 'sk-matrix', SWITCHBOARD_TOKEN: 'matrix-e2e-token-0123456789' };
 
 runChatChannelContract('matrix', () => startMatrixPeer());
 
@@ -80,7 +81,7 @@ interface Rig {
   close(): Promise<void>;
 }
 
-async function rig(peerOptions: { legacyMediaOnly?: boolean } = {}): Promise<Rig> {
+async function rig(peerOptions: MatrixPeerOptions = {}): Promise<Rig> {
   const peer = await startMatrixPeer(peerOptions);
   const dir = mkdtempSync(join(tmpdir(), 'sb-mx-'));
   const pushed: InboundMessage[] = [];
@@ -280,7 +281,50 @@ describe('matrix channel', () => {
     assert.equal(report.event, eventId);
     assert.equal(r.channel.stats.encryptedEvents, 1);
     assert.deepEqual(r.pushed, []);
-    assert.deepEqual(r.channel.statusNotes(), [`1 encrypted room not supported (${room}); 1 encrypted message unread`], 'status shows it too');
+    await until(() => warnings(r, /told the people in/).length === 1, 'the people there told', 5000, () => `\n${r.logs.slice(-6).map((l) => JSON.stringify(l)).join('\n')}`);
+    assert.deepEqual(r.channel.statusNotes(), [`1 encrypted room not supported (${room}); 1 encrypted message unread; the people there were told once (a plain notice)`], 'status shows it too');
+  });
+
+  it('answers an encrypted DM (made the way Element makes one) once, visibly: a plain notice, never again — not after a restart either — and status shows it', async () => {
+    r = await rig();
+    await r.start({ allow: [r.peer.users.alice] });
+    const room = r.peer.inviteEncryptedDm('alice');
+    await until(() => r.peer.botMembership(room) === 'join', 'the bot joined the encrypted DM');
+    await until(() => r.peer.rawBotEventsIn(room).length === 1, 'the notice in the encrypted DM');
+    r.peer.postEncrypted('alice', room);
+    r.peer.postEncrypted('alice', room);
+    await until(() => r.channel.stats.encryptedEvents === 2, 'both encrypted messages seen');
+    await r.start({ allow: [r.peer.users.alice] }); // a restart: the notice is not repeated
+    r.peer.postEncrypted('alice', room);
+    await until(() => r.channel.stats.encryptedEvents === 1, 'the encrypted message after the restart seen');
+    await quiet(300);
+    const [notice, ...more] = r.peer.rawBotEventsIn(room);
+    assert.deepEqual(more, [], 'told once');
+    assert.equal(notice!.type, 'm.room.message', 'a plain (unencrypted) event: Element shows it, marked as not encrypted');
+    assert.equal(notice!.content.msgtype, 'm.notice');
+    assert.match(String(notice!.content.body), /end-to-end encrypted/);
+    assert.match(String(notice!.content.body), /without encryption/);
+    assert.deepEqual(r.pushed, []);
+    const notes = r.channel.statusNotes().join('\n');
+    assert.match(notes, new RegExp(`encrypted room.*${room.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+    assert.match(notes, /told once/);
+  });
+
+  it('tells a room that turns encryption on later, once, and an already-encrypted room once when someone writes there', async () => {
+    r = await rig();
+    await r.start({ allow: [r.peer.users.alice] });
+    const dmRoom = r.peer.roomId(dm);
+    r.peer.encryptRoom(dmRoom, 'alice');
+    await until(() => r.peer.rawBotEventsIn(dmRoom).length === 1, 'the notice after encryption was turned on');
+    r.peer.postEncrypted('alice', dmRoom);
+    r.peer.postEncrypted('bob', r.peer.encryptedRoom);
+    r.peer.postEncrypted('alice', r.peer.encryptedRoom);
+    await until(() => r.channel.stats.encryptedEvents === 3, 'the encrypted messages seen');
+    await until(() => r.peer.rawBotEventsIn(r.peer.encryptedRoom).length === 1, 'the notice in the encrypted group room');
+    await quiet(300);
+    assert.equal(r.peer.rawBotEventsIn(dmRoom).length, 1, 'the DM was told once');
+    assert.equal(r.peer.rawBotEventsIn(r.peer.encryptedRoom).length, 1, 'the group room was told once');
+    assert.equal(warnings(r, /told the people in/).length, 2, 'each notice logged');
   });
 
   it('joins the configured rooms at start and answers there', async () => {
@@ -336,15 +380,85 @@ describe('matrix channel', () => {
     assert.equal(attachment.size, 12);
   });
 
-  it('maps send failures: rate limits wait retry_after_ms, a room the bot is not in is permanent', async () => {
+  it('maps send failures: rate limits wait Retry-After (else retry_after_ms), a room the bot is not in is permanent', async () => {
     r = await rig();
     await r.start();
-    r.peer.rateLimitSends(1, 700);
     const ref = { channel: 'matrix', account: r.peer.botUserId, chat: r.peer.roomId(dm) };
+    r.peer.rateLimitSends(1, 700); // as Synapse answers: retry_after_ms 700, Retry-After: 1
+    await assert.rejects(r.channel.send({ ...ref, text: 'too fast' }), (error: Error & { retryAfterMs?: number; permanent?: boolean }) => error.retryAfterMs === 1000 && error.permanent === false);
+    r.peer.rateLimitSends(1, 700, { retryAfterSeconds: null }); // a server without the header
     await assert.rejects(r.channel.send({ ...ref, text: 'too fast' }), (error: Error & { retryAfterMs?: number; permanent?: boolean }) => error.retryAfterMs === 700 && error.permanent === false);
     await r.channel.send({ ...ref, text: 'now' });
     assert.deepEqual(r.peer.botMessages(dm).map((m) => m.text), ['now']);
     await assert.rejects(r.channel.send({ ...ref, chat: r.peer.lobbyRoom, text: 'not a member' }), (error: Error & { permanent?: boolean }) => error.permanent === true && /M_FORBIDDEN/.test(error.message));
+  });
+
+  it("is rate-limited like Synapse by default (rc_message 0.2/s, bursts of 10, sends and edits alike): the 429 waits Retry-After and covers every room", async () => {
+    r = await rig();
+    await r.start();
+    const ref = { channel: 'matrix', account: r.peer.botUserId, chat: r.peer.roomId(dm) };
+    const ids: string[] = [];
+    for (let i = 0; i < 9; i++) ids.push(await r.channel.sendDraft({ ...ref, text: `part ${i}` }));
+    await r.channel.edit(ref, ids[0]!, 'part 0, edited'); // the 10th event of the burst
+    const refused = await r.channel.edit(ref, ids[1]!, 'one edit too many').then(
+      () => assert.fail('the 11th event within the burst must be refused'),
+      (error: unknown) => error as SendError,
+    );
+    assert.ok(refused instanceof SendError);
+    assert.equal(refused.permanent, false);
+    // The 11th event is allowed 5 s after the bucket started filling: retry_after_ms is 5000 less the time
+    // the burst took (e.g. 4785), Retry-After that rounded up to whole seconds — the header is what counts.
+    assert.ok(refused.retryAfterMs! % 1000 === 0 && refused.retryAfterMs! >= 4000 && refused.retryAfterMs! <= 5000, `waits Retry-After, not retry_after_ms: ${refused.retryAfterMs}`);
+    assert.equal(refused.scope, 'channel', 'the limit is per user: another room waits too');
+    const other = { ...ref, chat: r.peer.roomId({ kind: 'dm', user: 'bob' }) };
+    await assert.rejects(r.channel.send({ ...other, text: 'another room' }), (error: SendError) => error.retryAfterMs !== undefined && error.scope === 'channel');
+    assert.equal(r.peer.callsInsideWait(), 1, 'the send to the other room arrived inside the announced wait');
+    assert.equal(r.peer.callsInsideWait(other.chat), 1);
+    assert.equal(r.peer.waitsAnnounced, 2);
+  });
+
+  it("reads m.upload.size from the media config before uploading: a larger file is described to the person, not uploaded", async () => {
+    r = await rig({ maxUploadBytes: 1000 });
+    await r.start();
+    const dir = mkdtempSync(join(tmpdir(), 'sb-mx-file-'));
+    try {
+      const big = join(dir, 'big.bin');
+      const small = join(dir, 'small.txt');
+      writeFileSync(big, Buffer.alloc(5000, 1));
+      writeFileSync(small, 'fits');
+      const ref = { channel: 'matrix', account: r.peer.botUserId, chat: r.peer.roomId(dm) };
+      await r.channel.sendFile(ref, { path: big, name: 'big.bin' });
+      await r.channel.sendFile(ref, { path: small, name: 'small.txt' });
+      assert.deepEqual(r.peer.botFiles(dm), ['small.txt']);
+      const texts = r.peer.botMessages(dm).map((m) => m.text);
+      assert.equal(texts.length, 1, JSON.stringify(texts));
+      assert.match(texts[0]!, /big\.bin/);
+      assert.match(texts[0]!, /too large/);
+      const uploads = r.peer.calls.filter((c) => c.path === '/_matrix/media/v3/upload');
+      assert.deepEqual(uploads.map((c) => c.status), [200], 'only the file within the limit was uploaded');
+      assert.ok(r.peer.calls.some((c) => c.path === '/_matrix/client/v1/media/config'), 'the authenticated media config (v1.11) was asked');
+      assert.equal(r.channel.maxFileBytes, 1000);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('describes a file the homeserver refuses as too large (413 M_TOO_LARGE) when its config did not say', async () => {
+    r = await rig({ maxUploadBytes: 1000, legacyMediaOnly: true, advertiseUploadSize: false });
+    await r.start();
+    const dir = mkdtempSync(join(tmpdir(), 'sb-mx-file-'));
+    try {
+      const big = join(dir, 'big.bin');
+      writeFileSync(big, Buffer.alloc(5000, 1));
+      const ref = { channel: 'matrix', account: r.peer.botUserId, chat: r.peer.roomId(dm) };
+      await r.channel.sendFile(ref, { path: big, name: 'big.bin' });
+      assert.ok(r.peer.calls.some((c) => c.path === '/_matrix/media/v3/config' && c.status === 200), 'the legacy media config was asked when v1 is unknown');
+      assert.deepEqual(r.peer.calls.filter((c) => c.path === '/_matrix/media/v3/upload').map((c) => c.status), [413]);
+      assert.deepEqual(r.peer.botFiles(dm), []);
+      assert.match(r.peer.botMessages(dm)[0]?.text ?? '', /big\.bin.*too large/s);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -506,6 +620,30 @@ describe('matrix daemon faults', () => {
     assert.equal(peer.botMessagesIn(room)[0]!.text, 'echo: hello in my new room');
     assert.equal(peer.botMembership(strangers), 'invite');
     assert.match(daemon!.stdout(), /ignored an invite/);
+    await stop();
+  });
+
+  it('answers an encrypted DM from Element once, with a notice the person sees, and `switchboard status` shows it', async () => {
+    const port = await freePort();
+    await start(false, peer.configSection(), `allow = ["${peer.users.alice}"]\n[gateway]\nlisten = "127.0.0.1:${port}"\ntoken = "\${SWITCHBOARD_TOKEN}"\n`);
+    const room = peer.inviteEncryptedDm('alice');
+    await until(() => peer.botMembership(room) === 'join', 'the bot joined the encrypted DM', 15_000, log);
+    await until(() => peer.rawBotEventsIn(room).length === 1, 'the notice in the encrypted DM', 15_000, log);
+    peer.postEncrypted('alice', room);
+    peer.postEncrypted('alice', room);
+    await until(() => (daemon!.stdout().match(/an encrypted message in room/g) ?? []).length === 2, 'both encrypted messages reported', 15_000, log);
+    await quiet();
+    const [notice, ...more] = peer.rawBotEventsIn(room);
+    assert.deepEqual(more, [], 'told once, never again');
+    assert.equal(notice!.type, 'm.room.message', 'unencrypted: Element shows it (marked as not encrypted)');
+    assert.equal(notice!.content.msgtype, 'm.notice');
+    assert.equal(model.requests.length, 0, 'nothing reached the model');
+    const human = await runCli(['status', '--config', config.file], { env });
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /note: .*encrypted rooms? not supported.*told once/);
+    const json = await runCli(['status', '--json', '--config', config.file], { env });
+    const report = JSON.parse(json.stdout) as { channels: Array<{ name: string; notes?: string[] }> };
+    assert.match(report.channels.find((c) => c.name === 'matrix')?.notes?.join('\n') ?? '', new RegExp(`${room.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*told once`));
     await stop();
   });
 

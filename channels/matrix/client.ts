@@ -5,7 +5,7 @@
  * logging goes to our logger at debug level.
  */
 import { randomUUID } from 'node:crypto';
-import { ClientPrefix, createClient, Method, type IRequestOpts, type MatrixClient } from 'matrix-js-sdk';
+import { ClientPrefix, createClient, MediaPrefix, Method, type IRequestOpts, type MatrixClient } from 'matrix-js-sdk';
 import { logger as globalSdkLogger, type Logger as SdkLogger } from 'matrix-js-sdk/lib/logger.js';
 import type { Logger } from 'pino';
 import type { MatrixConfig } from '../../src/config/schema.ts';
@@ -205,6 +205,26 @@ export class MatrixApi {
     } catch {
       return undefined; // no display name set
     }
+  }
+
+  /**
+   * The homeserver's upload limit (`m.upload.size`, bytes), or undefined when it does not say.
+   * Authenticated media first (GET /_matrix/client/v1/media/config, spec v1.11:
+   * matrix-org/matrix-spec data/api/client-server/authed-content-repo.yaml), the legacy
+   * /_matrix/media/v3/config (content-repo.yaml) when the server does not know v1.
+   */
+  async uploadLimit(): Promise<number | undefined> {
+    let config: { 'm.upload.size'?: unknown };
+    try {
+      config = await this.request(Method.Get, '/media/config', {}, undefined, { prefix: ClientPrefix.V1, timeoutMs: 10_000 });
+    } catch (error) {
+      const failure = matrixFailure(error);
+      const unrecognised = failure?.errcode === 'M_UNRECOGNIZED' || failure?.httpStatus === 404 || failure?.httpStatus === 405 || failure?.httpStatus === 400;
+      if (!unrecognised) throw error;
+      config = await this.request(Method.Get, '/config', {}, undefined, { prefix: MediaPrefix.V3, timeoutMs: 10_000 });
+    }
+    const size = config['m.upload.size'];
+    return typeof size === 'number' && Number.isFinite(size) && size > 0 ? size : undefined;
   }
 
   async upload(data: Uint8Array, name: string, mime: string): Promise<string> {

@@ -16,6 +16,18 @@ describe('matrix errors → SendError', () => {
     assert.deepEqual(pick(toSendError(new MatrixError({ errcode: 'M_UNKNOWN', error: 'slow down' }, 429, undefined, undefined, headers), 'send')), { permanent: false, retryAfterMs: 3000 });
   });
 
+  it('prefers the Retry-After header (spec v1.10) to the deprecated retry_after_ms, and the wait covers the whole account', () => {
+    // Synapse (synapse/api/errors.py LimitExceededError) sends both: retry_after_ms, and Retry-After in whole seconds rounded up.
+    const synapse = new MatrixError({ errcode: 'M_LIMIT_EXCEEDED', error: 'Too Many Requests', retry_after_ms: 2500 }, 429, undefined, undefined, new Headers({ 'Retry-After': '3' }));
+    const error = toSendError(synapse, 'send');
+    assert.deepEqual(pick(error), { permanent: false, retryAfterMs: 3000 });
+    assert.equal(error.scope, 'channel', "Synapse's rc_message is per user: every room waits");
+    const headerOnly = new MatrixError({ errcode: 'M_LIMIT_EXCEEDED', error: 'Too Many Requests' }, 429, undefined, undefined, new Headers({ 'Retry-After': '7' }));
+    assert.deepEqual(pick(toSendError(headerOnly, 'edit')), { permanent: false, retryAfterMs: 7000 });
+    const garbled = new MatrixError({ errcode: 'M_LIMIT_EXCEEDED', error: 'Too Many Requests', retry_after_ms: 1200 }, 429, undefined, undefined, new Headers({ 'Retry-After': 'soon' }));
+    assert.deepEqual(pick(toSendError(garbled, 'send')), { permanent: false, retryAfterMs: 1200 }, 'a malformed header falls back to the body');
+  });
+
   it('gives up on what retrying cannot fix: forbidden, unknown token, not found, too large, other 4xx', () => {
     for (const [code, status] of [['M_FORBIDDEN', 403], ['M_UNKNOWN_TOKEN', 401], ['M_NOT_FOUND', 404], ['M_TOO_LARGE', 413], ['M_UNKNOWN', 400]] as const) {
       assert.equal(toSendError(failure(code, status), 'send').permanent, true, code);

@@ -1,6 +1,14 @@
 /**
- * Matrix errors (standard error responses: `errcode`, `error`, `retry_after_ms`) → SendError
- * for the outbox, and descriptions for the log that never carry the access token.
+ * Matrix errors (standard error responses: `errcode`, `error`, `retry_after_ms`, and the
+ * `Retry-After` header) → SendError for the outbox, and descriptions for the log that never
+ * carry the access token.
+ *
+ * Rate limits (matrix-org/matrix-spec content/client-server-api/_index.md, "Rate limiting"):
+ * since v1.10 homeservers SHOULD send `Retry-After` on every 429 and `retry_after_ms` is
+ * deprecated in its favour, so the header wins and the body is the fallback (Synapse sends both,
+ * the header in whole seconds rounded up: element-hq/synapse synapse/api/errors.py
+ * LimitExceededError). Synapse's message limit (`rc_message`) counts every event a user sends,
+ * in any room, so a 429 holds the whole channel (`scope: 'channel'`), not one room.
  */
 import { SendError } from '../../src/channel.ts';
 
@@ -33,14 +41,18 @@ export function matrixFailure(error: unknown): MatrixFailure | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
   const e = error as { errcode?: unknown; httpStatus?: unknown; data?: { retry_after_ms?: unknown }; message?: unknown; getRetryAfterMs?: () => number | null };
   if (typeof e.errcode !== 'string' && typeof e.httpStatus !== 'number') return undefined;
-  let retryAfterMs = typeof e.data?.retry_after_ms === 'number' ? e.data.retry_after_ms : undefined;
-  if (retryAfterMs === undefined && typeof e.getRetryAfterMs === 'function') {
+  // The SDK's getRetryAfterMs reads the Retry-After header (seconds or an HTTP date) first, then
+  // retry_after_ms; it throws on a malformed header, and then the body is all there is.
+  let retryAfterMs: number | undefined;
+  if (typeof e.getRetryAfterMs === 'function') {
     try {
       retryAfterMs = e.getRetryAfterMs() ?? undefined;
     } catch {
-      // a malformed Retry-After header: no hint
+      // a malformed Retry-After header: the body's hint, if any
     }
   }
+  if (retryAfterMs === undefined && typeof e.data?.retry_after_ms === 'number') retryAfterMs = e.data.retry_after_ms;
+  if (retryAfterMs !== undefined) retryAfterMs = Math.max(0, retryAfterMs); // an HTTP date already past
   return {
     ...(typeof e.errcode === 'string' ? { errcode: e.errcode } : {}),
     ...(typeof e.httpStatus === 'number' ? { httpStatus: e.httpStatus } : {}),
@@ -66,7 +78,7 @@ export function toSendError(error: unknown, what: string, token?: string): SendE
   if (error instanceof SendError) return error;
   const failure = matrixFailure(error);
   const reason = `${what}: ${describeError(error, token)}`;
-  if (isRateLimit(failure)) return new SendError(reason, { retryAfterMs: failure?.retryAfterMs ?? 1000 });
+  if (isRateLimit(failure)) return new SendError(reason, { retryAfterMs: failure?.retryAfterMs ?? 1000, scope: 'channel' });
   if (isTokenRejected(failure)) return new SendError(`${reason} — the access token was rejected; set a valid access_token (or password) for this account`, { permanent: true });
   if (failure?.errcode !== undefined && PERMANENT.has(failure.errcode)) return new SendError(reason, { permanent: true });
   const status = failure?.httpStatus;

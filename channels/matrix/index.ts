@@ -2,8 +2,8 @@
  * The Matrix channel (client-server API through matrix-js-sdk's MatrixClient, our own /sync
  * loop — see sync.ts for why): DMs and rooms, threads, invites from allowed senders, markdown
  * rendered as Matrix HTML, typing, streaming by edits (m.replace) and files both ways.
- * Encrypted rooms are not supported (no crypto): they are reported in the log, never dropped
- * silently.
+ * Encrypted rooms are not supported (no crypto): never silent — the people in one are told once
+ * with a plain notice, and the log and status show it (intake.ts).
  *
  * Ids: a message is its event id (globally unique, stable across redeliveries), the account is
  * the bot's user id, the chat is the room id, a thread is its root event id.
@@ -41,10 +41,14 @@ export interface MatrixChannelOptions {
   readonly syncTimeoutMs?: number;
 }
 
-export type MatrixChannel = Channel & MessageLimit & TypingIndicator & MessageEditor & FileSender & LivenessWatched & StatusNotes & { readonly stats: MatrixStats };
+export type MatrixChannel = Channel & MessageLimit & TypingIndicator & MessageEditor & FileSender & LivenessWatched & StatusNotes & { readonly stats: MatrixStats; readonly maxFileBytes: number };
 
 /** Files the bot uploads are read into memory: keep them reasonable. */
 const MAX_UPLOAD = 100 * 1024 * 1024;
+/** How long the homeserver's media config (its upload limit) is trusted before it is asked again. */
+const UPLOAD_LIMIT_TTL_MS = 60 * 60_000;
+
+const megabytes = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(bytes < 10 * 1024 * 1024 ? 1 : 0)} MB`;
 const MIME: Record<string, string> = {
   '.txt': 'text/plain',
   '.md': 'text/markdown',
@@ -91,6 +95,8 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
   const livenessMs = Math.max(2 * (syncTimeoutMs + localSlack(syncTimeoutMs)), FIRST_SYNC_TIMEOUT_MS) + 30_000;
   let displayName: string | undefined;
   let editsBlockedUntil = 0;
+  /** The homeserver's `m.upload.size` (undefined: it does not say), and when it was read (performance.now()). */
+  let uploadLimit: { readonly bytes: number | undefined; readonly at: number } | undefined;
   const intake = new Intake({ api, ctx, config, rooms, log, stats, senders, threadLatest, displayName: () => displayName });
 
   /** Signs in when the outbox sends before listen did (pending replies after a restart). */
@@ -134,6 +140,25 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
     return eventId;
   }
 
+  /** The homeserver's upload limit, read from its media config before uploading (again after an hour). */
+  async function homeserverUploadLimit(): Promise<number | undefined> {
+    if (uploadLimit && performance.now() - uploadLimit.at < UPLOAD_LIMIT_TTL_MS) return uploadLimit.bytes;
+    try {
+      uploadLimit = { bytes: await api.uploadLimit(), at: performance.now() };
+    } catch (error) {
+      log.debug({ reason: describeError(error, api.token) }, 'could not read the media config; uploading without knowing the limit');
+    }
+    return uploadLimit?.bytes;
+  }
+
+  /** Tells the person a file was too large to send (instead of failing the reply: they would never know). */
+  async function describeTooLarge(ref: ConversationRef, file: OutboundFile, size: number, limit: number | undefined, by: string): Promise<void> {
+    log.warn({ room: ref.chat, file: file.name, size, limit }, `sendFile: ${file.name} is too large for ${by}; described to the person instead`);
+    const text = `(I meant to send you ${file.name} (${megabytes(size)}), but it is too large for ${by}${limit === undefined ? '' : `, which takes files up to ${megabytes(limit)}`}, so it was not sent.)`;
+    const relates = relationFor(ref);
+    await post(ref.chat, (html) => ({ ...textContent(text, { html }), ...(relates ? { 'm.relates_to': relates } : {}) }), undefined, 'sendFile');
+  }
+
   const channel: MatrixChannel = {
     name: ctx.name,
     maxMessageLength: MATRIX_LIMIT,
@@ -143,10 +168,18 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
     livenessTimeoutMs: livenessMs,
     stats,
 
+    get maxFileBytes(): number {
+      return Math.min(MAX_UPLOAD, uploadLimit?.bytes ?? MAX_UPLOAD);
+    },
+
     statusNotes(): string[] {
       const encrypted = rooms.encrypted();
       if (encrypted.length === 0) return [];
-      return [`${encrypted.length} encrypted room${encrypted.length === 1 ? '' : 's'} not supported (${encrypted.slice(0, 3).join(', ')}${encrypted.length > 3 ? ', …' : ''}); ${stats.encryptedEvents} encrypted message${stats.encryptedEvents === 1 ? '' : 's'} unread`];
+      const told = encrypted.filter((id) => intake.told(id)).length;
+      return [
+        `${encrypted.length} encrypted room${encrypted.length === 1 ? '' : 's'} not supported (${encrypted.slice(0, 3).join(', ')}${encrypted.length > 3 ? ', …' : ''}); ${stats.encryptedEvents} encrypted message${stats.encryptedEvents === 1 ? '' : 's'} unread; ` +
+          (told === 0 ? 'nobody there told yet' : `the people ${told === encrypted.length ? 'there' : `in ${told} of them`} were told once (a plain notice)`),
+      ];
     },
 
     async listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
@@ -179,7 +212,7 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
       // Homeservers rate-limit messages per user (Synapse: 0.2/s, bursts of 10): after a 429, streaming
       // edits wait it out here instead of hammering the server (the preview skips; the final edit waits).
       const blockedMs = editsBlockedUntil - performance.now(); // monotonic: a clock step must not block edits for hours
-      if (blockedMs > 0) throw new SendError('edit: rate limited by the homeserver', { retryAfterMs: blockedMs });
+      if (blockedMs > 0) throw new SendError('edit: rate limited by the homeserver', { retryAfterMs: blockedMs, scope: 'channel' });
       try {
         await post(ref.chat, (html) => editContent(messageId, text, { html }), undefined, 'edit');
       } catch (error) {
@@ -203,14 +236,18 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
         () => undefined,
       );
       if (size === undefined) throw new SendError(`sendFile: ${file.name} does not exist`, { permanent: true });
-      if (size > MAX_UPLOAD) throw new SendError(`sendFile: ${file.name} is over the ${MAX_UPLOAD / 1024 / 1024} MB the channel uploads`, { permanent: true });
+      if (size > MAX_UPLOAD) return describeTooLarge(ref, file, size, MAX_UPLOAD, 'this channel');
       await ready();
+      const limit = await homeserverUploadLimit();
+      if (limit !== undefined && size > limit) return describeTooLarge(ref, file, size, limit, 'this homeserver');
       const mime = MIME[extname(file.name).toLowerCase()] ?? 'application/octet-stream';
       let url: string;
       try {
         url = await api.upload(new Uint8Array(await readFile(file.path)), file.name, mime);
       } catch (error) {
-        throw toSendError(error, 'upload', api.token);
+        if (matrixFailure(error)?.errcode !== 'M_TOO_LARGE') throw toSendError(error, 'upload', api.token);
+        uploadLimit = undefined; // the config was stale (or a proxy in front has a lower limit): ask again next time
+        return describeTooLarge(ref, file, size, undefined, 'this homeserver');
       }
       const relates = relationFor(ref);
       await post(ref.chat, () => ({ ...fileContent({ name: file.name, url, mime, size }), ...(relates ? { 'm.relates_to': relates } : {}) }), undefined, 'sendFile');

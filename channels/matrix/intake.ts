@@ -3,6 +3,7 @@
  * Resolves once every message of the response is in the inbox; rejects only when a push does
  * (shutdown), and then the response is not confirmed.
  */
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ChannelContext, Push } from '../../src/channel.ts';
 import type { MatrixConfig } from '../../src/config/schema.ts';
@@ -19,6 +20,20 @@ const GAP_LIMIT = 1000;
 
 /** The fix people need when a room is encrypted. */
 export const ENCRYPTION_FIX = 'disable encryption for this room or use an unencrypted room';
+
+/**
+ * What the people in an encrypted room are told, once per room, as a plain (unencrypted)
+ * m.notice: Element shows an unencrypted event in an encrypted room (marked "Not encrypted"),
+ * so the person sees why the bot does not answer instead of silence. Encryption cannot be
+ * turned off in a room once it is on (spec: m.room.encryption), hence "make a room".
+ */
+export const ENCRYPTED_NOTICE =
+  'I cannot read end-to-end encrypted messages yet, so I cannot see what is written in this room. ' +
+  'To talk to me, make a room without encryption and invite me (in Element: + → New room, and turn off "Enable end-to-end encryption"). ' +
+  'Encryption cannot be turned off in a room once it is on.';
+
+/** Channel state keys of the rooms told (value: the notice's event id and when). */
+const TOLD_PREFIX = 'e2ee-told:';
 
 /** A Map kept to its newest `limit` entries. */
 export class Bounded<V> {
@@ -80,6 +95,9 @@ export class Intake {
   readonly #d: IntakeDeps;
   /** Rooms whose invite was already acted on (or ignored) in this process, newest {@link INVITES_REMEMBERED}. */
   readonly #invites = new Bounded<true>(INVITES_REMEMBERED);
+  /** Encrypted rooms told that the bot cannot read them (by this process or, from the channel state, an earlier one). */
+  readonly #told = new Set<string>();
+  #toldLoaded = false;
 
   constructor(deps: IntakeDeps) {
     this.#d = deps;
@@ -88,6 +106,49 @@ export class Intake {
   /** Invites remembered as handled (for tests and health). */
   get invitesRemembered(): number {
     return this.#invites.size;
+  }
+
+  /** Whether the people in a room were told that its encrypted messages cannot be read. */
+  told(roomId: string): boolean {
+    return this.#told.has(roomId);
+  }
+
+  /**
+   * Tells the people in an encrypted room, once ever per room, that the bot cannot read it
+   * (never silence): a plain m.notice. Remembered in the channel state, so neither a restart nor
+   * another node of a cluster says it again. A failed send is logged and tried again at the next
+   * occasion (the next encrypted message there).
+   */
+  async #tellEncrypted(roomId: string, why: string): Promise<void> {
+    const { api, ctx, log } = this.#d;
+    if (!this.#toldLoaded) {
+      try {
+        for (const entry of await ctx.state.list(TOLD_PREFIX)) this.#told.add(entry.key.slice(TOLD_PREFIX.length));
+        this.#toldLoaded = true;
+      } catch (error) {
+        log.warn({ reason: describeError(error) }, 'could not read which encrypted rooms were told; not telling any now');
+        return;
+      }
+    }
+    if (this.#told.has(roomId)) return;
+    let eventId: string;
+    try {
+      // One transaction per room: a retry after a lost response is the same event, not a second notice.
+      const txnId = `sb-e2ee-${createHash('sha256').update(roomId).digest('base64url').slice(0, 32)}`;
+      eventId = await api.send(roomId, { msgtype: 'm.notice', body: ENCRYPTED_NOTICE }, txnId);
+    } catch (error) {
+      log.warn({ room: roomId, reason: describeError(error, api.token) }, `could not tell the people in encrypted room ${roomId} that it cannot be read; trying again when someone writes there`);
+      return;
+    }
+    this.#told.add(roomId);
+    this.#d.senders.set(eventId, true);
+    log.warn({ room: roomId, event: eventId, why }, `told the people in ${roomId} (once, a plain notice) that this channel cannot read what is written there (end-to-end encryption) — ${ENCRYPTION_FIX}`);
+    try {
+      await ctx.state.put(`${TOLD_PREFIX}${roomId}`, JSON.stringify({ event_id: eventId, at: Date.now() }));
+    } catch (error) {
+      ctx.storage?.failed(error, 'remember an encrypted room as told');
+      log.warn({ room: roomId, reason: describeError(error) }, 'could not remember that the encrypted room was told; it may be told again after a restart');
+    }
   }
 
   async handle(raw: SyncResponse, context: { readonly initial: boolean; readonly since: string | undefined }, push: Push): Promise<void> {
@@ -108,6 +169,8 @@ export class Intake {
       for (const event of timeline) {
         if (event.state_key !== undefined) {
           this.#applyState(roomId, event);
+          // Encryption turned on in a room the bot is in: its people are told now, not at their next message.
+          if (!initial && event.type === 'm.room.encryption' && rooms.isEncrypted(roomId)) await this.#tellEncrypted(roomId, 'encryption turned on');
           continue;
         }
         if (event.sender === api.userId) {
@@ -142,7 +205,7 @@ export class Intake {
     return events.reverse();
   }
 
-  #applyState(roomId: string, event: RoomEvent): void {
+  #applyState(roomId: string, event: Pick<RoomEvent, 'type' | 'content'> & { readonly state_key?: string | undefined }): void {
     if (this.#d.rooms.apply(roomId, event)) {
       this.#d.log.warn({ room: roomId }, `room ${roomId} is end-to-end encrypted: this channel cannot read or answer it (no crypto support) — ${ENCRYPTION_FIX}`);
     }
@@ -154,6 +217,7 @@ export class Intake {
     if (verdict.kind === 'encrypted') {
       const count = ++this.#d.stats.encryptedEvents;
       log.warn({ room: roomId, event: event.event_id, sender: event.sender, encryptedEvents: count }, `an encrypted message in room ${roomId} was not read (this channel has no crypto support) — ${ENCRYPTION_FIX}`);
+      await this.#tellEncrypted(roomId, 'an encrypted message');
       return;
     }
     if (verdict.kind === 'skip') {
@@ -238,5 +302,12 @@ export class Intake {
     if (invite.content.is_direct === true) this.#d.rooms.markDirectInvite(roomId);
     stats.invitesAccepted++;
     log.info({ room: roomId, inviter }, 'accepted an invite');
+    // An encrypted room (Element makes DMs encrypted when it can; the invite's stripped state says so):
+    // accepted, and its people told at once why the bot will not answer what they write there.
+    const encryption = events.find((e) => e.type === 'm.room.encryption' && e.state_key === '' && typeof e.content.algorithm === 'string');
+    if (encryption) {
+      this.#applyState(roomId, encryption);
+      await this.#tellEncrypted(roomId, 'invited to an encrypted room');
+    }
   }
 }

@@ -3,25 +3,59 @@
  * versions, login (password) / whoami / logout, push rules, capabilities, filters, /sync
  * (long polling on since/timeout, next_batch positions, join/invite/leave sections with state
  * and timeline, inline or stored filters, full_state, limited timelines with prev_batch),
- * /messages (backwards between tokens), join by id or alias,
- * room sends (idempotent per access token + txnId, 64 KiB event limit), typing, event lookup,
- * members, state, profiles and media (upload; authenticated v1 and legacy v3 download).
+ * /messages (backwards between tokens), join by id or alias, leave / reject an invite (with a
+ * reason), room sends (idempotent per access token + txnId, 64 KiB event limit), typing, event
+ * lookup, members, state, profiles and media (config, upload within `m.upload.size`;
+ * authenticated v1 and legacy v3 download).
+ *
+ * Built from the spec (matrix-org/matrix-spec, data/api/client-server/*.yaml and
+ * data/event-schemas/schema/) and Synapse's defaults (element-hq/synapse); every object it
+ * sends and every request it parses is typed by matrix-js-sdk's own types, so a shape that
+ * drifts from what the SDK expects fails `tsc`.
  *
  * The server: alice, bob and mallory; a DM room between each of them and the bot; one group
  * room (`#group:localhost`) holding the test thread (a root message by alice); one encrypted
  * room (`#secret:localhost`, m.room.encryption state); one public room the bot is not in
  * (`#lobby:localhost`, to join from config). Rooms made by {@link MatrixPeer.invite} invite
- * the bot.
+ * the bot; {@link MatrixPeer.inviteEncryptedDm} makes an encrypted DM the way Element does.
  *
  * Places: the DM; the group = the group room's main timeline and every thread but the test
  * thread; the thread = the test thread (rel_type m.thread to the root).
  *
+ * Limits, as Synapse's defaults (element-hq/synapse docs/usage/configuration/config_documentation.md):
+ * - `rc_message` (per_second 0.2, burst_count 10): every event the bot sends (messages and
+ *   m.replace edits alike: both are PUT /rooms/{id}/send) goes through one leaky bucket per
+ *   user, so a 429 covers the whole account, not one room. Answered as Synapse does
+ *   (synapse/api/errors.py LimitExceededError): 429 M_LIMIT_EXCEEDED with `retry_after_ms` in
+ *   the body and a `Retry-After` header in whole seconds, rounded up.
+ * - `max_upload_size` 50M: `m.upload.size` in the media config; a larger upload is 413
+ *   M_TOO_LARGE.
+ * Both are settable ({@link MatrixPeerOptions}) so tests stay fast; the defaults are Synapse's.
+ * `reset()` (between the scenarios of one test file) empties the rate limiter too.
+ * {@link MatrixPeer.callsInsideWait} counts requests that arrived while a wait the peer
+ * announced (a 429's retry_after_ms) had not yet passed.
+ *
  * Fault hooks: drop waiting /sync connections, stall /sync, restart the server on the same
- * port (state kept), rate-limit sends (M_LIMIT_EXCEEDED with retry_after_ms).
+ * port (state kept), rate-limit the next sends outright.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type {
+  EventType,
+  IContent,
+  IInvitedRoom,
+  IJoinedRoom,
+  ILeftRoom,
+  IRoomEvent,
+  ISendEventResponse,
+  IStrippedState,
+  ISyncResponse,
+  LoginResponse,
+  MatrixError,
+  StateEvents,
+  UploadResponse,
+} from 'matrix-js-sdk';
 import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
 
 const SERVER = 'localhost';
@@ -33,13 +67,83 @@ const MAX_EVENT_BYTES = 65_536;
 
 type Json = Record<string, unknown>;
 
-export interface PeerEvent {
-  readonly event_id: string;
-  readonly type: string;
-  readonly sender: string;
-  readonly origin_server_ts: number;
-  readonly content: Json;
-  readonly state_key?: string;
+/** A room event as /sync and /event hand it out (matrix-js-sdk's IRoomEvent; state events carry a state_key). */
+export type PeerEvent = IRoomEvent & { readonly state_key?: string };
+
+/** A standard error response (matrix-js-sdk's MatrixError body). */
+type ErrorBody = MatrixError['data'];
+
+/**
+ * The content of an m.room.encrypted event as a Megolm client sends it (matrix-org/matrix-spec
+ * data/event-schemas/schema/m.room.encrypted.yaml: algorithm, ciphertext, and — deprecated since
+ * v1.3 but still sent — sender_key and device_id; session_id for Megolm). matrix-js-sdk has no
+ * exported type for it: its crypto decrypts inside the Rust crypto module.
+ */
+export interface MegolmContent extends IContent {
+  readonly algorithm: 'm.megolm.v1.aes-sha2';
+  readonly ciphertext: string;
+  readonly sender_key: string;
+  readonly device_id: string;
+  readonly session_id: string;
+}
+
+/** m.room.encryption (matrix-js-sdk's RoomEncryptionEventContent). */
+type EncryptionContent = StateEvents[EventType.RoomEncryption];
+/** m.room.member (matrix-js-sdk's RoomMemberEventContent). */
+type MemberContent = StateEvents[EventType.RoomMember];
+
+/** Synapse's defaults: element-hq/synapse docs/usage/configuration/config_documentation.md (`rc_message`, `max_upload_size`). */
+export const SYNAPSE_RC_MESSAGE = { perSecond: 0.2, burstCount: 10 } as const;
+export const SYNAPSE_MAX_UPLOAD = 50 * 1024 * 1024;
+/**
+ * A bot account its admin exempted from rate limits (Synapse's admin API
+ * `POST /_synapse/admin/v1/users/{user}/override_ratelimit` with messages_per_second 0:
+ * element-hq/synapse synapse/api/ratelimiting.py skips the limiter for such a user), as the
+ * README advises for a bot that answers a lot.
+ */
+export const SYNAPSE_EXEMPT = { perSecond: 0, burstCount: 0 } as const;
+
+export interface MatrixPeerOptions {
+  /** The server has no authenticated media (v1): downloads only from /_matrix/media/v3. */
+  readonly legacyMediaOnly?: boolean;
+  /** The message rate limit per user (sends and edits); {@link SYNAPSE_EXEMPT} for an exempted account. @default Synapse's rc_message: 0.2/s, bursts of 10 */
+  readonly rcMessage?: { readonly perSecond: number; readonly burstCount: number };
+  /** `m.upload.size` in the media config, enforced at upload (413 M_TOO_LARGE). @default 50 MiB (Synapse's max_upload_size) */
+  readonly maxUploadBytes?: number;
+  /** The media config lists `m.upload.size` (the spec leaves every field optional: absent = unknown). @default true */
+  readonly advertiseUploadSize?: boolean;
+}
+
+/**
+ * Synapse's Ratelimiter (element-hq/synapse synapse/api/ratelimiting.py): a "leaky bucket as a
+ * meter" per key. Each key's bucket holds the actions done since it was last empty and leaks at
+ * `perSecond`; an action is allowed while the bucket holds at most `burstCount - 1`; a refused
+ * one does not count, and is told when the next one would be allowed.
+ */
+class LeakyBucket {
+  readonly #rate: number;
+  readonly #burst: number;
+  readonly #actions = new Map<string, { count: number; start: number }>();
+  constructor(rate: number, burst: number) {
+    this.#rate = rate;
+    this.#burst = burst;
+  }
+  /** Tries one action of `key` at `nowS` (seconds); when refused, the ms until it would be allowed. */
+  take(key: string, nowS: number): { allowed: true } | { allowed: false; retryAfterMs: number } {
+    if (this.#rate <= 0) return { allowed: true };
+    let { count, start } = this.#actions.get(key) ?? { count: 0, start: nowS };
+    const performed = count - (nowS - start) * this.#rate;
+    if (performed < 0) {
+      count = 0;
+      start = nowS;
+    }
+    const allowed = !(Math.max(0, performed) > this.#burst - 1);
+    if (allowed) count += 1;
+    this.#actions.set(key, { count, start });
+    if (allowed) return { allowed: true };
+    const timeAllowed = Math.max(nowS, start + (count - this.#burst + 1) / this.#rate);
+    return { allowed: false, retryAfterMs: Math.trunc(1000 * (timeAllowed - nowS)) };
+  }
 }
 
 interface Stored {
@@ -88,11 +192,24 @@ export interface MatrixPeer extends ChatPeer {
   /** A `[channels.matrix]` section that logs in with the password instead of a token. */
   passwordConfigSection(): string;
   /** A person posts in any room. Returns the event id. */
-  postIn(roomId: string, user: PeerUser, content: Json): string;
+  postIn(roomId: string, user: PeerUser, content: IContent): string;
   /** An m.room.encrypted event from a person (what a client with E2EE posts). */
   postEncrypted(user: PeerUser, roomId?: string): string;
   /** `user` makes a new room and invites the bot. Returns the room id. */
   invite(user: PeerUser, options?: { direct?: boolean }): string;
+  /**
+   * `user` starts an encrypted DM with the bot the way Element does (element-hq/element-web
+   * createRoom for a DM when encryption is possible): a room created with `m.room.encryption`
+   * (m.megolm.v1.aes-sha2) in its initial state, the bot invited with `is_direct`; the invite's
+   * stripped state carries m.room.encryption (spec: stripped state). Returns the room id.
+   */
+  inviteEncryptedDm(user: PeerUser): string;
+  /** `user` turns encryption on in a room (an m.room.encryption state event). */
+  encryptRoom(roomId: string, user: PeerUser): void;
+  /** The bot's m.room.member content in a room (membership, and the reason of a leave). */
+  botMemberContent(roomId: string): MemberContent | undefined;
+  /** Every event the bot sent to a room (messages, notices, edits), in order. */
+  rawBotEventsIn(roomId: string): readonly PeerEvent[];
   /** The bot's membership in a room ("join", "invite", …). */
   botMembership(roomId: string): string | undefined;
   /** The bot's messages in any room (after edits), and their raw contents. */
@@ -105,13 +222,26 @@ export interface MatrixPeer extends ChatPeer {
   unstall(): void;
   /** Closes the server (dropping every connection) and listens again on the same port after `downMs`. */
   restart(downMs: number): Promise<void>;
-  /** The next `count` sends get 429 M_LIMIT_EXCEEDED with retry_after_ms. */
-  rateLimitSends(count: number, retryAfterMs: number): void;
+  /**
+   * The next `count` sends get 429 M_LIMIT_EXCEEDED with retry_after_ms and a Retry-After
+   * header of `retryAfterSeconds` (default: retry_after_ms rounded up, as Synapse does; null:
+   * none), or no retry_after_ms when `body` is false (a server that follows spec v1.10 and
+   * sends only the header).
+   */
+  rateLimitSends(count: number, retryAfterMs: number, options?: { retryAfterSeconds?: number | null; body?: boolean }): void;
+  /**
+   * Requests to send or edit (PUT /rooms/{id}/send), or to type, that arrived while a wait the
+   * peer announced in a 429 (its retry_after_ms) had not passed: in `roomId`, or in every room
+   * (the wait covers the whole account, as Synapse's rc_message does).
+   */
+  callsInsideWait(roomId?: string): number;
+  /** Waits announced so far (429s answered to sends). */
+  readonly waitsAnnounced: number;
   /** How many sends were answered from the transaction cache (a retried txnId). */
   readonly repeatedTxns: number;
 }
 
-export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {}): Promise<MatrixPeer> {
+export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<MatrixPeer> {
   const botToken = `syt_bot_${randomBytes(8).toString('hex')}`;
   const botPassword = 'correct horse battery staple';
   const tokens = new Map<string, string>([[botToken, 'BOTDEVICE']]);
@@ -128,7 +258,14 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
   const syncing = new Set<IncomingMessage>();
   const sockets = new Set<Socket>();
   let stalled = false;
-  let limited: { count: number; retryAfterMs: number } | undefined;
+  let limited: { count: number; retryAfterMs: number; retryAfterSeconds?: number | null; body?: boolean } | undefined;
+  const rcMessage = options.rcMessage ?? SYNAPSE_RC_MESSAGE;
+  const maxUploadBytes = options.maxUploadBytes ?? SYNAPSE_MAX_UPLOAD;
+  let bucket = new LeakyBucket(rcMessage.perSecond, rcMessage.burstCount);
+  /** When the last announced wait ends (ms, performance.now()). */
+  let waitUntil = 0;
+  let waitsAnnounced = 0;
+  const insideWait = new Map<string, number>();
   let resetPos = 0;
   let counter = 0;
   let logins = 0;
@@ -147,13 +284,15 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
   }
 
   function createRoom(id: string, creator: string, members: readonly string[], extra: { alias?: string; publicJoin?: boolean; encrypted?: boolean } = {}): Room {
+    const encryption: EncryptionContent = { algorithm: 'm.megolm.v1.aes-sha2' };
+    const joined = (member: string): MemberContent => ({ membership: 'join', ...(NAMES[member] === undefined ? {} : { displayname: NAMES[member] }) });
     const room: Room = { id, events: [], state: new Map(), publicJoin: extra.publicJoin ?? false };
     rooms.set(id, room);
     if (extra.alias) aliases.set(extra.alias, id);
     append(id, { type: 'm.room.create', sender: creator, state_key: '', content: { creator, room_version: '10' } });
     append(id, { type: 'm.room.join_rules', sender: creator, state_key: '', content: { join_rule: room.publicJoin ? 'public' : 'invite' } });
-    if (extra.encrypted) append(id, { type: 'm.room.encryption', sender: creator, state_key: '', content: { algorithm: 'm.megolm.v1.aes-sha2' } });
-    for (const member of [creator, ...members.filter((m) => m !== creator)]) append(id, { type: 'm.room.member', sender: member, state_key: member, content: { membership: 'join', displayname: NAMES[member] } });
+    if (extra.encrypted) append(id, { type: 'm.room.encryption', sender: creator, state_key: '', content: encryption });
+    for (const member of [creator, ...members.filter((m) => m !== creator)]) append(id, { type: 'm.room.member', sender: member, state_key: member, content: joined(member) });
     return room;
   }
 
@@ -186,13 +325,13 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
     const messages = stream.filter((s) => s.pos > resetPos && match(s) && isBotMessage(s.event) && s.event.content.msgtype === 'm.text');
     return messages.map((s) => {
       const edits = stream.filter((e) => e.event.sender === BOT && relatesTo(e.event)?.rel_type === 'm.replace' && relatesTo(e.event)?.event_id === s.event.event_id);
-      const shown = edits.length > 0 ? (edits.at(-1)!.event.content['m.new_content'] as Json) : s.event.content;
+      const shown = edits.length > 0 ? (edits.at(-1)!.event.content['m.new_content'] as IContent) : s.event.content;
       return { text: visibleText(shown), edits: edits.length };
     });
   }
 
-  function personContent(place: Place, text: string, mention: boolean): Json {
-    const content: Json = { msgtype: 'm.text', body: mention ? `${BOT_NAME}: ${text}` : text, 'm.mentions': mention ? { user_ids: [BOT] } : {} };
+  function personContent(place: Place, text: string, mention: boolean): IContent {
+    const content: IContent = { msgtype: 'm.text', body: mention ? `${BOT_NAME}: ${text}` : text, 'm.mentions': mention ? { user_ids: [BOT] } : {} };
     if (mention) {
       content.format = 'org.matrix.custom.html';
       content.formatted_body = `<a href="https://matrix.to/#/${BOT}">${BOT_NAME}</a>: ${escapeHtml(text)}`;
@@ -204,7 +343,7 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
     return content;
   }
 
-  function postIn(id: string, user: PeerUser, content: Json): string {
+  function postIn(id: string, user: PeerUser, content: IContent): string {
     const room = rooms.get(id);
     if (!room) throw new Error(`no room ${id}`);
     if (membership(room, USERS[user]) !== 'join') throw new Error(`${user} is not in ${id}`);
@@ -232,12 +371,13 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
   }
 
   const typeMatch = (types: readonly string[] | undefined, type: string): boolean => !types || types.some((t) => (t.endsWith('*') ? type.startsWith(t.slice(0, -1)) : t === type));
-  const stripped = (e: PeerEvent): Json => ({ type: e.type, sender: e.sender, state_key: e.state_key, content: e.content });
+  const stripped = (e: PeerEvent): IStrippedState => ({ type: e.type, sender: e.sender, state_key: e.state_key ?? '', content: e.content });
+  const asState = (e: PeerEvent): PeerEvent & { state_key: string } => ({ ...e, state_key: e.state_key ?? '' });
 
-  function buildSync(since: number | undefined, filter: Filter, fullState: boolean): { body: Json; empty: boolean } {
-    const join: Record<string, Json> = {};
-    const invite: Record<string, Json> = {};
-    const leave: Record<string, Json> = {};
+  function buildSync(since: number | undefined, filter: Filter, fullState: boolean): { body: ISyncResponse; empty: boolean } {
+    const join: Record<string, IJoinedRoom> = {};
+    const invite: Record<string, IInvitedRoom> = {};
+    const leave: Record<string, ILeftRoom> = {};
     for (const room of rooms.values()) {
       const now = membership(room, BOT);
       const before = since === undefined ? undefined : membershipAt(room, BOT, since);
@@ -251,8 +391,14 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
         const isLimited = timeline.length < candidates.length;
         if (!newly && !fullState && timeline.length === 0) continue;
         const state = newly || fullState ? [...room.state.values()].filter((e) => typeMatch(filter.stateTypes, e.type)) : [];
+        const members = [...room.state.values()].filter((e) => e.type === 'm.room.member');
         join[room.id] = {
-          state: { events: state },
+          summary: {
+            'm.heroes': members.filter((e) => e.state_key !== BOT && e.content.membership === 'join').map((e) => e.state_key!).slice(0, 5),
+            'm.joined_member_count': members.filter((e) => e.content.membership === 'join').length,
+            'm.invited_member_count': members.filter((e) => e.content.membership === 'invite').length,
+          },
+          state: { events: state.map(asState) },
           timeline: { events: timeline.map((s) => s.event), limited: isLimited, prev_batch: `s${(timeline[0]?.pos ?? stream.length + 1) - 1}` },
           ephemeral: { events: [] },
           account_data: { events: [] },
@@ -261,17 +407,25 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
       } else if (now === 'invite' && changed) {
         invite[room.id] = { invite_state: { events: [...room.state.values()].filter((e) => e.type !== 'm.room.member' || e.state_key === BOT || e.sender === e.state_key).map(stripped) } };
       } else if ((now === 'leave' || now === 'ban') && changed && since !== undefined && before !== now) {
-        leave[room.id] = { state: { events: [] }, timeline: { events: room.events.filter((s) => s.pos > since && s.event.state_key === BOT).map((s) => s.event) } };
+        leave[room.id] = { state: { events: [] }, timeline: { events: room.events.filter((s) => s.pos > since && s.event.state_key === BOT).map((s) => s.event), prev_batch: null }, account_data: { events: [] } };
       }
     }
     const empty = Object.keys(join).length + Object.keys(invite).length + Object.keys(leave).length === 0;
     return {
-      body: { next_batch: `s${stream.length}`, rooms: { join, invite, leave }, account_data: { events: [] }, presence: { events: [] }, to_device: { events: [] }, device_lists: { changed: [], left: [] }, device_one_time_keys_count: {} },
+      body: {
+        next_batch: `s${stream.length}`,
+        rooms: { join, invite, leave, knock: {} },
+        account_data: { events: [] },
+        presence: { events: [] },
+        to_device: { events: [] },
+        device_lists: { changed: [], left: [] },
+        device_one_time_keys_count: {},
+      },
       empty,
     };
   }
 
-  async function sync(req: IncomingMessage, url: URL, user: string): Promise<Json> {
+  async function sync(req: IncomingMessage, url: URL, user: string): Promise<ISyncResponse> {
     const sinceRaw = url.searchParams.get('since');
     let since: number | undefined;
     if (sinceRaw !== null) {
@@ -328,7 +482,21 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
     return room;
   }
 
-  async function route(req: IncomingMessage, url: URL, body: Buffer): Promise<{ status?: number; json?: Json; raw?: { data: Buffer; mime: string } }> {
+  /** One request of the bot that Synapse's rc_message counts, or a typing notice: counted when it arrives inside an announced wait. */
+  function arrived(roomId: string): void {
+    if (performance.now() >= waitUntil) return;
+    insideWait.set(roomId, (insideWait.get(roomId) ?? 0) + 1);
+  }
+
+  /** A 429 as Synapse answers it (synapse/api/errors.py LimitExceededError): retry_after_ms, and Retry-After in whole seconds rounded up. */
+  function limitExceeded(retryAfterMs: number, header: number | null = Math.ceil(retryAfterMs / 1000), withBody = true): Reply {
+    waitsAnnounced++;
+    waitUntil = Math.max(waitUntil, performance.now() + retryAfterMs);
+    const json: ErrorBody = { errcode: 'M_LIMIT_EXCEEDED', error: 'Too Many Requests', ...(withBody ? { retry_after_ms: retryAfterMs } : {}) };
+    return { status: 429, json, ...(header === null ? {} : { headers: { 'retry-after': String(header) } }) };
+  }
+
+  async function route(req: IncomingMessage, url: URL, body: Buffer): Promise<Reply> {
     const method = req.method ?? 'GET';
     const path = url.pathname;
     const json = (): Json => (body.length === 0 ? {} : (JSON.parse(body.toString('utf8')) as Json));
@@ -344,7 +512,8 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
       const device = `DEV${++counter}`;
       tokens.set(token, device);
       logins++;
-      return { json: { user_id: BOT, access_token: token, device_id: device, home_server: SERVER } };
+      const response: LoginResponse & { home_server: string } = { user_id: BOT, access_token: token, device_id: device, home_server: SERVER };
+      return { json: response };
     }
     if ((m = /^\/_matrix\/media\/v3\/download\/([^/]+)\/([^/]+)/.exec(path))) return download(m[2]!);
     if ((m = /^\/_matrix\/client\/v1\/media\/download\/([^/]+)\/([^/]+)/.exec(path))) {
@@ -356,11 +525,18 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
     if (path.startsWith('/_matrix/client/unstable/')) throw new HttpError(404, 'M_UNRECOGNIZED', 'Unrecognized request'); // no MSCs here
     const token = authUser(req, url);
     if (path === '/_matrix/media/v3/upload' && method === 'POST') {
+      // matrix-org/matrix-spec data/api/client-server/content-repo.yaml: 413 `uploadTooLarge` (M_TOO_LARGE) past the server's limit.
+      if (body.length > maxUploadBytes) throw new HttpError(413, 'M_TOO_LARGE', `Uploaded file is too large (limit ${maxUploadBytes} bytes)`);
       const id = `m${++counter}${nonce}`;
       media.set(id, { data: body, mime: String(req.headers['content-type'] ?? 'application/octet-stream'), name: url.searchParams.get('filename') ?? id });
-      return { json: { content_uri: `mxc://${SERVER}/${id}` } };
+      const response: UploadResponse = { content_uri: `mxc://${SERVER}/${id}` };
+      return { json: response };
     }
-    if (path === '/_matrix/client/v1/media/config' || path === '/_matrix/media/v3/config') return { json: { 'm.upload.size': 50 * 1024 * 1024 } };
+    // authed-content-repo.yaml GET /_matrix/client/v1/media/config (v1.11), and its legacy twin in content-repo.yaml.
+    if (path === '/_matrix/client/v1/media/config' || path === '/_matrix/media/v3/config') {
+      if (options.legacyMediaOnly && path.startsWith('/_matrix/client/v1/')) throw new HttpError(404, 'M_UNRECOGNIZED', 'Unrecognized request');
+      return { json: options.advertiseUploadSize === false ? {} : { 'm.upload.size': maxUploadBytes } };
+    }
     const p = path.startsWith('/_matrix/client/v3/') ? path.slice('/_matrix/client/v3'.length) : undefined;
     if (p === undefined) return unknown(method, path);
     if (p === '/account/whoami') return { json: { user_id: BOT, device_id: tokens.get(token) } };
@@ -402,9 +578,14 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
       append(room.id, { type: 'm.room.member', sender: BOT, state_key: BOT, content: { membership: 'join', displayname: BOT_NAME } });
       return { json: { room_id: room.id } };
     }
+    // POST /rooms/{roomId}/leave (room_participation.yaml / leaving.yaml): also rejects an invite; `reason` goes into the member event.
     if ((m = /^\/rooms\/([^/]+)\/leave$/.exec(p)) && method === 'POST') {
-      const room = joinedRoom(decodeURIComponent(m[1]!));
-      append(room.id, { type: 'm.room.member', sender: BOT, state_key: BOT, content: { membership: 'leave' } });
+      const room = rooms.get(decodeURIComponent(m[1]!));
+      const current = room === undefined ? undefined : membership(room, BOT);
+      if (!room || (current !== 'join' && current !== 'invite')) throw new HttpError(403, 'M_FORBIDDEN', `${BOT} is not in room ${decodeURIComponent(m[1]!)}`);
+      const reason = json().reason;
+      const content: MemberContent = { membership: 'leave', ...(typeof reason === 'string' ? { reason } : {}) };
+      append(room.id, { type: 'm.room.member', sender: BOT, state_key: BOT, content });
       return { json: {} };
     }
     if ((m = /^\/rooms\/([^/]+)\/send\/([^/]+)\/([^/]+)$/.exec(p)) && method === 'PUT') {
@@ -415,17 +596,23 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
         repeatedTxns++;
         return { json: { event_id: known } };
       }
+      arrived(room.id);
       if (limited && limited.count > 0) {
         limited.count--;
-        return { status: 429, json: { errcode: 'M_LIMIT_EXCEEDED', error: 'Too Many Requests', retry_after_ms: limited.retryAfterMs } };
+        return limitExceeded(limited.retryAfterMs, limited.retryAfterSeconds, limited.body ?? true);
       }
+      // Synapse rate-limits every event a user creates (rc_message, keyed by the user: one bucket for all rooms), edits included.
+      const verdict = bucket.take(BOT, performance.now() / 1000);
+      if (!verdict.allowed) return limitExceeded(verdict.retryAfterMs);
       if (body.length > MAX_EVENT_BYTES) throw new HttpError(413, 'M_TOO_LARGE', 'event too large');
-      const event = append(room.id, { type: decodeURIComponent(m[2]!), sender: BOT, content: json() });
+      const event = append(room.id, { type: decodeURIComponent(m[2]!), sender: BOT, content: json() as IContent });
       txns.set(key, event.event_id);
-      return { json: { event_id: event.event_id } };
+      const response: ISendEventResponse = { event_id: event.event_id };
+      return { json: response };
     }
     if ((m = /^\/rooms\/([^/]+)\/typing\/([^/]+)$/.exec(p)) && method === 'PUT') {
       const room = joinedRoom(decodeURIComponent(m[1]!));
+      arrived(room.id);
       if (json().typing === true) typing.set(room.id, (typing.get(room.id) ?? 0) + 1);
       return { json: {} };
     }
@@ -487,11 +674,12 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
       const call: PeerCall = { method: req.method ?? 'GET', path: url.pathname, status: 0, at: Date.now() };
       calls.push(call);
       route(req, url, Buffer.concat(chunks)).then(
-        (result) => reply(res, call, result.status ?? 200, result.json, result.raw),
+        (result) => reply(res, call, result),
         (error: unknown) => {
-          if (error instanceof HttpError) reply(res, call, error.status, { errcode: error.errcode, error: error.message });
-          else if (error instanceof SyntaxError) reply(res, call, 400, { errcode: 'M_NOT_JSON', error: error.message });
-          else reply(res, call, 500, { errcode: 'M_UNKNOWN', error: String(error) });
+          const failure = (status: number, json: ErrorBody): Reply => ({ status, json });
+          if (error instanceof HttpError) reply(res, call, failure(error.status, { errcode: error.errcode, error: error.message }));
+          else if (error instanceof SyntaxError) reply(res, call, failure(400, { errcode: 'M_NOT_JSON', error: error.message }));
+          else reply(res, call, failure(500, { errcode: 'M_UNKNOWN', error: String(error) }));
         },
       );
     });
@@ -501,7 +689,7 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
     socket.on('close', () => sockets.delete(socket));
   });
 
-  function reply(res: ServerResponse, call: PeerCall, status: number, json?: Json, raw?: { data: Buffer; mime: string }): void {
+  function reply(res: ServerResponse, call: PeerCall, { status = 200, json, raw, headers = {} }: Reply): void {
     call.status = status;
     if (res.destroyed || res.writableEnded) return;
     if (raw) {
@@ -510,7 +698,7 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
       return;
     }
     const text = JSON.stringify(json ?? {});
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
     res.end(text);
   }
 
@@ -550,6 +738,15 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
     get repeatedTxns() {
       return repeatedTxns;
     },
+    get waitsAnnounced() {
+      return waitsAnnounced;
+    },
+    callsInsideWait(id) {
+      if (id !== undefined) return insideWait.get(id) ?? 0;
+      let total = 0;
+      for (const count of insideWait.values()) total += count;
+      return total;
+    },
     roomId,
     configSection: () => section(`access_token = "${botToken}"`),
     passwordConfigSection: () => section(`password = "${botPassword}"`),
@@ -559,7 +756,7 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
     async postFile(user, place, file, caption) {
       const id = `m${++counter}${nonce}`;
       media.set(id, { data: Buffer.from(file.data), mime: file.mime, name: file.name });
-      const content: Json = {
+      const content: IContent = {
         ...personContent(place, caption ?? file.name, false),
         msgtype: file.mime.startsWith('image/') ? 'm.image' : 'm.file',
         body: caption ?? file.name,
@@ -572,17 +769,42 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
     postIn,
     postEncrypted(user, id = encryptedRoom) {
       const room = rooms.get(id)!;
-      return append(room.id, {
-        type: 'm.room.encrypted',
-        sender: USERS[user],
-        content: { algorithm: 'm.megolm.v1.aes-sha2', ciphertext: randomBytes(32).toString('base64'), device_id: 'PHONE', sender_key: 'k', session_id: 's' },
-      }).event_id;
+      if (membership(room, USERS[user]) !== 'join') throw new Error(`${user} is not in ${id}`);
+      const unpadded = (bytes: number): string => randomBytes(bytes).toString('base64').replace(/=+$/, '');
+      const content: MegolmContent = {
+        algorithm: 'm.megolm.v1.aes-sha2',
+        ciphertext: unpadded(96),
+        sender_key: unpadded(32), // a Curve25519 key: 32 bytes, unpadded base64
+        device_id: `${user.toUpperCase()}PHONE`,
+        session_id: unpadded(32),
+      };
+      return append(room.id, { type: 'm.room.encrypted', sender: USERS[user], content }).event_id;
     },
     invite(user, opts = {}) {
       const room = createRoom(`!inv${++counter}_${nonce}:${SERVER}`, USERS[user], []);
-      append(room.id, { type: 'm.room.member', sender: USERS[user], state_key: BOT, content: { membership: 'invite', displayname: BOT_NAME, ...(opts.direct ? { is_direct: true } : {}) } });
+      const content: MemberContent = { membership: 'invite', displayname: BOT_NAME, ...(opts.direct ? { is_direct: true } : {}) };
+      append(room.id, { type: 'm.room.member', sender: USERS[user], state_key: BOT, content });
       return room.id;
     },
+    inviteEncryptedDm(user) {
+      // Element's createRoom for a DM: preset trusted_private_chat, is_direct, invite [bot], and
+      // initial_state m.room.encryption {algorithm: m.megolm.v1.aes-sha2} when it can encrypt.
+      const room = createRoom(`!edm${++counter}_${nonce}:${SERVER}`, USERS[user], [], { encrypted: true });
+      const content: MemberContent = { membership: 'invite', displayname: BOT_NAME, is_direct: true };
+      append(room.id, { type: 'm.room.member', sender: USERS[user], state_key: BOT, content });
+      return room.id;
+    },
+    encryptRoom(id, user) {
+      const room = rooms.get(id);
+      if (!room || membership(room, USERS[user]) !== 'join') throw new Error(`${user} is not in ${id}`);
+      const content: EncryptionContent = { algorithm: 'm.megolm.v1.aes-sha2' };
+      append(id, { type: 'm.room.encryption', sender: USERS[user], state_key: '', content });
+    },
+    botMemberContent(id) {
+      const room = rooms.get(id);
+      return room ? (stateOf(room, 'm.room.member', BOT)?.content as MemberContent | undefined) : undefined;
+    },
+    rawBotEventsIn: (id) => stream.filter((s) => s.pos > resetPos && s.roomId === id && s.event.sender === BOT && s.event.state_key === undefined).map((s) => s.event),
     botMembership: (id) => {
       const room = rooms.get(id);
       return room ? membership(room, BOT) : undefined;
@@ -601,6 +823,10 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
       calls.length = 0;
       limited = undefined;
       stalled = false;
+      bucket = new LeakyBucket(rcMessage.perSecond, rcMessage.burstCount);
+      waitUntil = 0;
+      waitsAnnounced = 0;
+      insideWait.clear();
     },
     dropSyncs() {
       const count = syncing.size;
@@ -625,11 +851,19 @@ export async function startMatrixPeer(options: { legacyMediaOnly?: boolean } = {
         });
       });
     },
-    rateLimitSends(count, retryAfterMs) {
-      limited = { count, retryAfterMs };
+    rateLimitSends(count, retryAfterMs, opts = {}) {
+      limited = { count, retryAfterMs, ...opts };
     },
     close: closeAll,
   };
+}
+
+/** What a route answers: a JSON body (typed by the SDK's types where it has them), or raw bytes. */
+interface Reply {
+  readonly status?: number;
+  readonly json?: object;
+  readonly raw?: { data: Buffer; mime: string };
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 class HttpError extends Error {
@@ -670,6 +904,6 @@ export function htmlToText(html: string): string {
 }
 
 /** The text a client shows for a message content: its HTML when it has some, else its body. */
-export function visibleText(content: Json): string {
+export function visibleText(content: IContent): string {
   return content.format === 'org.matrix.custom.html' && typeof content.formatted_body === 'string' ? htmlToText(content.formatted_body) : String(content.body ?? '');
 }
