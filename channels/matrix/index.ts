@@ -94,7 +94,6 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
   // first one of a listen may take up to FIRST_SYNC_TIMEOUT_MS.
   const livenessMs = Math.max(2 * (syncTimeoutMs + localSlack(syncTimeoutMs)), FIRST_SYNC_TIMEOUT_MS) + 30_000;
   let displayName: string | undefined;
-  let editsBlockedUntil = 0;
   /** The homeserver's `m.upload.size` (undefined: it does not say), and when it was read (performance.now()). */
   let uploadLimit: { readonly bytes: number | undefined; readonly at: number } | undefined;
   const intake = new Intake({ api, ctx, config, rooms, log, stats, senders, threadLatest, displayName: () => displayName });
@@ -209,16 +208,9 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
 
     async edit(ref: ConversationRef, messageId: string, text: string): Promise<void> {
       if (!messageId.startsWith('$')) throw new SendError(`edit: ${messageId} is not a Matrix event id`, { permanent: true });
-      // Homeservers rate-limit messages per user (Synapse: 0.2/s, bursts of 10): after a 429, streaming
-      // edits wait it out here instead of hammering the server (the preview skips; the final edit waits).
-      const blockedMs = editsBlockedUntil - performance.now(); // monotonic: a clock step must not block edits for hours
-      if (blockedMs > 0) throw new SendError('edit: rate limited by the homeserver', { retryAfterMs: blockedMs, scope: 'channel' });
-      try {
-        await post(ref.chat, (html) => editContent(messageId, text, { html }), undefined, 'edit');
-      } catch (error) {
-        if (error instanceof SendError && error.retryAfterMs !== undefined) editsBlockedUntil = performance.now() + error.retryAfterMs;
-        throw error;
-      }
+      // A 429 (Synapse: 0.2/s per user, bursts of 10) is a SendError scoped to the whole channel: the
+      // runtime's flood gate (src/runtime/flood.ts) then holds every call until the wait has passed.
+      await post(ref.chat, (html) => editContent(messageId, text, { html }), undefined, 'edit');
     },
 
     async typing(ref: ConversationRef): Promise<void> {

@@ -854,6 +854,11 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
     rateLimitSends(count, retryAfterMs, opts = {}) {
       limited = { count, retryAfterMs, ...opts };
     },
+    // Synapse's limit is per account: the next send or edit (in any room) is refused, and a call to any room inside the wait counts.
+    flood: {
+      waitNext: (_place, ms) => void (limited = { count: 1, retryAfterMs: ms }),
+      callsInsideWait: () => [...insideWait.values()].reduce((sum, count) => sum + count, 0),
+    },
     close: closeAll,
   };
 }
