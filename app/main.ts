@@ -9,6 +9,7 @@ import { ConfigError, EXIT_CONFIG } from '../src/config/load.ts';
 import { DataDirInUseError } from '../src/store/lock.ts';
 import { EXIT_CANTCREAT, FileSystemError } from '../src/store/files.ts';
 import { DatabaseDamagedError, EXIT_DATAERR } from '../src/store/integrity.ts';
+import { StoreUnavailableError } from '../src/store/postgres/unavailable.ts';
 
 const EXIT_USAGE = 2;
 
@@ -53,9 +54,11 @@ Options:
                       ~/.config/switchboard/config.toml)
   -h, --help          show this help
 
-Exit codes: 0 stopped cleanly, 78 config error, 73 data_dir cannot be created or written,
-65 the database is damaged (restore a backup: see the README), 1 data_dir in use by another
-Switchboard process.
+Exit codes: 0 stopped cleanly, 78 config error (or a PostgreSQL store that refuses this
+config: wrong password, no such database), 75 the PostgreSQL store is unreachable for now
+(try again later; the systemd unit does, with a back-off), 73 data_dir cannot be created or
+written, 65 the database is damaged (restore a backup: see the README), 1 data_dir in use by
+another Switchboard process.
 `,
   chat: `Usage: switchboard chat [--config FILE]
 
@@ -182,6 +185,11 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`switchboard: Nothing was started. ${error.message}\n`);
       return EXIT_DATAERR;
     }
+    if (error instanceof StoreUnavailableError) {
+      // One paragraph, no stack: 75 (the server may come back: retried) or 78 (fix it first).
+      process.stderr.write(`switchboard: Nothing was started. ${error.message}\n`);
+      return error.exitCode;
+    }
     throw error;
   }
 }
@@ -277,6 +285,10 @@ async function runOperator(run: OperatorRun, args: readonly string[], configFlag
     if (error instanceof DatabaseDamagedError) {
       process.stderr.write(`switchboard: ${error.message}\n`);
       return EXIT_DATAERR;
+    }
+    if (error instanceof StoreUnavailableError) {
+      process.stderr.write(`switchboard: ${error.message}\n`);
+      return error.exitCode;
     }
     throw error;
   }

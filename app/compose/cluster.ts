@@ -17,7 +17,8 @@ import { startRemoteToolBridge, type RemoteToolBridge } from '../../src/cluster/
 import type { Config } from '../../src/config/schema.ts';
 import type { Runtime } from '../../src/runtime/runtime.ts';
 import type { ReloadableChannels } from '../reload.ts';
-import { openPostgres } from '../../src/store/postgres/sql.ts';
+import { openPostgres, redactUrl } from '../../src/store/postgres/sql.ts';
+import { storeUnavailable } from '../../src/store/postgres/unavailable.ts';
 import type { Database } from '../../src/store/sql.ts';
 
 /** How often a node reports itself (and the status shows a node gone after three missed reports). */
@@ -62,7 +63,7 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
     });
   } catch (error) {
     await database.close();
-    throw error;
+    throw storeUnavailable(redactUrl(url), error);
   }
   const registry = new NodeRegistry(database, REPORT_MS);
   let remoteTools: RemoteToolBridge;
