@@ -226,6 +226,7 @@ const operatorCommands: Readonly<Record<string, OperatorRun>> = {
       database: () => {
         const file = locateConfig(configFlag === undefined ? {} : { flag: configFlag });
         const { config } = loadConfig(file, process.env, { requireSecrets: false });
+        if (config.store.kind === 'postgres') return { postgres: config.store.url! };
         return join(resolve(dirname(file), config.data_dir), 'switchboard.db');
       },
     });

@@ -23,14 +23,23 @@ export class StoreUnavailableError extends Error {
   readonly temporary: boolean;
   /** The exit code for this failure: 75 when temporary, 78 otherwise. */
   readonly exitCode: number;
+  /** What went wrong, without the server's name (e.g. `connection refused: nothing listens on h:5432 (ECONNREFUSED)`). */
+  readonly detail: string;
+  /** What to do about it. */
+  readonly fix: string;
 
   constructor(url: string, reason: UnavailableCause, detail: string, fix: string, temporary: boolean, cause: unknown) {
-    super(`cannot use the PostgreSQL database ${url} ([store] url): ${detail}. Fix: ${fix}.`, { cause });
+    super(
+      `cannot use the PostgreSQL database ${url} ([store] url): ${detail}. Fix: ${fix} — ${temporary ? "exit 75: the systemd unit (and Docker's restart policy) tries again later, with a growing pause" : 'exit 78: not retried until the config or the database is fixed; then start again'}.`,
+      { cause },
+    );
     this.name = 'StoreUnavailableError';
     this.url = url;
     this.reason = reason;
     this.temporary = temporary;
     this.exitCode = temporary ? EXIT_TEMPFAIL : 78;
+    this.detail = detail;
+    this.fix = fix;
   }
 }
 
@@ -64,9 +73,8 @@ export function storeUnavailable(url: string, error: unknown): StoreUnavailableE
     // the URL was checked by the config schema; keep the generic words
   }
   const { code, message } = codeOf(error);
-  const retry = 'exit 75: the systemd unit (and Docker\'s restart policy) tries again later, with a growing pause';
   const make = (reason: UnavailableCause, detail: string, fix: string, temporary: boolean): StoreUnavailableError =>
-    new StoreUnavailableError(url, reason, `${detail}${code ? ` (${code})` : ''}`, `${fix} — ${temporary ? retry : 'exit 78: not retried until the config or the database is fixed; then start again'}`, temporary, error);
+    new StoreUnavailableError(url, reason, `${detail}${code ? ` (${code})` : ''}`, fix, temporary, error);
   switch (code) {
     case 'ECONNREFUSED':
       return make('connection refused', `connection refused: nothing listens on ${host}`, `start PostgreSQL (systemctl start postgresql), or correct the host and port in [store] url`, true);
