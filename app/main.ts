@@ -26,6 +26,8 @@ Commands:
   onboard        answer a few questions, check the model key, write a commented config
   doctor         check config, model key, channel credentials, data_dir, disk, service unit [--json]
   backup FILE    copy the database to FILE, safely while the daemon runs [--force]
+  store copy     copy the whole store to another: --to postgres://… (moving to a cluster)
+                 [--from URL|FILE] [--force]
   service        install | uninstall [--user] [--dry-run]   (systemd unit, enabled and started)
   help [COMMAND] show this help, or a command's (as does COMMAND --help)
 
@@ -106,6 +108,8 @@ async function usageOf(command: string): Promise<string | undefined> {
       return (await import('./onboard.ts')).onboardUsage;
     case 'backup':
       return (await import('./backup-cli.ts')).backupUsage;
+    case 'store':
+      return (await import('./store-cli.ts')).storeUsage;
     case 'help':
       return usage;
     default:
@@ -229,6 +233,17 @@ const operatorCommands: Readonly<Record<string, OperatorRun>> = {
         if (config.store.kind === 'postgres') return { postgres: config.store.url! };
         return join(resolve(dirname(file), config.data_dir), 'switchboard.db');
       },
+    });
+  },
+  store: async (args, configFlag) => {
+    const [{ runStoreCommand }, { loadConfig, locateConfig }, { createLogger }, { dirname, join, resolve }] = await Promise.all([import('./store-cli.ts'), import('../src/config/load.ts'), import('../src/log.ts'), import('node:path')]);
+    const file = locateConfig(configFlag === undefined ? {} : { flag: configFlag });
+    const { config } = loadConfig(file, process.env, { requireSecrets: false });
+    return runStoreCommand(args, {
+      stdout: process.stdout,
+      stderr: process.stderr,
+      configured: () => (config.store.kind === 'postgres' ? config.store.url! : join(resolve(dirname(file), config.data_dir), 'switchboard.db')),
+      log: () => createLogger({ level: 'warn', format: config.log.format, stream: process.stderr }),
     });
   },
   reload: async (args, configFlag) => {
