@@ -1,0 +1,111 @@
+/**
+ * Moving a running install to a cluster, as the README says: conversations on the SQLite store,
+ * `switchboard store copy --to postgres://…` (refused while the daemon runs), `[store]` switched
+ * to PostgreSQL, and the node started there carries the conversation on.
+ */
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { sign } from '../channels/webhook/signature.ts';
+import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
+import { runCli, startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { freePort } from './support/net.ts';
+import { startPostgres, type TestPostgres } from './support/postgres.ts';
+
+const secret = 'copy-secret';
+const env = { TEST_MODEL_KEY: 'k', WEBHOOK_SECRET: secret };
+
+describe('switchboard store copy: SQLite to a cluster', () => {
+  let model: FakeOpenAI;
+  let server: TestPostgres;
+  const daemons: Daemon[] = [];
+  const cleanups: Array<() => void> = [];
+
+  before(async () => {
+    server = await startPostgres();
+    model = await startFakeOpenAI();
+  });
+  after(async () => {
+    for (const daemon of daemons) {
+      if (daemon.child.exitCode === null && daemon.child.signalCode === null) {
+        daemon.child.kill('SIGTERM');
+        await daemon.exited;
+      }
+    }
+    for (const cleanup of cleanups) cleanup();
+    await model.close();
+    server.stop();
+  });
+
+  async function post(base: string, key: string, conversation: string, text: string): Promise<{ status: number; json: Record<string, unknown> }> {
+    const body = JSON.stringify({ sender: 'crm', conversation, text });
+    const response = await fetch(`${base}/webhook`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-switchboard-signature': sign(secret, { key, body }) },
+      body,
+    });
+    return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+  }
+  async function stop(daemon: Daemon): Promise<void> {
+    daemon.child.kill('SIGTERM');
+    assert.equal((await daemon.exited).code, 0);
+  }
+
+  it('refused while the daemon runs; then copies, and the node on PostgreSQL remembers the conversation', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const channels = `[log]\nformat = "json"\n[memory]\nbackend = "none"\n[gateway]\nlisten = "127.0.0.1:${port}"\n[channels.webhook]\nsecret = "\${WEBHOOK_SECRET}"\nreply_timeout_seconds = 10\n`;
+    const config = tempConfig(model.baseUrl, channels);
+    cleanups.push(config.cleanup);
+    const start = async (): Promise<Daemon> => {
+      const daemon = startDaemon(['start', '--config', config.file], { env });
+      daemons.push(daemon);
+      await daemon.waitFor(/"msg":"ready"/, 'stdout', 30_000);
+      return daemon;
+    };
+    const sqliteNode = await start();
+    for (let n = 0; n < 3; n++) assert.equal((await post(base, `early-${n}`, 'ticket-1', `early message ${n}`)).status, 200);
+    const pairing = await runCli(['pairing', 'list', '--config', config.file], { env });
+    assert.equal(pairing.code, 0, pairing.stderr);
+
+    const url = await server.createDatabase();
+    const busy = await runCli(['store', 'copy', '--to', url, '--config', config.file], { env });
+    assert.equal(busy.code, 1, busy.stderr);
+    assert.match(busy.stderr, /a Switchboard daemon \(or chat\) is running on the source .*switchboard\.db; nothing was copied\. Stop it first/);
+
+    await stop(sqliteNode);
+    const copy = await runCli(['store', 'copy', '--to', url, '--config', config.file], { env, timeoutMs: 60_000 });
+    assert.equal(copy.code, 0, copy.stderr);
+    assert.match(copy.stdout, /^Copying .*switchboard\.db → postgres:\/\/postgres@127\.0\.0\.1:\d+\/\w+\n/);
+    assert.match(copy.stdout, /^ {2}inbox +3 → 3 +ok$/m);
+    assert.match(copy.stdout, /^ {2}history +\d+ → \d+ +ok$/m);
+    assert.match(copy.stdout, /^Copied: \d+ rows in 11 tables, every count matches \([\d.]+ s\)\.\nNext: set \[store\] kind = "postgres" and url = /m);
+
+    // Run again: the target is no longer empty.
+    const again = await runCli(['store', 'copy', '--to', url, '--config', config.file], { env, timeoutMs: 60_000 });
+    assert.equal(again.code, 73, again.stderr);
+    assert.match(again.stderr, /already holds rows \(inbox 3, outbox 3, history \d+.*\); nothing was copied\. .*pass --force/);
+
+    // The cluster node: same config, the store switched to PostgreSQL.
+    writeFileSync(config.file, `data_dir = "./data"\n[agent]\nname = "Testbot"\n[provider]\nkind = "openai"\nbase_url = "${model.baseUrl}"\nmodel = "test-model"\napi_key = "\${TEST_MODEL_KEY}"\n[store]\nkind = "postgres"\nurl = "${url}"\n[cluster]\nnode = "n1"\nfailover_seconds = 3\n${channels}`);
+    const clusterNode = await start();
+    const before = model.requests.length;
+    // the channel starts once this node holds its lease
+    let answer = await post(base, 'after-copy', 'ticket-1', 'do you remember?');
+    for (let tries = 0; answer.status !== 200 && tries < 50; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      answer = await post(base, 'after-copy', 'ticket-1', 'do you remember?');
+    }
+    assert.deepEqual(answer, { status: 200, json: { id: 'after-copy', reply: 'echo: do you remember?' } });
+    const asked = model.requests.slice(before).filter((request) => request.body.messages.at(-1)?.content === 'do you remember?');
+    assert.equal(asked.length, 1);
+    const messages = asked[0]!.body.messages.map((m) => `${m.role}: ${m.content ?? ''}`);
+    for (let n = 0; n < 3; n++) assert.ok(messages.includes(`user: early message ${n}`), `the history has early message ${n}:\n${messages.join('\n')}`);
+
+    // A node running on the PostgreSQL source: refused too.
+    const fromCluster = await runCli(['store', 'copy', '--from', url, '--to', `${config.dir}/back.db`, '--config', config.file], { env, timeoutMs: 60_000 });
+    assert.equal(fromCluster.code, 1, fromCluster.stderr);
+    assert.match(fromCluster.stderr, /node n1 is running on the source postgres:\/\/postgres@127\.0\.0\.1:\d+\/\w+; nothing was copied\. Stop it first/);
+    await stop(clusterNode);
+  });
+});
