@@ -4,13 +4,15 @@
  * to PostgreSQL, and the node started there carries the conversation on.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { sign } from '../channels/webhook/signature.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { runCli, startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { freePort } from './support/net.ts';
 import { startPostgres, type TestPostgres } from './support/postgres.ts';
+import { postgresBin } from './support/servers.ts';
 
 const secret = 'copy-secret';
 const env = { TEST_MODEL_KEY: 'k', WEBHOOK_SECRET: secret };
@@ -68,7 +70,10 @@ describe('switchboard store copy: SQLite to a cluster', () => {
     const pairing = await runCli(['pairing', 'list', '--config', config.file], { env });
     assert.equal(pairing.code, 0, pairing.stderr);
 
-    const url = await server.createDatabase();
+    // The README's setup ("A cluster on PostgreSQL"): a role with no other right than to log in, owning its database.
+    await server.createRole('switchboard', 'sb-secret-1');
+    execFileSync(`${postgresBin}/createdb`, ['-h', '127.0.0.1', '-p', String(server.port), '-U', 'postgres', '--owner=switchboard', 'sbmove']);
+    const url = `postgres://switchboard:sb-secret-1@127.0.0.1:${server.port}/sbmove`;
     const busy = await runCli(['store', 'copy', '--to', url, '--config', config.file], { env });
     assert.equal(busy.code, 1, busy.stderr);
     assert.match(busy.stderr, /a Switchboard daemon \(or chat\) is running on the source .*switchboard\.db; nothing was copied\. Stop it first/);
@@ -76,7 +81,8 @@ describe('switchboard store copy: SQLite to a cluster', () => {
     await stop(sqliteNode);
     const copy = await runCli(['store', 'copy', '--to', url, '--config', config.file], { env, timeoutMs: 60_000 });
     assert.equal(copy.code, 0, copy.stderr);
-    assert.match(copy.stdout, /^Copying .*switchboard\.db → postgres:\/\/postgres@127\.0\.0\.1:\d+\/\w+\n/);
+    assert.match(copy.stdout, /^Copying .*switchboard\.db → postgres:\/\/switchboard@127\.0\.0\.1:\d+\/sbmove\n/);
+    assert.doesNotMatch(`${copy.stdout}${copy.stderr}`, /sb-secret-1/);
     assert.match(copy.stdout, /^ {2}inbox +3 → 3 +ok$/m);
     assert.match(copy.stdout, /^ {2}history +\d+ → \d+ +ok$/m);
     assert.match(copy.stdout, /^Copied: \d+ rows in 11 tables, every count matches \([\d.]+ s\)\.\nNext: set \[store\] kind = "postgres" and url = /m);
@@ -105,7 +111,29 @@ describe('switchboard store copy: SQLite to a cluster', () => {
     // A node running on the PostgreSQL source: refused too.
     const fromCluster = await runCli(['store', 'copy', '--from', url, '--to', `${config.dir}/back.db`, '--config', config.file], { env, timeoutMs: 60_000 });
     assert.equal(fromCluster.code, 1, fromCluster.stderr);
-    assert.match(fromCluster.stderr, /node n1 is running on the source postgres:\/\/postgres@127\.0\.0\.1:\d+\/\w+; nothing was copied\. Stop it first/);
+    assert.match(fromCluster.stderr, /node n1 is running on the source postgres:\/\/switchboard@127\.0\.0\.1:\d+\/sbmove; nothing was copied\. Stop it first/);
     await stop(clusterNode);
+  });
+
+  it('the README\'s grants for a database the role does not own are enough for a node (migrations, pg-boss, leases)', async () => {
+    await server.createRole('sb_granted', 'sb-secret-2');
+    execFileSync(`${postgresBin}/createdb`, ['-h', '127.0.0.1', '-p', String(server.port), '-U', 'postgres', 'sbgranted']);
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const grants = /```sql\n(-- a database the role does not own[\s\S]*?)```/.exec(readme)?.[1];
+    assert.ok(grants, 'the README shows the GRANT lines');
+    execFileSync('/usr/bin/psql', ['-v', 'ON_ERROR_STOP=1', '-q', '-h', '127.0.0.1', '-p', String(server.port), '-U', 'postgres', '-d', 'sbgranted', '-c', grants.replaceAll('DATABASE switchboard', 'DATABASE sbgranted').replaceAll('TO switchboard', 'TO sb_granted')]);
+    const port = await freePort();
+    const config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n[memory]\nbackend = "none"\n[gateway]\nlisten = "127.0.0.1:${port}"\n[channels.webhook]\nsecret = "\${WEBHOOK_SECRET}"\n[store]\nkind = "postgres"\nurl = "postgres://sb_granted:sb-secret-2@127.0.0.1:${server.port}/sbgranted"\n[cluster]\nnode = "g1"\n`);
+    cleanups.push(config.cleanup);
+    const daemon = startDaemon(['start', '--config', config.file], { env });
+    daemons.push(daemon);
+    await daemon.waitFor(/"msg":"ready"/, 'stdout', 30_000);
+    let answer = await post(`http://127.0.0.1:${port}`, 'granted-1', 'ticket-9', 'hello');
+    for (let tries = 0; answer.status !== 200 && tries < 50; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      answer = await post(`http://127.0.0.1:${port}`, 'granted-1', 'ticket-9', 'hello');
+    }
+    assert.deepEqual(answer, { status: 200, json: { id: 'granted-1', reply: 'echo: hello' } });
+    await stop(daemon);
   });
 });

@@ -100,7 +100,7 @@ export function storeUnavailable(url: string, error: unknown): StoreUnavailableE
     case '3D000':
       return make('database missing', `the database ${database} does not exist`, `create it: createdb --owner=${user.replace(/"/g, '')} ${database.replace(/"/g, '')} (README: "A cluster on PostgreSQL")`, false);
     case '42501':
-      return make('permission denied', `user ${user} may not create Switchboard's tables (${message})`, `make it the database's owner (ALTER DATABASE ${database.replace(/"/g, '')} OWNER TO ${user.replace(/"/g, '')}) or GRANT CREATE ON SCHEMA public TO it (README: "A cluster on PostgreSQL")`, false);
+      return make('permission denied', `user ${user} may not create Switchboard's tables or its queue's schema (${message})`, `make it the database's owner (ALTER DATABASE ${database.replace(/"/g, '')} OWNER TO ${user.replace(/"/g, '')}), or GRANT CONNECT, CREATE ON DATABASE ${database.replace(/"/g, '')} TO ${user.replace(/"/g, '')}; GRANT USAGE, CREATE ON SCHEMA public TO ${user.replace(/"/g, '')} (README: "A cluster on PostgreSQL")`, false);
     default:
       break;
   }
