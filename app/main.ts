@@ -303,7 +303,8 @@ async function runOperator(run: OperatorRun, args: readonly string[], configFlag
       return EXIT_DATAERR;
     }
     if (error instanceof StoreUnavailableError) {
-      process.stderr.write(`switchboard: ${error.message}\n`);
+      // Without the daemon's note on restarts: nothing retries an operator command.
+      process.stderr.write(`switchboard: cannot use the PostgreSQL database ${error.url} ([store] url): ${error.detail}. Fix: ${error.fix}.\n`);
       return error.exitCode;
     }
     throw error;

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
-import { startDaemon, tempConfig } from './support/cli.ts';
+import { runCli, startDaemon, tempConfig } from './support/cli.ts';
 import { ensureDist, launcherPath, repoRoot } from './support/dist.ts';
 import { freePort } from './support/net.ts';
 import { startPostgres, type TestPostgres } from './support/postgres.ts';
@@ -74,6 +74,15 @@ describe('a PostgreSQL store that cannot be used at start', () => {
     assert.equal(code, 78, stderr);
     assertOneParagraph(stderr, stdout);
     assert.match(stderr, /the database "nowhere" does not exist \(3D000\)\. Fix: create it: createdb --owner=postgres nowhere/);
+  });
+
+  it('an operator command (pairing list) says the same in one line, without the note on restarts', async () => {
+    const port = await freePort();
+    const config = tempConfig(model.baseUrl, `[store]\nkind = "postgres"\nurl = "postgres://switchboard:${secret}@127.0.0.1:${port}/switchboard"\n`);
+    cleanups.push(config.cleanup);
+    const result = await runCli(['pairing', 'list', '--config', config.file], { env: { TEST_MODEL_KEY: 'k' } });
+    assert.equal(result.code, 75, result.stderr);
+    assert.equal(result.stderr, `switchboard: cannot use the PostgreSQL database postgres://switchboard@127.0.0.1:${port}/switchboard ([store] url): connection refused: nothing listens on 127.0.0.1:${port} (ECONNREFUSED). Fix: start PostgreSQL (systemctl start postgresql), or correct the host and port in [store] url.\n`);
   });
 
   it('the systemd unit retries 75 (with a growing pause on systemd ≥ 254) and never 78', () => {
