@@ -244,6 +244,15 @@ const operatorCommands: Readonly<Record<string, OperatorRun>> = {
       stderr: process.stderr,
       configured: () => (config.store.kind === 'postgres' ? config.store.url! : join(resolve(dirname(file), config.data_dir), 'switchboard.db')),
       log: () => createLogger({ level: 'warn', format: config.log.format, stream: process.stderr }),
+      turnQueue: async (url) =>
+        (await import('../src/cluster/pg-boss-queue.ts')).createPgBossQueue({
+          url,
+          log: createLogger({ level: 'warn', format: config.log.format, stream: process.stderr }),
+          concurrency: 1,
+          // as a node makes the queue (app/compose/cluster.ts)
+          heartbeatSeconds: Math.max(10, config.cluster.failover_seconds),
+          turnTimeoutSeconds: config.agent.turn_timeout_seconds,
+        }),
     });
   },
   reload: async (args, configFlag) => {

@@ -11,7 +11,9 @@ import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { NODE_REPORT_MS } from '../src/cluster/nodes.ts';
+import type { TurnQueue } from '../src/cluster/queue.ts';
 import { copyStore, type TableCount } from '../src/store/copy.ts';
+import type { Sql } from '../src/store/sql.ts';
 import { openDatabase } from '../src/store/db.ts';
 import { makeDirectory, EXIT_CANTCREAT } from '../src/store/files.ts';
 import { DataDirInUseError, lockDataDir, type DataDirLock } from '../src/store/lock.ts';
@@ -54,6 +56,8 @@ export interface StoreIo {
   /** The configured store, for a default --from: a SQLite file or a postgres:// URL. */
   readonly configured: () => string;
   readonly log: () => Logger;
+  /** The cluster's turn queue on the PostgreSQL at `url` (pg-boss, as the nodes make it). */
+  readonly turnQueue: (url: string) => Promise<TurnQueue>;
 }
 
 const isUrl = (spec: string): boolean => /^postgres(?:ql)?:\/\//.test(spec);
@@ -104,11 +108,15 @@ export async function runStoreCommand(args: readonly string[], io: StoreIo): Pro
     const target = await open(to, 'target', io);
     opened.push(target);
     io.stdout.write(`Copying ${source.name} → ${target.name}\n`);
+    let handedOn = 0;
     const result = await copyStore({
       from: source.database,
       to: target.database,
       fromName: source.name,
       ...(parsed.values.force ? { force: true } : {}),
+      // A node takes turns from the queue only, never from the inbox: a message accepted but not
+      // yet answered needs its job there. (On SQLite the daemon re-queues them at start.)
+      ...(isUrl(to) ? { beforeFinish: async (sql: Sql) => void (handedOn = await handOn(sql, to, io)) } : {}),
     });
     if (!result.ok && result.reason === 'target not empty') {
       io.stderr.write(
@@ -125,6 +133,7 @@ export async function runStoreCommand(args: readonly string[], io: StoreIo): Pro
     const rows = result.counts.reduce((sum, entry) => sum + entry.target, 0);
     io.stdout.write(
       `${result.resumed ? 'Resumed and finished' : 'Copied'}: ${rows} rows in ${result.counts.length} tables, every count matches (${((performance.now() - started) / 1000).toFixed(1)} s).\n` +
+        (handedOn > 0 ? `${handedOn} message${handedOn === 1 ? '' : 's'} accepted but not yet answered went to the cluster's turn queue: the first node to start answers ${handedOn === 1 ? 'it' : 'them'}.\n` : '') +
         (isUrl(to) ? `Next: set [store] kind = "postgres" and url = "${target.name}" (with its password) in the config, then start the nodes.\n` : ''),
     );
     return 0;
@@ -183,6 +192,20 @@ async function open(spec: string, role: 'source' | 'target', io: StoreIo): Promi
     lock.release();
     throw error;
   }
+}
+
+/** Puts each unanswered message of the PostgreSQL target into the turn queue; returns how many. */
+async function handOn(sql: Sql, url: string, io: StoreIo): Promise<number> {
+  const queued = await sql.all<{ seq: number; conversation: string }>("SELECT seq, conversation FROM inbox WHERE status = 'queued' ORDER BY seq");
+  if (queued.length === 0) return 0;
+  const queue = await io.turnQueue(url);
+  try {
+    // A job for a message already answered is skipped by the node (it finds it no longer queued), so a copy run again may add one twice.
+    for (const { seq, conversation } of queued) await sql.transaction((tx) => queue.enqueue(tx, conversation, seq));
+  } finally {
+    await queue.stop(1000);
+  }
+  return queued.length;
 }
 
 function formatCounts(counts: readonly TableCount[]): string {

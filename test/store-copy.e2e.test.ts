@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { after, before, describe, it } from 'node:test';
 import { sign } from '../channels/webhook/signature.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
@@ -79,22 +81,31 @@ describe('switchboard store copy: SQLite to a cluster', () => {
     assert.match(busy.stderr, /a Switchboard daemon \(or chat\) is running on the source .*switchboard\.db; nothing was copied\. Stop it first/);
 
     await stop(sqliteNode);
+    // A message accepted but not answered when the daemon stopped (as a stop mid-turn leaves one).
+    const lite = new Database(join(config.dir, 'data', 'switchboard.db'));
+    lite.prepare("INSERT INTO inbox (channel, platform_id, conversation, payload, status, received_at) SELECT channel, 'left-1', conversation, replace(payload, 'early message 0', 'left unanswered'), 'queued', received_at + 1 FROM inbox ORDER BY seq LIMIT 1").run();
+    lite.close();
     const copy = await runCli(['store', 'copy', '--to', url, '--config', config.file], { env, timeoutMs: 60_000 });
     assert.equal(copy.code, 0, copy.stderr);
     assert.match(copy.stdout, /^Copying .*switchboard\.db → postgres:\/\/switchboard@127\.0\.0\.1:\d+\/sbmove\n/);
     assert.doesNotMatch(`${copy.stdout}${copy.stderr}`, /sb-secret-1/);
-    assert.match(copy.stdout, /^ {2}inbox +3 → 3 +ok$/m);
+    assert.match(copy.stdout, /^ {2}inbox +4 → 4 +ok$/m);
+    assert.match(copy.stdout, /^1 message accepted but not yet answered went to the cluster's turn queue: the first node to start answers it\.$/m);
     assert.match(copy.stdout, /^ {2}history +\d+ → \d+ +ok$/m);
-    assert.match(copy.stdout, /^Copied: \d+ rows in 11 tables, every count matches \([\d.]+ s\)\.\nNext: set \[store\] kind = "postgres" and url = /m);
+    assert.match(copy.stdout, /^Copied: \d+ rows in 11 tables, every count matches \([\d.]+ s\)\.\n1 message .*\nNext: set \[store\] kind = "postgres" and url = /m);
 
     // Run again: the target is no longer empty.
     const again = await runCli(['store', 'copy', '--to', url, '--config', config.file], { env, timeoutMs: 60_000 });
     assert.equal(again.code, 73, again.stderr);
-    assert.match(again.stderr, /already holds rows \(inbox 3, outbox 3, history \d+.*\); nothing was copied\. .*pass --force/);
+    assert.match(again.stderr, /already holds rows \(inbox 4, outbox 3, history \d+.*\); nothing was copied\. .*pass --force/);
 
     // The cluster node: same config, the store switched to PostgreSQL.
     writeFileSync(config.file, `data_dir = "./data"\n[agent]\nname = "Testbot"\n[provider]\nkind = "openai"\nbase_url = "${model.baseUrl}"\nmodel = "test-model"\napi_key = "\${TEST_MODEL_KEY}"\n[store]\nkind = "postgres"\nurl = "${url}"\n[cluster]\nnode = "n1"\nfailover_seconds = 3\n${channels}`);
     const clusterNode = await start();
+    for (let waited = 0; !model.requests.some((request) => request.body.messages.at(-1)?.content === 'left unanswered'); waited += 100) {
+      assert.ok(waited < 20_000, 'the message left unanswered is answered by the node');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     const before = model.requests.length;
     // the channel starts once this node holds its lease
     let answer = await post(base, 'after-copy', 'ticket-1', 'do you remember?');

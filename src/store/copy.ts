@@ -102,6 +102,12 @@ export interface CopyOptions {
   readonly force?: boolean;
   /** Rows per batch (one transaction each). @default 500 */
   readonly batchRows?: number;
+  /**
+   * Runs once every row is in and the counts match, before the copy is marked finished (so a
+   * failure here is run again with the copy): the CLI hands a PostgreSQL target's unanswered
+   * messages to the cluster's turn queue.
+   */
+  readonly beforeFinish?: (to: Sql) => Promise<void>;
   /** Told after each batch (progress; a test interrupts the copy here). */
   readonly onBatch?: (table: string, copied: number) => void | Promise<void>;
 }
@@ -155,6 +161,7 @@ export async function copyStore(options: CopyOptions): Promise<CopyResult> {
   const counts: TableCount[] = [];
   for (const plan of plans) counts.push({ table: plan.table, source: await count(from, plan.table), target: await count(to, plan.table) });
   if (counts.some((entry) => entry.source !== entry.target)) return { ok: false, reason: 'counts differ', counts };
+  await options.beforeFinish?.(to);
   await to.run('UPDATE switchboard_store_copy SET finished_at = ? WHERE source = ?', [Date.now(), options.fromName]);
   return { ok: true, resumed: resuming, counts };
 }
