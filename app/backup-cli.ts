@@ -33,9 +33,12 @@ Options:
   -c, --config FILE   config file (default: as for start)
   -h, --help          show this help
 
+With [store] kind = "postgres" nothing is copied: it prints the pg_dump line that backs
+up that database (and the pg_restore line), and exits 69.
+
 Exit codes: 0 written, 2 usage error, 65 the database is damaged (nothing written),
-66 there is no database yet, 73 FILE exists (without --force) or cannot be written,
-78 config error.
+66 there is no database yet, 69 the store is PostgreSQL (use the pg_dump line printed),
+73 FILE exists (without --force) or cannot be written, 78 config error.
 
 Example:
   switchboard backup /var/backups/switchboard-$(date +%F).db
@@ -44,8 +47,36 @@ Example:
 export interface BackupIo {
   readonly stdout: Writable;
   readonly stderr: Writable;
-  /** The database to copy (from the config's data_dir). */
-  readonly database: () => string;
+  /**
+   * The configured store: the SQLite file to copy (from the config's data_dir), or the URL of a
+   * PostgreSQL store (`[store] kind = "postgres"`), which this command does not copy.
+   */
+  readonly database: () => string | { readonly postgres: string };
+}
+
+/** Refused: the store is PostgreSQL, whose own pg_dump is the tool (EX_UNAVAILABLE). */
+export const EXIT_UNAVAILABLE = 69;
+
+/** A word for a POSIX shell, single-quoted when it needs to be. */
+function shellWord(word: string): string {
+  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The pg_dump line that backs up the PostgreSQL store at `url` to `file` (custom format: one file,
+ * compressed, for pg_restore), and the pg_restore line that restores it. The password is never
+ * in them: pg_dump asks for it, or reads PGPASSWORD or ~/.pgpass.
+ */
+export function pgDumpCommands(url: string, file: string): { dump: string; restore: string; hasPassword: boolean } {
+  const parsed = new URL(url);
+  const hasPassword = parsed.password !== '';
+  parsed.password = '';
+  const target = parsed.toString();
+  return {
+    dump: `pg_dump --format=custom --file=${shellWord(file)} ${shellWord(target)}`,
+    restore: `pg_restore --clean --if-exists --no-owner --dbname=${shellWord(target)} ${shellWord(file)}`,
+    hasPassword,
+  };
 }
 
 /** Runs `switchboard backup`; returns the exit code. */
@@ -64,8 +95,20 @@ export async function runBackup(args: readonly string[], io: BackupIo): Promise<
   if (target === undefined) return usage('missing FILE: where to write the copy');
   if (extra.length > 0) return usage(`unexpected argument "${extra[0]}"`);
 
-  const source = io.database();
+  const store = io.database();
   const file = resolve(target);
+  if (typeof store !== 'string') {
+    // Never the SQLite file in data_dir: in a cluster it holds no conversation, and a copy of it would look like a backup.
+    const { dump, restore, hasPassword } = pgDumpCommands(store.postgres, file);
+    io.stderr.write(
+      `switchboard backup: the store is PostgreSQL ([store] kind = "postgres"), which this command does not copy; nothing was written. Back it up with PostgreSQL's own tool (it runs beside the nodes, one consistent snapshot):\n` +
+        `  ${dump}\n` +
+        `${hasPassword ? 'It asks for the password in [store] url (or set PGPASSWORD, or put it in ~/.pgpass). ' : ''}Use a pg_dump at least as new as the server (pg_dump --version). Restore, nodes stopped:\n` +
+        `  ${restore}\n`,
+    );
+    return EXIT_UNAVAILABLE;
+  }
+  const source = store;
   if (!existsSync(source)) {
     io.stderr.write(`switchboard backup: there is no database at ${source} yet (has Switchboard run with this config?); nothing to back up\n`);
     return EXIT_NOINPUT;

@@ -35,8 +35,10 @@ export const doctorUsage = `Usage: switchboard doctor [--json] [--config FILE]
 
 Checks, without starting anything (it runs beside the daemon): the config; the model
 endpoint, with one authenticated call; each channel's credentials; that data_dir is
-writable and private; free disk; that the database is whole (PRAGMA quick_check);
-an installed systemd unit. One line per check:
+writable and private; free disk; that the database is whole (PRAGMA quick_check) — or,
+with [store] kind = "postgres", that the server answers, the schema version, its
+synchronous_commit, the cluster's nodes and who holds which channel; an installed
+systemd unit. One line per check:
 "✓ check — detail" or "✗ check — problem; fix: …".
 
 Options:
@@ -82,7 +84,10 @@ export async function collectChecks(io: DoctorIo): Promise<CheckResult[]> {
     ];
     results.push(...(await Promise.all(pending)));
     const dataDir = resolve(dirname(file), config.data_dir);
-    results.push(checkDataDir(dataDir), checkDisk(dataDir), await checkDatabase(join(dataDir, 'switchboard.db')));
+    results.push(checkDataDir(dataDir), checkDisk(dataDir));
+    // In a cluster the store is PostgreSQL: the SQLite file in data_dir holds no conversation, so it is not the one checked.
+    if (config.store.kind === 'postgres') results.push(...(await (await import('./doctor-store.ts')).checkPostgresStore(config, timeoutMs)));
+    else results.push(await checkDatabase(join(dataDir, 'switchboard.db')));
   }
   results.push(checkServiceUnit(io.unitPaths ?? ['/etc/systemd/system/switchboard.service', join(home, '.config/systemd/user/switchboard.service')]));
   return results;

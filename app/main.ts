@@ -9,6 +9,7 @@ import { ConfigError, EXIT_CONFIG } from '../src/config/load.ts';
 import { DataDirInUseError } from '../src/store/lock.ts';
 import { EXIT_CANTCREAT, FileSystemError } from '../src/store/files.ts';
 import { DatabaseDamagedError, EXIT_DATAERR } from '../src/store/integrity.ts';
+import { StoreUnavailableError } from '../src/store/postgres/unavailable.ts';
 
 const EXIT_USAGE = 2;
 
@@ -25,6 +26,8 @@ Commands:
   onboard        answer a few questions, check the model key, write a commented config
   doctor         check config, model key, channel credentials, data_dir, disk, service unit [--json]
   backup FILE    copy the database to FILE, safely while the daemon runs [--force]
+  store copy     copy the whole store to another: --to postgres://… (moving to a cluster)
+                 [--from URL|FILE] [--force]
   service        install | uninstall [--user] [--dry-run]   (systemd unit, enabled and started)
   help [COMMAND] show this help, or a command's (as does COMMAND --help)
 
@@ -53,9 +56,11 @@ Options:
                       ~/.config/switchboard/config.toml)
   -h, --help          show this help
 
-Exit codes: 0 stopped cleanly, 78 config error, 73 data_dir cannot be created or written,
-65 the database is damaged (restore a backup: see the README), 1 data_dir in use by another
-Switchboard process.
+Exit codes: 0 stopped cleanly, 78 config error (or a PostgreSQL store that refuses this
+config: wrong password, no such database), 75 the PostgreSQL store is unreachable for now
+(try again later; the systemd unit does, with a back-off), 73 data_dir cannot be created or
+written, 65 the database is damaged (restore a backup: see the README), 1 data_dir in use by
+another Switchboard process.
 `,
   chat: `Usage: switchboard chat [--config FILE]
 
@@ -103,6 +108,8 @@ async function usageOf(command: string): Promise<string | undefined> {
       return (await import('./onboard.ts')).onboardUsage;
     case 'backup':
       return (await import('./backup-cli.ts')).backupUsage;
+    case 'store':
+      return (await import('./store-cli.ts')).storeUsage;
     case 'help':
       return usage;
     default:
@@ -182,6 +189,11 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`switchboard: Nothing was started. ${error.message}\n`);
       return EXIT_DATAERR;
     }
+    if (error instanceof StoreUnavailableError) {
+      // One paragraph, no stack: 75 (the server may come back: retried) or 78 (fix it first).
+      process.stderr.write(`switchboard: Nothing was started. ${error.message}\n`);
+      return error.exitCode;
+    }
     throw error;
   }
 }
@@ -218,8 +230,29 @@ const operatorCommands: Readonly<Record<string, OperatorRun>> = {
       database: () => {
         const file = locateConfig(configFlag === undefined ? {} : { flag: configFlag });
         const { config } = loadConfig(file, process.env, { requireSecrets: false });
+        if (config.store.kind === 'postgres') return { postgres: config.store.url! };
         return join(resolve(dirname(file), config.data_dir), 'switchboard.db');
       },
+    });
+  },
+  store: async (args, configFlag) => {
+    const [{ runStoreCommand }, { loadConfig, locateConfig }, { createLogger }, { dirname, join, resolve }] = await Promise.all([import('./store-cli.ts'), import('../src/config/load.ts'), import('../src/log.ts'), import('node:path')]);
+    const file = locateConfig(configFlag === undefined ? {} : { flag: configFlag });
+    const { config } = loadConfig(file, process.env, { requireSecrets: false });
+    return runStoreCommand(args, {
+      stdout: process.stdout,
+      stderr: process.stderr,
+      configured: () => (config.store.kind === 'postgres' ? config.store.url! : join(resolve(dirname(file), config.data_dir), 'switchboard.db')),
+      log: () => createLogger({ level: 'warn', format: config.log.format, stream: process.stderr }),
+      turnQueue: async (url) =>
+        (await import('../src/cluster/pg-boss-queue.ts')).createPgBossQueue({
+          url,
+          log: createLogger({ level: 'warn', format: config.log.format, stream: process.stderr }),
+          concurrency: 1,
+          // as a node makes the queue (app/compose/cluster.ts)
+          heartbeatSeconds: Math.max(10, config.cluster.failover_seconds),
+          turnTimeoutSeconds: config.agent.turn_timeout_seconds,
+        }),
     });
   },
   reload: async (args, configFlag) => {
@@ -277,6 +310,11 @@ async function runOperator(run: OperatorRun, args: readonly string[], configFlag
     if (error instanceof DatabaseDamagedError) {
       process.stderr.write(`switchboard: ${error.message}\n`);
       return EXIT_DATAERR;
+    }
+    if (error instanceof StoreUnavailableError) {
+      // Without the daemon's note on restarts: nothing retries an operator command.
+      process.stderr.write(`switchboard: cannot use the PostgreSQL database ${error.url} ([store] url): ${error.detail}. Fix: ${error.fix}.\n`);
+      return error.exitCode;
     }
     throw error;
   }

@@ -11,6 +11,9 @@ import { sign } from '../channels/webhook/signature.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { runCli, startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { freePort } from './support/net.ts';
+import { startPostgres } from './support/postgres.ts';
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 
 const secret = 'backup-secret';
 const env = { TEST_MODEL_KEY: 'k', WEBHOOK_SECRET: secret };
@@ -132,5 +135,49 @@ describe('switchboard backup of a running daemon, and a restore', () => {
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /missing FILE/);
     assert.deepEqual(readdirSync(config.dir).sort(), ['data', 'switchboard.toml']);
+  });
+});
+
+describe('switchboard backup with [store] kind = "postgres"', () => {
+  it('never copies the SQLite file in data_dir: prints the pg_dump line (which works as printed) and exits 69, server up or down', async () => {
+    const server = await startPostgres();
+    const config = tempConfig('http://127.0.0.1:9/v1', '');
+    try {
+      // A whole, stale SQLite database in data_dir: the file a wrong backup would copy.
+      mkdirSync(join(config.dir, 'data'), { mode: 0o700 });
+      new Database(join(config.dir, 'data', 'switchboard.db')).close();
+      const password = "pa ss'wd";
+      await server.createRole('sb_backup', password);
+      const url = await server.createDatabase();
+      const database = new URL(url).pathname.slice(1);
+      execFileSync('/usr/bin/psql', ['-q', '-d', url, '-c', `ALTER DATABASE "${database}" OWNER TO sb_backup; CREATE TABLE kept (n int); INSERT INTO kept VALUES (42); ALTER TABLE kept OWNER TO sb_backup`]);
+      const down = `postgres://sb_backup:${encodeURIComponent(password)}@127.0.0.1:${await freePort()}/${database}`;
+      const up = `postgres://sb_backup:${encodeURIComponent(password)}@127.0.0.1:${server.port}/${database}`;
+      const file = join(config.dir, 'pg backup.dump');
+      for (const storeUrl of [down, up]) {
+        writeFileSync(config.file, `data_dir = "./data"\n[provider]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\napi_key = "k"\n[store]\nkind = "postgres"\nurl = "${storeUrl}"\n`);
+        const result = await runCli(['backup', file, '--config', config.file], { env });
+        assert.equal(result.code, 69, result.stderr);
+        assert.equal(result.stdout, '');
+        assert.ok(!existsSync(file), 'nothing was written');
+        assert.doesNotMatch(result.stderr, /pa ss|pa%20ss/, 'the password is not printed');
+        assert.match(result.stderr, /the store is PostgreSQL \(\[store\] kind = "postgres"\), which this command does not copy; nothing was written/);
+        assert.match(result.stderr, /It asks for the password in \[store\] url \(or set PGPASSWORD/);
+        assert.ok(result.stderr.includes(`  pg_dump --format=custom --file='${file}' ${storeUrl.replace(/:[^:@]*@/, '@')}\n`), result.stderr);
+      }
+      // The printed lines, run as printed (with the password in PGPASSWORD), back the database up and restore it.
+      const printed = (await runCli(['backup', file, '--config', config.file], { env })).stderr.split('\n');
+      const dump = printed.find((line) => line.startsWith('  pg_dump '))!.trim();
+      execFileSync('/bin/sh', ['-c', dump], { env: { ...process.env, PGPASSWORD: password } });
+      assert.ok(statSync(file).size > 0);
+      execFileSync('/usr/bin/psql', ['-q', '-d', url, '-c', 'DELETE FROM kept']);
+      const restore = printed.find((line) => line.startsWith('  pg_restore '))!.trim();
+      execFileSync('/bin/sh', ['-c', restore], { env: { ...process.env, PGPASSWORD: password } });
+      assert.equal(execFileSync('/usr/bin/psql', ['-At', '-d', url, '-c', 'SELECT n FROM kept'], { encoding: 'utf8' }).trim(), '42');
+      assert.deepEqual(readdirSync(join(config.dir, 'data')), ['switchboard.db'], 'the SQLite file was not copied anywhere');
+    } finally {
+      config.cleanup();
+      server.stop();
+    }
   });
 });

@@ -200,7 +200,7 @@ describe('cluster failover', () => {
       assert.notEqual(result.code, 0);
       const output = `${result.stdout}${result.stderr}`;
       assert.match(output, /cannot use the PostgreSQL database postgres:\/\/switchboard@127\.0\.0\.1:1\/switchboard/);
-      assert.match(output, /Check \[store\] url/);
+      assert.match(output, /correct the host and port in \[store\] url/);
       assert.doesNotMatch(output, /hunter2/);
     } finally {
       config.cleanup();

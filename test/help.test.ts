@@ -14,7 +14,7 @@ const nowhere = mkdtempSync(join(tmpdir(), 'sb-help-'));
 after(() => rmSync(nowhere, { recursive: true, force: true }));
 const options = { cwd: nowhere, env: { HOME: nowhere } };
 
-const commands = ['start', 'chat', 'memory', 'pairing', 'reload', 'status', 'onboard', 'doctor', 'service', 'backup'];
+const commands = ['start', 'chat', 'memory', 'pairing', 'reload', 'status', 'onboard', 'doctor', 'service', 'backup', 'store'];
 
 describe('every command answers --help', () => {
   for (const command of commands) {
@@ -33,7 +33,7 @@ describe('every command answers --help', () => {
   }
 
   it('after a subcommand or before the command, and with --config, it is still the help', async () => {
-    for (const args of [['memory', 'list', '--help'], ['pairing', 'approve', '--help'], ['service', 'install', '--help'], ['--config', 'missing.toml', 'status', '--help'], ['doctor', '--json', '--help']]) {
+    for (const args of [['memory', 'list', '--help'], ['pairing', 'approve', '--help'], ['service', 'install', '--help'], ['--config', 'missing.toml', 'status', '--help'], ['doctor', '--json', '--help'], ['store', 'copy', '--to', 'postgres://x/y', '--help']]) {
       const result = await runCli(args, options);
       assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
       assert.match(result.stdout, new RegExp(`^Usage: switchboard ${args.find((arg) => commands.includes(arg))}\\b`), args.join(' '));

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Channel } from '../../src/channel.ts';
-import { NodeRegistry, type ClusterNode } from '../../src/cluster/nodes.ts';
+import { NODE_REPORT_MS, NodeRegistry, type ClusterNode } from '../../src/cluster/nodes.ts';
 import { createPgBossQueue } from '../../src/cluster/pg-boss-queue.ts';
 import type { TurnQueue } from '../../src/cluster/queue.ts';
 import { startLeases, type Leases } from '../../src/cluster/leases.ts';
@@ -17,11 +17,12 @@ import { startRemoteToolBridge, type RemoteToolBridge } from '../../src/cluster/
 import type { Config } from '../../src/config/schema.ts';
 import type { Runtime } from '../../src/runtime/runtime.ts';
 import type { ReloadableChannels } from '../reload.ts';
-import { openPostgres } from '../../src/store/postgres/sql.ts';
+import { openPostgres, redactUrl } from '../../src/store/postgres/sql.ts';
+import { storeUnavailable } from '../../src/store/postgres/unavailable.ts';
 import type { Database } from '../../src/store/sql.ts';
 
 /** How often a node reports itself (and the status shows a node gone after three missed reports). */
-const REPORT_MS = 3000;
+const REPORT_MS = NODE_REPORT_MS;
 
 export interface ClusterParts {
   readonly node: string;
@@ -62,7 +63,7 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
     });
   } catch (error) {
     await database.close();
-    throw error;
+    throw storeUnavailable(redactUrl(url), error);
   }
   const registry = new NodeRegistry(database, REPORT_MS);
   let remoteTools: RemoteToolBridge;

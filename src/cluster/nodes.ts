@@ -5,6 +5,9 @@
  */
 import type { Sql } from '../store/sql.ts';
 
+/** How often a node reports itself (a node not heard from for three reports is gone). */
+export const NODE_REPORT_MS = 3000;
+
 export interface NodeReport {
   readonly node: string;
   readonly version: string;

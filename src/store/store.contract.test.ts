@@ -89,6 +89,6 @@ describe('PostgreSQL schema', () => {
   });
 
   it('says which server it cannot reach', async () => {
-    await assert.rejects(openPostgres({ url: 'postgres://x:pw@127.0.0.1:1/none', log: testLogger() }), /cannot use the PostgreSQL database postgres:\/\/x@127\.0\.0\.1:1\/none: .*Check \[store\] url/);
+    await assert.rejects(openPostgres({ url: 'postgres://x:pw@127.0.0.1:1/none', log: testLogger() }), /cannot use the PostgreSQL database postgres:\/\/x@127\.0\.0\.1:1\/none \(\[store\] url\): connection refused: nothing listens on 127\.0\.0\.1:1 \(ECONNREFUSED\)\. Fix: start PostgreSQL/);
   });
 });

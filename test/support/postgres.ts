@@ -7,7 +7,7 @@
  * other's rows.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './net.ts';
@@ -19,6 +19,12 @@ export interface TestPostgres {
   readonly adminUrl: string;
   /** Creates an empty database and returns its URL. */
   createDatabase(name?: string): Promise<string>;
+  /**
+   * Creates a login role with no other attribute (not a superuser, cannot create databases or
+   * roles) that must give `password` over TCP (scram-sha-256: its pg_hba.conf line goes before
+   * the trust lines), and returns once the server asks it for that password.
+   */
+  createRole(name: string, password: string): Promise<void>;
   /** Stops the server at once (as a crash would) and starts it again on the same port and data. */
   restart(): void;
   stop(): void;
@@ -69,6 +75,31 @@ export async function startPostgres(): Promise<TestPostgres> {
         await client.end();
       }
       return `postgres://postgres@127.0.0.1:${port}/${name}`;
+    },
+    async createRole(name, password) {
+      const { default: pg } = await import('pg');
+      const admin = new pg.Client({ connectionString: adminUrl });
+      await admin.connect();
+      try {
+        await admin.query(`CREATE ROLE "${name}" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '${password.replace(/'/g, "''")}'`);
+        const hba = join(dir, 'pg_hba.conf');
+        writeFileSync(hba, `host all ${name} 127.0.0.1/32 scram-sha-256\n${readFileSync(hba, 'utf8')}`);
+        await admin.query('SELECT pg_reload_conf()');
+      } finally {
+        await admin.end();
+      }
+      // The postmaster reloads on SIGHUP, a moment later: wait until a wrong password is refused.
+      for (let tries = 0; ; tries++) {
+        const probe = new pg.Client({ connectionString: `postgres://${name}:not-${password}@127.0.0.1:${port}/postgres` });
+        const refused = await probe.connect().then(
+          () => false,
+          (error: { code?: string }) => error.code === '28P01',
+        );
+        await probe.end().catch(() => undefined);
+        if (refused) return;
+        if (tries > 100) throw new Error(`test postgres: the server did not start asking ${name} for a password`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
     },
     restart() {
       stopServer('immediate');

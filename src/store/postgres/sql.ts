@@ -7,6 +7,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { Logger } from 'pino';
 import type { Database, Sql, SqlValue } from '../sql.ts';
 import { postgresMigrations } from './schema.ts';
+import { storeUnavailable } from './unavailable.ts';
 
 export interface PostgresOptions {
   readonly url: string;
@@ -134,7 +135,8 @@ class PostgresDatabase extends PostgresSql implements Database {
 
 /**
  * Connects to PostgreSQL and brings its schema up to date (once, whichever node gets there
- * first). Throws an error naming the server (never its password) when it cannot.
+ * first). Throws StoreUnavailableError (src/store/postgres/unavailable.ts) naming the server
+ * (never its password), the cause and the fix when it cannot.
  */
 export async function openPostgres(options: PostgresOptions): Promise<Database & { readonly pool: Pool }> {
   const { default: pg } = await import('pg');
@@ -156,7 +158,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database &
     await migrate(database);
   } catch (error) {
     await pool.end().catch(() => undefined);
-    throw new Error(`cannot use the PostgreSQL database ${name}: ${error instanceof Error ? error.message : String(error)}. Check [store] url and that the server is running and reachable`, { cause: error });
+    throw storeUnavailable(name, error);
   }
   await warnOfLossyCommits(database, options.log, name);
   return database;
