@@ -5,7 +5,7 @@
  * envelope, a 429 and a SIGKILL between receiving and replying — each with exact reply counts.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -319,6 +319,15 @@ describe('slack rate limits (chat.postMessage 1/s per channel, chat.update Tier 
       assert.equal(edit.scope, 'channel', 'Tier 3 covers the workspace, not one chat');
       assert.ok(edit.retryAfterMs !== undefined && edit.retryAfterMs >= 1000);
       assert.equal(peer.stats.rateLimited, 3);
+
+      peer.rateLimitNext('chat.postMessage', 3);
+      const drafted = await channel.sendDraft({ ...ref, chat: peer.channelId({ kind: 'dm', user: 'bob' }), text: 'a draft' }).then(() => undefined, (error: unknown) => error);
+      assert.ok(drafted instanceof SendError && drafted.retryAfterMs === 3000 && drafted.scope === 'chat', String(drafted));
+      const file = join(workspace, 'report.txt');
+      writeFileSync(file, 'numbers');
+      peer.rateLimitNext('files.getUploadURLExternal', 2);
+      const upload = await channel.sendFile(group, { path: file, name: 'report.txt' }).then(() => undefined, (error: unknown) => error);
+      assert.ok(upload instanceof SendError && upload.retryAfterMs === 2000 && upload.scope === 'channel' && !upload.permanent, String(upload));
     } finally {
       await peer.close();
       rmSync(workspace, { recursive: true, force: true });

@@ -177,7 +177,11 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
         // The upload URL is pre-signed: no token goes with the bytes.
         const uploaded = await fetch(slot.upload_url, { method: 'POST', body: data, headers: { 'content-type': 'application/octet-stream' }, signal: AbortSignal.timeout(120_000) });
         await uploaded.body?.cancel();
-        if (!uploaded.ok) throw new SendError(`file upload: HTTP ${uploaded.status}`, { permanent: uploaded.status >= 400 && uploaded.status < 500 && uploaded.status !== 429 });
+        if (uploaded.status === 429) {
+          const seconds = Number.parseInt(uploaded.headers.get('retry-after') ?? '', 10);
+          throw new SendError('file upload: rate limited by Slack', { retryAfterMs: (Number.isFinite(seconds) && seconds >= 0 ? seconds : 1) * 1000, scope: 'channel' });
+        }
+        if (!uploaded.ok) throw new SendError(`file upload: HTTP ${uploaded.status}`, { permanent: uploaded.status >= 400 && uploaded.status < 500 });
         await web.files.completeUploadExternal({
           token,
           files: [{ id: slot.file_id, title: file.name }],

@@ -210,6 +210,8 @@ export interface SlackPeer extends ChatPeer {
   loseAcks(on: boolean): void;
   /** The next `count` chat.postMessage calls get a 429 with Retry-After (besides the limits). */
   rateLimitNextPost(retryAfterSeconds?: number, count?: number): void;
+  /** The next `count` calls of `method` get a 429 with Retry-After (besides the limits). */
+  rateLimitNext(method: string, retryAfterSeconds?: number, count?: number): void;
   /**
    * Calls (chat.postMessage, chat.update, files.completeUploadExternal) that reached `chat`
    * while it was inside a wait a 429 had announced (Retry-After not yet over): should be 0 for
@@ -289,7 +291,7 @@ export async function startSlackPeer(options: SlackPeerOptions = {}): Promise<Sl
   const unknownMethods: string[] = [];
   const calls: Array<{ method: string; body: Record<string, string> }> = [];
   const stats: SlackPeerStats = { connections: 0, acks: 0, redeliveries: 0, pings: 0, rateLimited: 0, lost: 0, ackLatencies: [], httpDeliveries: [] };
-  let limited: { seconds: number; count: number } | undefined;
+  let limited = new Map<string, { seconds: number; count: number }>();
   let authRefusals = 0;
   let repliesFailing: { count: number; how: 'http_500' | 'ratelimited' } | undefined;
   let stubs = false;
@@ -569,9 +571,10 @@ export async function startSlackPeer(options: SlackPeerOptions = {}): Promise<Sl
   // ---- rate limits ----
   /** The seconds to wait when this call is over a limit (a 429 is then due), undefined when it may go. */
   function overLimit(method: string, chat: string | undefined): { seconds: number; scope: string } | undefined {
-    if (method === 'chat.postMessage' && limited && limited.count > 0) {
-      limited.count--;
-      return { seconds: limited.seconds, scope: chat ?? '*' };
+    const forced = limited.get(method);
+    if (forced && forced.count > 0) {
+      forced.count--;
+      return { seconds: forced.seconds, scope: method === 'chat.postMessage' && chat !== undefined ? chat : '*' };
     }
     if (!limits || chat === undefined) return undefined;
     if (method === 'chat.postMessage') {
@@ -835,7 +838,8 @@ export async function startSlackPeer(options: SlackPeerOptions = {}): Promise<Sl
     },
     dropOnNextAck: () => void (loseNextAck = true),
     loseAcks: (on) => void (losingAcks = on),
-    rateLimitNextPost: (seconds = 1, count = 1) => void (limited = { seconds, count }),
+    rateLimitNextPost: (seconds = 1, count = 1) => void limited.set('chat.postMessage', { seconds, count }),
+    rateLimitNext: (method, seconds = 1, count = 1) => void limited.set(method, { seconds, count }),
     callsInsideWait: (chat) => insideWait.get(chat) ?? 0,
     refuseAuth: (count) => void (authRefusals = count),
     failReplies: (count, how = 'http_500') => void (repliesFailing = { count, how }),
@@ -855,7 +859,7 @@ export async function startSlackPeer(options: SlackPeerOptions = {}): Promise<Sl
       stats.httpDeliveries.length = 0;
       stats.ackLatencies.length = 0;
       Object.assign(stats, { connections: 0, acks: 0, redeliveries: 0, pings: 0, rateLimited: 0, lost: 0 });
-      limited = undefined;
+      limited = new Map();
       repliesFailing = undefined;
       stubs = false;
       usersInfoDelayMs = options.usersInfoDelayMs ?? 0;
