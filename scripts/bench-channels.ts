@@ -37,7 +37,8 @@ const STARTS = 5;
 const peers: Record<string, { start: () => Promise<ChatPeer>; n: number }> = {
   telegram: { start: startTelegramPeer, n: 200 },
   discord: { start: startDiscordPeer, n: 200 },
-  slack: { start: startSlackPeer, n: 200 },
+  // Slack's own limit (1 message a second per channel) would be what one DM's replies measure: off here.
+  slack: { start: () => startSlackPeer({ rateLimits: 'off' }), n: 200 },
   matrix: { start: startMatrixPeer, n: 200 },
   irc: { start: startIrcPeer, n: 30 },
   email: { start: startEmailPeer, n: 20 },

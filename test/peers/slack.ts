@@ -495,12 +495,14 @@ export async function startSlackPeer(options: SlackPeerOptions = {}): Promise<Sl
     if (retry > 0) stats.redeliveries++;
     envelope.firstSentAt ??= performance.now();
     awaitAck(envelope);
+    // A late failure of an earlier attempt says nothing about the current one.
+    const current = (): boolean => envelope.deliveries === retry + 1;
     const answered = sendHttpEvent(callback(envelope.event, envelope.eventId), retry > 0 ? { retryNum: retry, retryReason: reason } : {}).then(
       (response) => {
         if (response.status >= 200 && response.status < 300) acked(envelope);
-        else missed(envelope, 'http_error');
+        else if (current()) missed(envelope, 'http_error');
       },
-      () => missed(envelope, 'connection_failed'),
+      () => current() && missed(envelope, 'connection_failed'),
     );
     await Promise.race([answered, new Promise((resolve) => later(ackTimeoutMs, () => resolve(undefined)))]);
   }
