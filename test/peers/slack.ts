@@ -50,6 +50,14 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { EnvelopedEvent } from '@slack/bolt';
 import type { AppMentionEvent, FileShareMessageEvent, GenericMessageEvent } from '@slack/types';
 import type {
+  ChatPostMessageArguments,
+  ChatUpdateArguments,
+  ConversationsInfoArguments,
+  ConversationsRepliesArguments,
+  FilesCompleteUploadExternalArguments,
+  FilesGetUploadURLExternalArguments,
+  FilesInfoArguments,
+  UsersInfoArguments,
   AppsConnectionsOpenResponse,
   AuthTestResponse,
   ChatPostMessageResponse,
@@ -93,6 +101,14 @@ interface SocketEnvelope {
   readonly retry_reason: string;
   readonly payload: PeerCallback;
 }
+
+/** Keys of every member of a union of argument types. */
+type Keys<T> = T extends unknown ? keyof T : never;
+/**
+ * A Web API request as it arrives (form fields or JSON, every value a string here), keyed by
+ * @slack/web-api's own argument types: reading a field Slack does not define fails to compile.
+ */
+type Form<T> = { readonly [K in Keys<T> & string]?: string };
 
 /** Slack's error answer (`{ok: false, error}`, https://api.slack.com/web#evaluating_responses). */
 interface SlackErrorAnswer {
@@ -666,10 +682,11 @@ export async function startSlackPeer(options: SlackPeerOptions = {}): Promise<Sl
         return answer;
       }
       case 'chat.postMessage': {
-        if (!known(body.channel)) return { ok: false, error: 'channel_not_found' };
-        if (!body.text) return { ok: false, error: 'no_text' };
-        if (body.text.length > 40_000) return { ok: false, error: 'msg_too_long' };
-        const message = storeBotPost(body.channel!, body.text, body.thread_ts);
+        const args: Form<ChatPostMessageArguments> = body;
+        if (!known(args.channel)) return { ok: false, error: 'channel_not_found' };
+        if (!args.text) return { ok: false, error: 'no_text' };
+        if (args.text.length > 40_000) return { ok: false, error: 'msg_too_long' };
+        const message = storeBotPost(args.channel!, args.text, args.thread_ts);
         // Slack echoes the bot's own message to it as an event, as it does every message in a channel it is in.
         const echo: BotEcho = {
           type: 'message',
@@ -689,18 +706,20 @@ export async function startSlackPeer(options: SlackPeerOptions = {}): Promise<Sl
         return answer;
       }
       case 'chat.update': {
-        const message = messages.find((m) => m.channel === body.channel && m.ts === body.ts);
+        const args: Form<ChatUpdateArguments> = body;
+        const message = messages.find((m) => m.channel === args.channel && m.ts === args.ts);
         if (!message) return { ok: false, error: 'message_not_found' };
         if (message.user !== BOT_USER) return { ok: false, error: 'cant_update_message' };
-        if (!body.text) return { ok: false, error: 'no_text' };
-        message.text = body.text;
+        if (!args.text) return { ok: false, error: 'no_text' };
+        message.text = args.text;
         message.edits++;
         const answer: ChatUpdateResponse = { ok: true, channel: message.channel, ts: message.ts, text: message.text };
         return answer;
       }
       case 'conversations.replies': {
-        if (!known(body.channel)) return { ok: false, error: 'channel_not_found' };
-        const thread = messages.filter((m) => m.channel === body.channel && (m.ts === body.ts || m.thread_ts === body.ts));
+        const args: Form<ConversationsRepliesArguments> = body;
+        if (!known(args.channel)) return { ok: false, error: 'channel_not_found' };
+        const thread = messages.filter((m) => m.channel === args.channel && (m.ts === args.ts || m.thread_ts === args.ts));
         if (thread.length === 0) return { ok: false, error: 'thread_not_found' };
         const answer: ConversationsRepliesResponse = {
           ok: true,
@@ -710,37 +729,42 @@ export async function startSlackPeer(options: SlackPeerOptions = {}): Promise<Sl
         return answer;
       }
       case 'conversations.info': {
-        if (!known(body.channel)) return { ok: false, error: 'channel_not_found' };
-        const answer: ConversationsInfoResponse = { ok: true, channel: body.channel === GROUP ? { id: GROUP, name: 'general', is_channel: true, is_member: true } : { id: body.channel!, is_im: true } };
+        const args: Form<ConversationsInfoArguments> = body;
+        if (!known(args.channel)) return { ok: false, error: 'channel_not_found' };
+        const answer: ConversationsInfoResponse = { ok: true, channel: args.channel === GROUP ? { id: GROUP, name: 'general', is_channel: true, is_member: true } : { id: args.channel!, is_im: true } };
         return answer;
       }
       case 'users.info': {
-        const name = (Object.keys(USERS) as PeerUser[]).find((u) => USERS[u] === body.user);
+        const args: Form<UsersInfoArguments> = body;
+        const name = (Object.keys(USERS) as PeerUser[]).find((u) => USERS[u] === args.user);
         if (!name) return { ok: false, error: 'user_not_found' };
         const real = name[0]!.toUpperCase() + name.slice(1);
-        const answer: UsersInfoResponse = { ok: true, user: { id: body.user!, team_id: TEAM, name, real_name: real, profile: { display_name: name, real_name: real } } };
+        const answer: UsersInfoResponse = { ok: true, user: { id: args.user!, team_id: TEAM, name, real_name: real, profile: { display_name: name, real_name: real } } };
         return answer;
       }
       case 'files.info': {
-        const file = files.get(body.file ?? '');
+        const args: Form<FilesInfoArguments> = body;
+        const file = files.get(args.file ?? '');
         if (!file) return { ok: false, error: 'file_not_found' };
         const answer: FilesInfoResponse = { ok: true, file: { ...file.object, name: file.object.name ?? undefined, title: file.object.title ?? undefined } as FilesInfoResponse['file'] };
         return answer;
       }
       case 'files.getUploadURLExternal': {
-        const length = Number(body.length);
-        if (!body.filename || !Number.isFinite(length)) return { ok: false, error: 'invalid_arguments' };
+        const args: Form<FilesGetUploadURLExternalArguments> = body;
+        const length = Number(args.length);
+        if (!args.filename || !Number.isFinite(length)) return { ok: false, error: 'invalid_arguments' };
         const id = nextId('F');
-        uploads.set(id, { name: body.filename, length });
+        uploads.set(id, { name: args.filename, length });
         const answer: FilesGetUploadURLExternalResponse = { ok: true, upload_url: `${base}/upload/${id}`, file_id: id };
         return answer;
       }
       case 'files.completeUploadExternal': {
-        const list = JSON.parse(body.files ?? '[]') as Array<{ id: string; title?: string }>;
+        const args: Form<FilesCompleteUploadExternalArguments> = body;
+        const list = JSON.parse(args.files ?? '[]') as Array<{ id: string; title?: string }>;
         const done = list.map((f) => ({ f, upload: uploads.get(f.id) }));
         if (done.some(({ upload }) => !upload?.data)) return { ok: false, error: 'file_not_found' };
-        if (body.channel_id && !known(body.channel_id)) return { ok: false, error: 'channel_not_found' };
-        for (const { upload } of done) if (body.channel_id) botUploads.push({ channel: body.channel_id, ...(body.thread_ts ? { thread: body.thread_ts } : {}), name: upload!.name });
+        if (args.channel_id && !known(args.channel_id)) return { ok: false, error: 'channel_not_found' };
+        for (const { upload } of done) if (args.channel_id) botUploads.push({ channel: args.channel_id, ...(args.thread_ts ? { thread: args.thread_ts } : {}), name: upload!.name });
         const answer: FilesCompleteUploadExternalResponse = { ok: true, files: done.map(({ f, upload }) => ({ id: f.id, name: upload!.name, title: f.title ?? upload!.name })) };
         return answer;
       }
