@@ -1,17 +1,18 @@
 /**
  * Slack end to end: the daemon-level chat contract (Socket Mode), the channel-level contract,
- * the HTTP Events API (signatures, retries, url_verification) and faults — a dropped and a
- * silent socket, a lost ack, a disconnect envelope, a 429 and a SIGKILL between receiving
- * and replying — each with exact reply counts.
+ * the HTTP Events API (signatures, retries, url_verification), Slack's 3-second ack and its
+ * retries, rate limits, and faults — a dropped and a silent socket, a lost ack, a disconnect
+ * envelope, a 429 and a SIGKILL between receiving and replying — each with exact reply counts.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createSlackChannel } from '../channels/slack/index.ts';
 import { pino } from 'pino';
-import type { InboundMessage } from '../src/channel.ts';
+import { SendError, type InboundMessage } from '../src/channel.ts';
+import type { ChannelState } from '../src/store/channel-state.ts';
 import type { SlackConfig } from '../src/config/schema.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
 import { runChannelContract } from './contracts/channel.ts';
@@ -42,11 +43,12 @@ runChannelContract('slack', async () => {
   };
 });
 
-describe('slack acknowledges an event only once push resolved', () => {
+describe('slack acknowledges an event within Slack\'s 3 seconds, before the work that needs Slack', () => {
   let peer: SlackPeer;
   let workspace: string;
+  // Slack's deadline and retries, compressed: ack within 1 s, retries at once, after 0.5 s and after 1 s.
   before(async () => {
-    peer = await startSlackPeer();
+    peer = await startSlackPeer({ ackTimeoutMs: 1000, retryDelaysMs: [0, 500, 1000] });
     workspace = mkdtempSync(join(tmpdir(), 'sb-slack-'));
   });
   after(async () => {
@@ -54,21 +56,36 @@ describe('slack acknowledges an event only once push resolved', () => {
     rmSync(workspace, { recursive: true, force: true });
   });
 
+  interface ListenState {
+    refusing: boolean;
+    gate?: Promise<void>;
+    /** Every push, refused ones too. */
+    pushed: InboundMessage[];
+    /** Pushes the runtime took. */
+    accepted: InboundMessage[];
+    logs: string[];
+  }
+
   /**
    * Runs the channel in this process with a push that rejects (like a runtime shutting down)
-   * while `refusing`, and that waits for `gate` when one is set (a slow inbox).
+   * while `refusing`, and that waits for `gate` when one is set (a slow inbox). `state` is the
+   * channel's durable state (keep it across two calls for a restart).
    */
-  async function listening(config: SlackConfig, body: (state: { refusing: boolean; gate?: Promise<void>; pushed: InboundMessage[]; logs: string[] }) => Promise<void>): Promise<void> {
-    peer.reset();
-    const state: { refusing: boolean; gate?: Promise<void>; pushed: InboundMessage[]; logs: string[] } = { refusing: true, pushed: [], logs: [] };
+  async function listening(config: SlackConfig, body: (state: ListenState) => Promise<void>, options: { state?: ChannelState; refusing?: boolean } = {}): Promise<void> {
+    const state: ListenState = { refusing: options.refusing ?? true, pushed: [], accepted: [], logs: [] };
     const log = pino({ level: 'info' }, { write: (line: string) => void state.logs.push(line) });
-    const channel = createSlackChannel(config, { name: 'slack', log, assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), state: testChannelState(), stateDir: workspace });
+    const channel = createSlackChannel(
+      config,
+      { name: 'slack', log, assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), state: options.state ?? testChannelState(), stateDir: workspace },
+      { retryMs: [100] },
+    );
     const abort = new AbortController();
     let ready = false;
     const push = async (message: InboundMessage): Promise<'accepted'> => {
       state.pushed.push(message);
       await state.gate;
       if (state.refusing) throw new Error('Switchboard is shutting down; the message was not accepted');
+      state.accepted.push(message);
       return 'accepted';
     };
     const done = channel.listen(push, abort.signal, { ready: () => void (ready = true), alive: () => undefined, deaf: () => undefined });
@@ -81,44 +98,170 @@ describe('slack acknowledges an event only once push resolved', () => {
     }
   }
 
-  it('Socket Mode: no ack while push rejects; the connection is replaced, and the redelivery is pushed and acked', async () => {
-    const config = { bot_token: peer.botToken, app_token: peer.appToken, api_url: peer.apiUrl, listen: '127.0.0.1:0', mention_only: true, stream: false } satisfies SlackConfig;
-    await listening(config, async (state) => {
-      const connections = peer.stats.connections;
-      await peer.post('alice', dm, 'refused at first');
-      await until(() => state.pushed.length === 1, 'the first push');
-      assert.equal(peer.envelopes()[0]!.acked, false, 'not acknowledged');
-      // Refused (the store failing): the channel opens a new connection, where Slack hands the envelope out again.
-      await until(() => peer.stats.connections > connections, 'a new connection');
-      state.refusing = false;
-      await until(() => peer.envelopes().some((e) => e.acked), 'the ack of a redelivery');
-      assert.ok(state.pushed.length >= 2);
-      assert.deepEqual([...new Set(state.pushed.map((m) => m.id))], [state.pushed[0]!.id], 'every redelivery has the same id');
-      assert.ok(peer.stats.redeliveries >= 1);
-    });
-  });
+  const socketConfig = (): SlackConfig => ({ bot_token: peer.botToken, app_token: peer.appToken, api_url: peer.apiUrl, listen: '127.0.0.1:0', mention_only: true, stream: false });
+  const httpConfig = (): SlackConfig => ({ bot_token: peer.botToken, signing_secret: peer.signingSecret, api_url: peer.apiUrl, listen: '127.0.0.1:0', mention_only: true, stream: false });
+  const listenerUrl = (state: ListenState): string => /"url":"([^"]+)"/.exec(state.logs.find((line) => line.includes('slack events listener'))!)![1]!;
 
-  it('Socket Mode: the ack waits for a slow push (Bolt acks an event before its listener; the receiver holds that back)', async () => {
-    const config = { bot_token: peer.botToken, app_token: peer.appToken, api_url: peer.apiUrl, listen: '127.0.0.1:0', mention_only: true, stream: false } satisfies SlackConfig;
+  it('Socket Mode: a slow push does not hold the ack back (Slack would retry it after 3 s): acked at once, pushed once', async () => {
+    peer.reset();
     const consoleCalls = watchConsole();
     try {
-      await listening(config, async (state) => {
+      await listening(socketConfig(), async (state) => {
         state.refusing = false;
         let release!: () => void;
         state.gate = new Promise((resolve) => (release = resolve));
         await peer.post('alice', dm, 'a slow inbox');
         await until(() => state.pushed.length === 1, 'the push');
-        await quiet(500);
-        assert.deepEqual(peer.envelopes().map((e) => e.acked), [false], 'no ack while push is pending');
+        await until(() => peer.envelopes().every((e) => e.acked), 'the ack while push is pending');
+        await quiet(1500); // past the peer's ack deadline
         release();
-        await until(() => peer.envelopes().every((e) => e.acked), 'the ack once push resolved');
-        assert.equal(peer.stats.redeliveries, 0);
+        await until(() => state.accepted.length === 1, 'the push taken');
+        assert.equal(peer.stats.redeliveries, 0, 'Slack had no reason to retry');
         assert.equal(state.pushed.length, 1);
       });
     } finally {
       consoleCalls.restore();
     }
     assert.deepEqual(consoleCalls.calls, [], 'Bolt and the Socket Mode client wrote nothing to the console');
+  });
+
+  it('Socket Mode: a slow users.info does not hold the ack back; the message still carries the name', async () => {
+    peer.reset();
+    peer.usersInfoDelay(2500);
+    await listening(
+      socketConfig(),
+      async (state) => {
+        await peer.post('alice', dm, 'who am I');
+        await until(() => peer.envelopes().every((e) => e.acked), 'the ack');
+        await until(() => state.accepted.length === 1, 'the push', 10_000);
+        assert.equal(state.accepted[0]!.sender.name, 'alice');
+        assert.equal(peer.stats.redeliveries, 0, 'acked within the deadline: no retry');
+        assert.ok(Math.max(...peer.stats.ackLatencies) < 1000, `ack latencies ${peer.stats.ackLatencies.join(', ')} ms`);
+      },
+      { refusing: false },
+    );
+  });
+
+  it('Socket Mode: a push refused at first: the event is acknowledged anyway (journaled) and pushed once the runtime takes it', async () => {
+    peer.reset();
+    await listening(socketConfig(), async (state) => {
+      await peer.post('alice', dm, 'refused at first');
+      await until(() => state.pushed.length >= 1, 'the first push');
+      await until(() => peer.envelopes().every((e) => e.acked), 'the ack');
+      state.refusing = false;
+      await until(() => state.accepted.length === 1, 'a push taken');
+      assert.deepEqual([...new Set(state.pushed.map((m) => m.id))], [state.pushed[0]!.id], 'every try has the same id');
+      assert.equal(peer.stats.redeliveries, 0);
+    });
+  });
+
+  it('Socket Mode: acknowledged but not pushed when the listen stops: the next listen pushes it, without Slack delivering it again', async () => {
+    peer.reset();
+    const durable = testChannelState();
+    await listening(
+      socketConfig(),
+      async () => {
+        await peer.post('alice', dm, 'before the restart');
+        await until(() => peer.envelopes().every((e) => e.acked), 'the ack');
+      },
+      { state: durable, refusing: true },
+    );
+    await listening(
+      socketConfig(),
+      async (state) => {
+        await until(() => state.accepted.length === 1, 'the push after the restart');
+        assert.equal(state.accepted[0]!.text, 'before the restart');
+        assert.equal(peer.stats.redeliveries, 0);
+      },
+      { state: durable, refusing: false },
+    );
+  });
+
+  it('Socket Mode: an event never acknowledged is sent again three times (retry_attempt 1–3), then Slack gives up; it is pushed once', async () => {
+    peer.reset();
+    await listening(
+      socketConfig(),
+      async (state) => {
+        peer.loseAcks(true);
+        await peer.post('alice', dm, 'ack lost');
+        await until(() => peer.stats.lost === 1, 'Slack giving up', 10_000);
+        peer.loseAcks(false);
+        assert.equal(peer.envelopes()[0]!.deliveries, 4);
+        assert.equal(peer.stats.redeliveries, 3);
+        await quiet(300);
+        assert.deepEqual(state.accepted.map((m) => m.text), ['ack lost']);
+      },
+      { refusing: false },
+    );
+  });
+
+  it('HTTP: 200 at once while push is refused; pushed once it is taken; Slack\'s retry of it is recognised', async () => {
+    peer.reset();
+    await listening(httpConfig(), async (state) => {
+      peer.useHttp(listenerUrl(state));
+      const body = peer.eventBody('alice', dm, 'refused at first');
+      assert.equal((await peer.sendHttpEvent(body)).status, 200);
+      state.refusing = false;
+      await until(() => state.accepted.length === 1, 'the push taken');
+      assert.equal((await peer.sendHttpEvent(body, { retryNum: 1, retryReason: 'http_timeout' })).status, 200);
+      await quiet(300);
+      assert.equal(state.accepted.length, 1, 'the retry was known');
+    });
+  });
+
+  it('HTTP: a slow users.info does not hold the 200 back: no X-Slack-Retry-Num', async () => {
+    peer.reset();
+    await listening(
+      httpConfig(),
+      async (state) => {
+        peer.useHttp(listenerUrl(state));
+        peer.usersInfoDelay(2500);
+        await peer.post('alice', dm, 'over http, slowly');
+        await until(() => state.accepted.length === 1, 'the push', 10_000);
+        await quiet(300);
+        assert.deepEqual(
+          peer.stats.httpDeliveries.map((d) => [d.retry, d.status]),
+          [[0, 200]],
+        );
+        assert.equal(state.accepted[0]!.sender.name, 'alice');
+      },
+      { refusing: false },
+    );
+  });
+
+  it('a thread the bot answered in before a restart stays addressed when conversations.replies fails once', async () => {
+    peer.reset();
+    const thread: Place = { kind: 'thread' };
+    await listening(
+      socketConfig(),
+      async (state) => {
+        peer.botPostedIn(thread, 'an earlier answer');
+        peer.failReplies(1, 'http_500');
+        await peer.post('alice', thread, 'a follow-up');
+        await until(() => state.accepted.length === 1, 'the push');
+        assert.equal(state.accepted[0]!.addressed, true, 'a follow-up in the bot\'s thread, not chatter');
+        assert.equal(peer.calls.filter((c) => c.method === 'conversations.replies').length, 2, 'asked again after the failure');
+      },
+      { refusing: false },
+    );
+  });
+
+  it('a Slack Connect file stub (file_access: check_file_info) is completed with files.info and saved', async () => {
+    peer.reset();
+    peer.fileStubs(true);
+    await listening(
+      socketConfig(),
+      async (state) => {
+        await peer.postFile('alice', dm, { name: 'shared.txt', mime: 'text/plain', data: new TextEncoder().encode('from another org') }, 'see this');
+        await until(() => state.accepted.length === 1, 'the push');
+        const [file] = state.accepted[0]!.attachments ?? [];
+        assert.equal(file?.name, 'shared.txt');
+        assert.ok(file?.path, `saved (${file?.note ?? ''})`);
+        assert.equal(readFileSync(join(workspace, file.path), 'utf8'), 'from another org');
+        assert.ok(peer.calls.some((c) => c.method === 'files.info'));
+      },
+      { refusing: false },
+    );
   });
 
   it('auth.test runs once per process; a refused token rejects listen, with no unhandled rejection', async () => {
@@ -150,18 +293,45 @@ describe('slack acknowledges an event only once push resolved', () => {
       process.off('unhandledRejection', onUnhandled);
     }
   });
+});
 
-  it('HTTP: 503 while push rejects, 200 for the retry once it resolves', async () => {
-    const config = { bot_token: peer.botToken, signing_secret: peer.signingSecret, api_url: peer.apiUrl, listen: '127.0.0.1:0', mention_only: true, stream: false } satisfies SlackConfig;
-    await listening(config, async (state) => {
-      peer.useHttp(/"url":"([^"]+)"/.exec(state.logs.find((line) => line.includes('slack events listener'))!)![1]!);
-      const body = peer.eventBody('alice', dm, 'refused at first');
-      assert.equal((await peer.sendHttpEvent(body)).status, 503);
-      state.refusing = false;
-      assert.equal((await peer.sendHttpEvent(body, { retryNum: 1 })).status, 200);
-      assert.equal((await peer.sendHttpEvent(body, { retryNum: 2 })).status, 200);
-      assert.equal(state.pushed.length, 2, 'pushed while refused, pushed once more; the second retry was known');
-    });
+describe('slack rate limits (chat.postMessage 1/s per channel, chat.update Tier 3)', () => {
+  it('a 429 of any call is a SendError with Retry-After — per chat for posts, the whole channel for edits — and the peer counts calls inside the wait', async () => {
+    const peer = await startSlackPeer({ rateLimits: { postsPerSecond: 1, postBurst: 1, updatesPerMinute: 50, updateBurst: 1 } });
+    const workspace = mkdtempSync(join(tmpdir(), 'sb-slack-'));
+    try {
+      const config = { bot_token: peer.botToken, app_token: peer.appToken, api_url: peer.apiUrl, listen: '127.0.0.1:0', mention_only: true, stream: false } satisfies SlackConfig;
+      const channel = createSlackChannel(config, { name: 'slack', log: testLogger(), assistantName: 'Testbot', attachments: createAttachmentStore({ workspace }), state: testChannelState(), stateDir: workspace });
+      const ref = { channel: 'slack', account: peer.botUserId, chat: peer.channelId(dm) };
+      await channel.send({ ...ref, text: 'one' });
+      const limited = await channel.send({ ...ref, text: 'two' }).then(() => undefined, (error: unknown) => error);
+      assert.ok(limited instanceof SendError, String(limited));
+      assert.deepEqual([limited.permanent, limited.retryAfterMs, limited.scope], [false, 1000, 'chat']);
+      assert.equal(peer.callsInsideWait(ref.chat), 0, 'the refused call came before the wait was announced');
+      await assert.rejects(channel.send({ ...ref, text: 'three' }), SendError);
+      assert.equal(peer.callsInsideWait(ref.chat), 1, 'a call that ignored Retry-After is counted');
+
+      const group = { ...ref, chat: peer.channelId({ kind: 'group' }) };
+      const draft = await channel.sendDraft({ ...group, text: 'draft' });
+      await channel.edit(group, draft, 'draft, longer');
+      const edit = await channel.edit(group, draft, 'draft, longer still').then(() => undefined, (error: unknown) => error);
+      assert.ok(edit instanceof SendError, String(edit));
+      assert.equal(edit.scope, 'channel', 'Tier 3 covers the workspace, not one chat');
+      assert.ok(edit.retryAfterMs !== undefined && edit.retryAfterMs >= 1000);
+      assert.equal(peer.stats.rateLimited, 3);
+
+      peer.rateLimitNext('chat.postMessage', 3);
+      const drafted = await channel.sendDraft({ ...ref, chat: peer.channelId({ kind: 'dm', user: 'bob' }), text: 'a draft' }).then(() => undefined, (error: unknown) => error);
+      assert.ok(drafted instanceof SendError && drafted.retryAfterMs === 3000 && drafted.scope === 'chat', String(drafted));
+      const file = join(workspace, 'report.txt');
+      writeFileSync(file, 'numbers');
+      peer.rateLimitNext('files.getUploadURLExternal', 2);
+      const upload = await channel.sendFile(group, { path: file, name: 'report.txt' }).then(() => undefined, (error: unknown) => error);
+      assert.ok(upload instanceof SendError && upload.retryAfterMs === 2000 && upload.scope === 'channel' && !upload.permanent, String(upload));
+    } finally {
+      await peer.close();
+      rmSync(workspace, { recursive: true, force: true });
+    }
   });
 });
 

@@ -6,8 +6,9 @@
  * Acknowledging: processEvent calls an Events API event's `ack` *before* its listeners run
  * ("Events API requests are acknowledged right away"). That call only tells the receiver what
  * to answer. Both receivers answer Slack once processEvent has resolved — after the listener
- * put the message in the inbox — and not at all (Socket Mode) or with a 503 (HTTP) when it
- * rejected, so Slack delivers the event again.
+ * wrote the raw event to the channel's journal (receive.ts), well within Slack's 3 seconds;
+ * the lookups and the push come after — and not at all (Socket Mode) or with a 503 (HTTP)
+ * when it rejected (the journal could not be written), so Slack delivers the event again.
  *
  * - authorize: the identity from the channel's one auth.test (index.ts). Bolt is not given the
  *   token itself: it would then call auth.test from its constructor (where a failure is an
@@ -39,7 +40,7 @@ export interface BoltAppOptions {
   readonly log: Logger;
   /** Who the bot is, once the channel has asked (undefined before its first listen). */
   readonly identity: () => SlackIdentity | undefined;
-  /** Handles one `message` or `app_mention` event; resolves once it is in the inbox (or was not one to push). */
+  /** Takes one `message` or `app_mention` event; resolves once it is journaled (or was not one to push). */
   readonly onMessage: (event: unknown) => Promise<void>;
 }
 

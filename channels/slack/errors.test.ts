@@ -11,6 +11,14 @@ describe('slack error mapping', () => {
     const error = toSendError(Object.assign(new Error('rate limited'), { code: 'slack_webapi_rate_limited_error', retryAfter: 7 }), 'chat.postMessage');
     assert.equal(error.retryAfterMs, 7000);
     assert.equal(error.permanent, false);
+    assert.equal(error.scope, 'chat');
+  });
+
+  it('a rate limit covers what the method\'s limit covers: one chat (chat.postMessage) or the whole channel (tier limits)', () => {
+    const limited = Object.assign(new Error('rate limited'), { code: 'slack_webapi_rate_limited_error', retryAfter: 3 });
+    assert.equal(toSendError(limited, 'chat.update', 'channel').scope, 'channel');
+    assert.equal(toSendError(platform('ratelimited'), 'chat.update', 'channel').scope, 'channel');
+    assert.equal(toSendError(limited, 'chat.postMessage', 'chat').scope, 'chat');
   });
 
   it('errors retrying cannot fix are permanent', () => {

@@ -2,8 +2,11 @@
  * Web API failures → SendError, so the outbox knows whether and when to retry.
  *
  * Bolt's WebClient (`app.client`) is built with `rejectRateLimitedCalls: true` and no retries
- * of its own (see app.ts): a 429 surfaces at once as a rate-limited error carrying Retry-After, and the
- * durable outbox does the waiting and retrying (also across restarts).
+ * of its own (see app.ts): a 429 surfaces at once as a rate-limited error carrying Retry-After
+ * (@slack/web-api WebClient: with rejectRateLimitedCalls the 429 is thrown as
+ * WebAPIRateLimitedError instead of pausing its request queue and retrying by itself), and
+ * the runtime does the waiting: one mechanism that holds every call of the chat (or channel)
+ * until Retry-After has passed, and the durable outbox that retries (also across restarts).
  */
 import { SendError } from '../../src/channel.ts';
 
@@ -56,18 +59,25 @@ export function platformError(error: unknown): string | undefined {
   return e?.code === 'slack_webapi_platform_error' && typeof e.data?.error === 'string' ? e.data.error : undefined;
 }
 
-/** Maps a failed Web API call to a SendError (a SendError passes through). */
-export function toSendError(error: unknown, what: string): SendError {
+/**
+ * Maps a failed Web API call to a SendError (a SendError passes through). `scope` is what a
+ * rate limit of this call covers (https://api.slack.com/docs/rate-limits): chat.postMessage's
+ * "1 per second per channel" limit one chat ('chat'); the tier limits of the other methods
+ * (chat.update is Tier 3, files.* Tier 2–4) are per method per workspace, so the whole
+ * channel ('channel'): the runtime then holds every call of the channel until the wait is over.
+ */
+export function toSendError(error: unknown, what: string, scope: 'chat' | 'channel' = 'chat'): SendError {
   if (error instanceof SendError) return error;
   const e = (error ?? {}) as WebApiErrorLike;
   const reason = error instanceof Error ? error.message : String(error);
   if (e.code === 'slack_webapi_rate_limited_error') {
+    // WebAPIRateLimitedError.retryAfter: the Retry-After header, in seconds.
     const seconds = typeof e.retryAfter === 'number' && e.retryAfter >= 0 ? e.retryAfter : 1;
-    return new SendError(`${what}: rate limited by Slack (retry after ${seconds} s)`, { retryAfterMs: seconds * 1000, cause: error });
+    return new SendError(`${what}: rate limited by Slack (retry after ${seconds} s)`, { retryAfterMs: seconds * 1000, scope, cause: error });
   }
   const code = platformError(error);
   if (code !== undefined) {
-    if (code === 'ratelimited') return new SendError(`${what}: rate limited by Slack`, { retryAfterMs: 1000, cause: error });
+    if (code === 'ratelimited') return new SendError(`${what}: rate limited by Slack`, { retryAfterMs: 1000, scope, cause: error });
     return new SendError(`${what}: Slack answered ${code}`, { permanent: permanentErrors.has(code), cause: error });
   }
   if (e.code === 'slack_webapi_http_error' && typeof e.statusCode === 'number') {

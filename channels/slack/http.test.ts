@@ -68,7 +68,7 @@ describe('slack HTTP events (Bolt HTTPReceiver, processBeforeResponse)', () => {
     assert.deepEqual(consoleCalls, [], 'nothing was written to the console');
   });
 
-  it('answers 200 only once the message is in the inbox', async () => {
+  it('answers 200 only once the listener resolved (the event is journaled)', async () => {
     let release!: () => void;
     gate = new Promise((resolve) => (release = resolve));
     let answered = false;

@@ -8,9 +8,10 @@
  *   refused too, which Bolt does not check. Refused: 401, and nothing else happens.
  * - url_verification: the challenge is echoed (by Bolt).
  * - event_callback: processBeforeResponse holds the answer until App.processEvent resolved,
- *   i.e. until the message is in the inbox: then 200. When processEvent rejects (push
- *   rejected: a shutdown) the answer is 503, so Slack retries. A retry (X-Slack-Retry-Num) of
- *   an event already taken is answered 200 (the inbox recognises its id).
+ *   i.e. until the raw event is in the channel's journal (receive.ts; milliseconds, where
+ *   Slack allows 3 s): then 200. When processEvent rejects (the journal could not be written)
+ *   the answer is 503, so Slack retries. A retry (X-Slack-Retry-Num) of an event already taken
+ *   is answered 200 (the intake and the inbox recognise its id).
  * - Our own node:http server (not HTTPReceiver.start) runs Bolt's request listener, so the
  *   listen address is ours to choose and shutdown can cut connections that linger.
  */
@@ -34,7 +35,7 @@ export function eventsReceiver(signingSecret: string, log: Logger): HTTPReceiver
     processBeforeResponse: true,
     bodyLimit: maxBodyBytes,
     logger: slackLogger(log),
-    // processEvent rejected: the message is not in the inbox (app.ts logged why).
+    // processEvent rejected: the event is not journaled (app.ts logged why).
     processEventErrorHandler: async ({ response }) => {
       if (!response.headersSent) response.writeHead(503, { 'content-type': 'text/plain' }).end('try again');
       return false;
@@ -95,7 +96,7 @@ export async function serveEvents(receiver: HTTPReceiver, options: EventsListene
   } finally {
     server.closeIdleConnections();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    // Requests still waiting on push get their 503 as push rejects; whatever is left is cut after a second.
+    // Requests still waiting on the journal get their answer; whatever is left is cut after a second.
     const timer = setTimeout(() => server.closeAllConnections(), 1000);
     await closed;
     clearTimeout(timer);

@@ -15,6 +15,7 @@ import type { SlackWebClient } from './app.ts';
 import { fromTheFuture } from './http.ts';
 import { isMessageEvent, normalise, type SlackMessageEvent } from './inbound.ts';
 import { BotThreads, Intake } from './receive.ts';
+import { testChannelState } from '../../test/support/channel-state.ts';
 
 const identity = { userId: 'U0BOT', botId: 'B0BOT', teamId: 'T1', names: ['testbot'] };
 const ts = fc.tuple(fc.integer({ min: 1_000_000_000, max: 2_000_000_000 }), fc.integer({ min: 0, max: 999_999 })).map(([s, us]) => `${s}.${String(us).padStart(6, '0')}`);
@@ -39,6 +40,9 @@ function event(wobble: boolean): fc.Arbitrary<Record<string, unknown>> {
   });
 }
 
+/** One journal for every run (a database per run would cost more than the runs). */
+const journal = testChannelState();
+
 function receiver(pushed: InboundMessage[]) {
   const web = {
     users: { info: async () => ({ ok: true, user: { name: 'someone' } }) },
@@ -53,8 +57,13 @@ function receiver(pushed: InboundMessage[]) {
     attachments: { maxBytes: 0, save: async (input) => ({ kind: input.kind, name: input.name ?? 'f', size: 0, note: 'not saved' }) },
     threads: new BotThreads(),
     log: pino({ level: 'silent' }),
+    journal,
+    signal: new AbortController().signal,
   });
-  return (value: unknown) => intake.handle(value, async (message) => (pushed.push(message), 'accepted'));
+  return async (value: unknown) => {
+    await intake.handle(value, async (message) => (pushed.push(message), 'accepted'));
+    await intake.settled();
+  };
 }
 
 describe('slack events (fuzz)', () => {

@@ -28,6 +28,11 @@ export interface SlackFile {
   readonly subtype?: string;
   readonly url_private?: string;
   readonly url_private_download?: string;
+  /**
+   * "check_file_info": a Slack Connect stub without name, size or URLs; files.info has the
+   * rest (https://api.slack.com/types/file, Slack Connect).
+   */
+  readonly file_access?: string;
 }
 
 /** The fields of `message` / `app_mention` events we use. */
@@ -100,7 +105,7 @@ export function checkEvent(event: SlackMessageEvent): void {
     'user_profile?': 'object',
   });
   for (const [i, file] of ((e.files ?? []) as unknown[]).entries()) {
-    expectShape(file, `event.files.${i}`, { 'name?': 'string', 'title?': 'string', 'mimetype?': 'string', 'size?': 'number', 'mode?': 'string', 'subtype?': 'string', 'url_private?': 'string', 'url_private_download?': 'string' });
+    expectShape(file, `event.files.${i}`, { 'id?': 'string', 'file_access?': 'string', 'name?': 'string', 'title?': 'string', 'mimetype?': 'string', 'size?': 'number', 'mode?': 'string', 'subtype?': 'string', 'url_private?': 'string', 'url_private_download?': 'string' });
   }
   if (e.user_profile !== undefined) expectShape(e.user_profile, 'event.user_profile', { 'display_name?': 'string', 'real_name?': 'string', 'name?': 'string' });
 }

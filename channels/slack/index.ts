@@ -11,13 +11,19 @@
  *   messages get one. Replies go to `thread_ts = message.thread`.
  * - id = `<channel>:<ts>`, stable across redeliveries and across the message / app_mention
  *   pair of one mention.
- * - Ack after push, never before: the receivers answer Slack once App.processEvent resolved
- *   (socket.ts: envelope ack; http.ts: HTTP 200), see app.ts.
+ * - Ack within Slack's 3 seconds: the intake journals the raw event (the channel's state, in
+ *   the database beside the inbox) and the receivers answer Slack once that is committed
+ *   (socket.ts: envelope ack; http.ts: HTTP 200), see app.ts; names, thread lookups and file
+ *   downloads run after, then the push (receive.ts). What is journaled but not pushed when a
+ *   listen ends is pushed by the next one.
  * - auth.test once per process, by the first listen; a failure rejects that listen (the
  *   supervisor retries it). Bolt never calls auth.test itself (app.ts).
  * - No typing indicator: Slack has none for bots using the Events API.
  * - Streaming: chat.postMessage, then chat.update at most every 1.2 s (Slack's
  *   chat.update is a tier-3 method: ~50 calls a minute).
+ * - Rate limits (https://api.slack.com/docs/rate-limits): a 429 of any call becomes a
+ *   SendError with Retry-After (errors.ts); chat.postMessage's limit is per channel (scope
+ *   'chat'), every other method's tier limit covers the workspace (scope 'channel').
  * - Files out: files.getUploadURLExternal → POST the bytes → files.completeUploadExternal.
  */
 import type { Channel, ChannelContext, FileSender, ListenLink, LivenessWatched, MessageEditor, MessageLimit, OutboundFile, OutboundMessage, Push } from '../../src/channel.ts';
@@ -41,6 +47,8 @@ export interface SlackChannelOptions {
   readonly clientPingTimeoutMs?: number;
   /** Socket Mode: no frame, ping or pong for this long → the connection is abandoned. @default 12000 */
   readonly silenceMs?: number;
+  /** Waits between tries of a refused push or a failed thread lookup. @default receive.ts RETRY_MS */
+  readonly retryMs?: readonly number[];
 }
 
 /** Slack's guidance: keep a message's text within 4,000 characters (longer ones get truncated). */
@@ -102,7 +110,7 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
       if (!result.ts) throw new SendError(`${what}: Slack did not return the message's ts`);
       return result.ts;
     } catch (error) {
-      throw toSendError(error, what);
+      throw toSendError(error, what, 'chat');
     }
   }
 
@@ -127,9 +135,14 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
           attachments: ctx.attachments,
           threads,
           log: ctx.log,
+          journal: ctx.state,
+          signal,
+          ...(options.retryMs === undefined ? {} : { retryMs: options.retryMs }),
         }),
       };
       current = session;
+      // Events journaled (acknowledged) by an earlier listen and not pushed yet.
+      session.intake.replay(push).catch((error: unknown) => ctx.log.error({ err: error }, 'could not read the Slack journal; its events are pushed at the next start'));
       try {
         if (receiver instanceof SocketReceiver) await receiver.start(signal, link);
         else await serveEvents(receiver, { listen: config.listen, log: ctx.log }, signal, link);
@@ -152,7 +165,7 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
       try {
         await web.chat.update({ token, channel: ref.chat, ts: messageId, text: rendered.trim() === '' ? '…' : rendered });
       } catch (error) {
-        throw toSendError(error, 'chat.update');
+        throw toSendError(error, 'chat.update', 'channel');
       }
     },
 
@@ -164,7 +177,11 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
         // The upload URL is pre-signed: no token goes with the bytes.
         const uploaded = await fetch(slot.upload_url, { method: 'POST', body: data, headers: { 'content-type': 'application/octet-stream' }, signal: AbortSignal.timeout(120_000) });
         await uploaded.body?.cancel();
-        if (!uploaded.ok) throw new SendError(`file upload: HTTP ${uploaded.status}`, { permanent: uploaded.status >= 400 && uploaded.status < 500 && uploaded.status !== 429 });
+        if (uploaded.status === 429) {
+          const seconds = Number.parseInt(uploaded.headers.get('retry-after') ?? '', 10);
+          throw new SendError('file upload: rate limited by Slack', { retryAfterMs: (Number.isFinite(seconds) && seconds >= 0 ? seconds : 1) * 1000, scope: 'channel' });
+        }
+        if (!uploaded.ok) throw new SendError(`file upload: HTTP ${uploaded.status}`, { permanent: uploaded.status >= 400 && uploaded.status < 500 });
         await web.files.completeUploadExternal({
           token,
           files: [{ id: slot.file_id, title: file.name }],
@@ -173,7 +190,7 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
         });
         if (ref.thread) threads.mark(ref.chat, ref.thread);
       } catch (error) {
-        throw toSendError(error, 'file upload');
+        throw toSendError(error, 'file upload', 'channel');
       }
     },
   };

@@ -4,11 +4,12 @@
  *
  * Why not Bolt's own SocketModeReceiver: it hands processEvent an `ack` that answers Slack at
  * once, and processEvent calls it before the listeners run — a message would be acknowledged
- * before it is in the inbox, and lost if the process died then. Here that `ack` only records
- * the answer; the envelope is acknowledged after `await app.processEvent(…)` resolved, i.e.
- * after the listener's push stored the message. When processEvent rejects (push rejected: a
- * shutdown, a failing store) the envelope is left unacknowledged and the connection is
- * replaced: Slack redelivers it on the next one, where the inbox recognises it. Envelopes that are not events (slash commands,
+ * before it is stored anywhere, and lost if the process died then. Here that `ack` only
+ * records the answer; the envelope is acknowledged after `await app.processEvent(…)`
+ * resolved, i.e. after the listener journaled the raw event (receive.ts; the push follows).
+ * When processEvent rejects (the journal could not be written, too many events waiting) the
+ * envelope is left unacknowledged and the connection is replaced: Slack redelivers it on the
+ * next one, where the intake and the inbox recognise it. Envelopes that are not events (slash commands,
  * interactivity: not used) are acknowledged the same way, so Slack stops resending them.
  *
  * - Liveness: every frame (hello, envelopes), every server ping and every pong to the
@@ -190,7 +191,7 @@ async function session(options: SocketReceiverOptions, app: App, signal: AbortSi
     } catch (error) {
       // app.ts logged why (with the event id). Slack retries an event it got no ack for, but on
       // its own schedule (the Events API's: at once, after 1 and 5 minutes); the envelope left
-      // unacknowledged is handed out again on the next connection, so a push refused while the
+      // unacknowledged is handed out again on the next connection, so an event refused while the
       // store failed (a full disk, a lock) is tried again within a reconnect, not minutes later.
       log.debug({ envelope: envelope.envelope_id }, 'slack envelope not acknowledged; reconnecting so Slack delivers it again');
       settle({ reason: 'failed', error });
