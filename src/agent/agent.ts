@@ -132,7 +132,7 @@ export function createAgent(options: AgentOptions): TurnHandler {
     function finish(outcome: LoopOutcome, before?: (tx: Sql) => Promise<void>): TurnOutput {
       const sent = files.length > 0 ? { files } : {};
       // The person hears, before the answer, which of this message's photos the model could not see.
-      const told = [...imageProblems.values()];
+      const told = [...ownImages].flatMap((path) => imageProblems.get(path) ?? []);
       const withNotes = (reply: string): string => (told.length === 0 ? reply : [...told, reply].filter((part) => part !== '').join('\n\n'));
       if (outcome.kind === 'done') return { reply: withNotes(sanitizeReply(outcome.reply)), messages: outcome.turn, ...sent, ...(before ? { commit: before } : {}) };
       const next: PendingApproval = {
