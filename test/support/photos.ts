@@ -14,7 +14,7 @@ function texture(width: number, height: number): Buffer {
       state ^= state << 13;
       state ^= state >>> 17;
       state ^= state << 5;
-      const grain = state & 0x3f;
+      const grain = state & 0x1f;
       const at = (y * width + x) * 3;
       pixels[at] = ((x * 255) / width + grain) & 0xff;
       pixels[at + 1] = ((y * 255) / height + grain) & 0xff;
