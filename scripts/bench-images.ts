@@ -139,7 +139,7 @@ function configFile(dir: string): string {
 
 async function startOnce(root: string): Promise<{ wallMs: number; rssMb: number; vips: boolean }> {
   const cli = join(root, 'dist', 'app', 'cli.js');
-  const env = { ...process.env, MALLOC_ARENA_MAX: '2' };
+  const env: NodeJS.ProcessEnv = { ...process.env, MALLOC_ARENA_MAX: '2' };
   delete env.SWITCHBOARD_LOG_LEVEL;
   delete env.SWITCHBOARD_CONFIG;
   const t0 = performance.now();
