@@ -37,7 +37,7 @@ async function photos(dir: string): Promise<{ typical: string; large: string }> 
   const typical = join(dir, 'typical.jpg');
   const large = join(dir, 'large.jpg');
   await writeFile(typical, await cameraJpeg(4000, 3000, { orientation: 6, quality: 85 }));
-  await writeFile(large, await cameraJpeg(6000, 4500, { quality: 95 }));
+  await writeFile(large, await cameraJpeg(7000, 5000, { quality: 95 }));
   return { typical, large };
 }
 
@@ -126,7 +126,7 @@ async function rss(large: string): Promise<void> {
   child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
   await within(new Promise((resolve) => child.once('exit', resolve)), 60_000, 'the RSS child');
   const r = JSON.parse(out) as { before: number; loaded: number; peak: number; after: number; ms: number; bytes: number; ok: boolean; hwm: number };
-  say(`   photo: ${fmt(r.bytes / 1024 / 1024)} MB (6000×4500), prepared ${r.ok ? 'ok' : 'REFUSED'} in ${fmt(r.ms)} ms`);
+  say(`   photo: ${fmt(r.bytes / 1024 / 1024)} MB (7000×5000), prepared ${r.ok ? 'ok' : 'REFUSED'} in ${fmt(r.ms)} ms`);
   say(`   RSS: ${fmt(r.before)} MB at start, ${fmt(r.loaded)} MB with the file read, peak ${fmt(r.peak)} MB while preparing (VmHWM ${fmt(r.hwm)} MB), ${fmt(r.after)} MB after`);
   say();
 }

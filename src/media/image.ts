@@ -22,8 +22,9 @@ import { sniffImage } from './sniff.ts';
  *   up to 100 images per API request; JPEG, PNG, GIF, WebP).
  * - Gemini, https://ai.google.dev/gemini-api/docs/image-understanding ("inline image data"
  *   for requests whose total size is under 20 MB; PNG, JPEG, WEBP, HEIC, HEIF; up to 3,600
- *   images per request) and Vertex AI's model table (7 MB per inline file). Gemini tiles large
- *   images into 768×768 crops; 3072 keeps 4×4 tiles of detail without sending more.
+ *   images per request) and Vertex AI's model table (7 MB per inline file). Gemini cuts a large
+ *   image into 768×768 tiles of 258 tokens each (same page, "Technical details"): 1536 px is
+ *   2×2 tiles, about the ~1,600 tokens Claude spends on its 1568 px, instead of 4×4 at 3072.
  */
 export interface ImageLimits {
   /** Longest edge in pixels; larger images are scaled down (never up). */
@@ -41,7 +42,7 @@ export type ProviderKind = 'openai' | 'anthropic' | 'gemini';
 export const IMAGE_LIMITS: Readonly<Record<ProviderKind, ImageLimits>> = {
   openai: { longEdge: 2048, maxBytes: 10 * 1024 * 1024, maxImages: 500, maxTotalBytes: 36 * 1024 * 1024 },
   anthropic: { longEdge: 1568, maxBytes: 3.75 * 1024 * 1024, maxImages: 100, maxTotalBytes: 24 * 1024 * 1024 },
-  gemini: { longEdge: 3072, maxBytes: 7 * 1024 * 1024, maxImages: 3600, maxTotalBytes: 14 * 1024 * 1024 },
+  gemini: { longEdge: 1536, maxBytes: 7 * 1024 * 1024, maxImages: 3600, maxTotalBytes: 14 * 1024 * 1024 },
 };
 
 export interface PreparedImage {
@@ -86,7 +87,16 @@ const problem = (reason: string): ImageProblem => ({ ok: false, reason });
 export function createImagePreparer(options: ImagePreparerOptions = {}): ImagePreparer {
   const maxInputPixels = options.maxInputPixels ?? 120_000_000;
   const timeoutSeconds = Math.max(1, Math.ceil((options.timeoutMs ?? 20_000) / 1000));
-  const load = options.loadSharp ?? (async () => (await import('sharp')).default as unknown as SharpFactory);
+  const load =
+    options.loadSharp ??
+    (async () => {
+      const { default: sharp } = await import('sharp');
+      // libvips' operation cache (50 MB by default) helps a pipeline that repeats on one input;
+      // photos are each decoded once (workspace-images.ts caches the results), so it would only
+      // hold memory after each photo.
+      sharp.cache(false);
+      return sharp as unknown as SharpFactory;
+    });
   let library: Promise<SharpFactory> | undefined;
   let loaded = false;
   const sharpOf = (): Promise<SharpFactory> =>
