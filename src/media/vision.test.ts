@@ -134,6 +134,10 @@ describe('vision provider', () => {
     assert.equal((await make(false).chat(request(photoTurn()), signal())).text, 'text');
     assert.deepEqual(fake.requests.slice(before).map(hasImage), [false]);
     before = fake.requests.length;
+    assert.equal((await make('auto', { maxImages: 0 }).chat(request(photoTurn()), signal())).text, 'text');
+    assert.deepEqual(fake.requests.slice(before).map(hasImage), [false], 'max_images = 0 sends none');
+    assert.equal(contentOf(fake.requests.at(-1)!, 1), 'what is this plant?');
+    before = fake.requests.length;
     await assert.rejects(make(true).chat(request(photoTurn()), signal()), (error: unknown) => error instanceof ProviderError && error.status === 400 && /image_url is only supported/.test(error.message));
     assert.equal(fake.requests.length, before + 1);
     fake.fallback = () => ({ status: 400, body: JSON.stringify({ error: { message: 'This model\'s maximum context length is 8192 tokens', code: 'context_length_exceeded' } }) });

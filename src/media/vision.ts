@@ -41,7 +41,7 @@ export interface VisionProviderOptions {
   readonly model: string;
   readonly limits: ImageLimits;
   readonly images: WorkspaceImages;
-  /** The most recent images of the conversation the model sees; older ones become a line of text. @default 4 */
+  /** The most recent images of the conversation the model sees; older ones become a line of text (0: none, as `vision = false`). @default 4 */
   readonly maxImages?: number;
   readonly memory: VisionMemory;
   readonly log: Logger;
@@ -54,7 +54,7 @@ export function createVisionProvider(inner: Provider, options: VisionProviderOpt
     async chat(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
       if (!request.messages.some((message) => message.role === 'user' && message.images && message.images.length > 0)) return inner.chat(request, signal);
       const model = request.model ?? options.model;
-      if (options.vision === false || options.memory.refuses(model)) return inner.chat(withoutImages(request), signal);
+      if (options.vision === false || maxImages === 0 || options.memory.refuses(model)) return inner.chat(withoutImages(request), signal);
       const shown = await withImages(request, options.images, options.limits, maxImages);
       try {
         return await inner.chat(shown, signal);
