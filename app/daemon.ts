@@ -37,6 +37,8 @@ import { createMeteredProvider } from '../src/providers/metered.ts';
 import { createToolsRoute } from '../src/tools/sources.ts';
 import { buildMemory } from './compose/memory.ts';
 import { buildProvider } from './compose/provider.ts';
+import { createImagePreparer } from '../src/media/image.ts';
+import { createWorkspaceImages } from '../src/media/workspace-images.ts';
 import { buildTools, type BuiltTools } from './compose/tools.ts';
 import { announceReady } from './ready.ts';
 import { configPort, consoleStaticDir, lazyConsole, nodeName, recordRecalls } from './console.ts';
@@ -179,7 +181,10 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   const memory = await buildMemory({ config, db, dbPath, dataDir, freshDatabase, log, ...(cluster ? { shared: cluster.database } : {}) });
   // Recall is remembered per turn for the console's transcripts (only when it is on).
   const recalled = consoleOn ? recordRecalls(memory.memory) : undefined;
-  const buildEndpoint = async (from: Config): Promise<Provider> => createMeteredProvider(await buildProvider(from, log), { meter: metrics, label: from.provider.kind });
+  // Photos to the model: read from the workspace, prepared with sharp — imported on the first photo, not here.
+  const images = createWorkspaceImages({ workspace, preparer: createImagePreparer() });
+  const buildEndpoint = async (from: Config): Promise<Provider> =>
+    createMeteredProvider(await buildProvider(from, log, { images, maxImages: from.agent.max_images }), { meter: metrics, label: from.provider.kind });
   // The tools (the delegate tool) reach the model through this, so a reload that only
   // changes the provider does not rebuild the tools (and drop remote-tool clients).
   const provider: Provider = {

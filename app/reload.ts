@@ -57,7 +57,8 @@ export function diffConfig(old: Config, next: Config): ConfigDiff {
     Object.fromEntries(Object.entries(memory).filter(([key]) => !(memoryPerTurn as readonly string[]).includes(key)));
   needsRestart.push(...changedKeys('memory', memoryAtStart(old.memory), memoryAtStart(next.memory)));
 
-  const provider = changed(old.provider, next.provider) || changed(old.routes, next.routes);
+  // agent.max_images is read by each endpoint's vision decorator, so it rebuilds the endpoints too.
+  const provider = changed(old.provider, next.provider) || changed(old.routes, next.routes) || old.agent.max_images !== next.agent.max_images;
   const tools =
     changed(old.tools, next.tools) ||
     changed(old.security, next.security) ||

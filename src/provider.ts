@@ -10,9 +10,27 @@ export interface ToolCall {
   readonly arguments: string;
 }
 
+/**
+ * An image in a user message. `file` is what history keeps: a workspace path, never bytes in
+ * the database; the vision decorator (src/media/vision.ts) turns the recent ones into `data`
+ * (JPEG or PNG bytes, already downscaled, base64) just before a request. A provider sends
+ * `data` parts in its own wire format and ignores `file` parts (it cannot read the workspace;
+ * the message text already describes the attachment).
+ */
+export type ImagePart =
+  | { readonly type: 'file'; readonly path: string; readonly name: string }
+  | { readonly type: 'data'; readonly mime: 'image/jpeg' | 'image/png'; readonly base64: string };
+
+/** The image parts a provider sends: those with bytes. */
+export function sendable(images: readonly ImagePart[] | undefined): Array<Extract<ImagePart, { type: 'data' }>> {
+  return (images ?? []).filter((image): image is Extract<ImagePart, { type: 'data' }> => image.type === 'data');
+}
+
 export interface UserMessage {
   readonly role: 'user';
   readonly content: string;
+  /** Photos with this message (sent before the text: Anthropic's vision guide advises images first). */
+  readonly images?: readonly ImagePart[];
 }
 
 export interface AssistantMessage {
@@ -51,6 +69,11 @@ export interface ChatRequest {
    * once with the whole text.
    */
   readonly onTextDelta?: (delta: string) => void;
+  /**
+   * Told about an image of the request that could not be shown to the model (damaged, not an
+   * image, too large), with its workspace path and a one-line reason, so the person hears it too.
+   */
+  readonly onImageProblem?: (path: string, line: string) => void;
 }
 
 export interface ChatResponse {

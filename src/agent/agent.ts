@@ -13,6 +13,7 @@ import { sanitizeReply } from './sanitize.ts';
 import type { ToolRunner } from './tool-runner.ts';
 import type { TurnMemory } from './memory-context.ts';
 import { whoOf } from '../memory.ts';
+import { imageParts } from '../inbound/attachments.ts';
 import type { Sql } from '../store/sql.ts';
 
 export interface TurnInput {
@@ -81,6 +82,9 @@ export function createAgent(options: AgentOptions): TurnHandler {
       sendFile: (file) => void files.push(file),
     };
     const who = whoOf(ctx);
+    const ownImages = new Set(imageParts(message.attachments).flatMap((part) => (part.type === 'file' ? [part.path] : [])));
+    const imageProblems = new Map<string, string>();
+    const onImageProblem = (path: string, line: string): void => void (ownImages.has(path) && imageProblems.set(path, line));
     const remembered = await options.memory?.context(message, who, log);
     const system = [buildSystemPrompt(options, message), ...(options.promptExtras ?? []), ...(remembered ? ['', remembered] : [])].join('\n');
     const loop = (turn: readonly ChatMessage[], iteration: number, xml: boolean): Promise<LoopOutcome> =>
@@ -97,6 +101,7 @@ export function createAgent(options: AgentOptions): TurnHandler {
         onAsk: 'pause',
         ...(model === undefined ? {} : { model }),
         ...(onTextDelta === undefined ? {} : { onTextDelta }),
+        ...(ownImages.size > 0 ? { onImageProblem } : {}),
         ...(options.toolCalling === 'auto' ? { onXmlFallback: () => (xmlFallback = true) } : {}),
       });
 
@@ -118,13 +123,18 @@ export function createAgent(options: AgentOptions): TurnHandler {
     }
     // A pending question from this very message means it is being re-run after a crash: start afresh.
     const stale = pending !== undefined && pending.originTurn === turnId;
-    const outcome = await loop([{ role: 'user', content: prompt ?? message.text }], 0, xmlFallback);
+    // Photos go with the turn as workspace references (history keeps the paths, never bytes).
+    const images = imageParts(message.attachments);
+    const outcome = await loop([{ role: 'user', content: prompt ?? message.text, ...(images.length > 0 ? { images } : {}) }], 0, xmlFallback);
     await options.memory?.save(message, who, log);
     return finish(outcome, stale ? clearPending : undefined);
 
     function finish(outcome: LoopOutcome, before?: (tx: Sql) => Promise<void>): TurnOutput {
       const sent = files.length > 0 ? { files } : {};
-      if (outcome.kind === 'done') return { reply: sanitizeReply(outcome.reply), messages: outcome.turn, ...sent, ...(before ? { commit: before } : {}) };
+      // The person hears, before the answer, which of this message's photos the model could not see.
+      const told = [...ownImages].flatMap((path) => imageProblems.get(path) ?? []);
+      const withNotes = (reply: string): string => (told.length === 0 ? reply : [...told, reply].filter((part) => part !== '').join('\n\n'));
+      if (outcome.kind === 'done') return { reply: withNotes(sanitizeReply(outcome.reply)), messages: outcome.turn, ...sent, ...(before ? { commit: before } : {}) };
       const next: PendingApproval = {
         conversation,
         originTurn: turnId,

@@ -30,6 +30,8 @@ export interface LoopInput {
   readonly model?: string;
   /** Streams the model's text as it arrives (the agent's reply preview). */
   readonly onTextDelta?: (delta: string) => void;
+  /** Told about a photo of the request the model could not be shown (see ChatRequest.onImageProblem). */
+  readonly onImageProblem?: (path: string, line: string) => void;
   /** Called when an `auto` endpoint turned out not to support native tools. */
   readonly onXmlFallback?: () => void;
 }
@@ -56,6 +58,7 @@ export async function runLoop(input: LoopInput): Promise<LoopOutcome> {
           tools: xml ? [] : specs,
           ...(input.model === undefined ? {} : { model: input.model }),
           ...(input.onTextDelta === undefined ? {} : { onTextDelta: input.onTextDelta }),
+          ...(input.onImageProblem === undefined ? {} : { onImageProblem: input.onImageProblem }),
         },
         input.ctx.signal,
       );

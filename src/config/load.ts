@@ -212,6 +212,14 @@ function expected(schema: SchemaNode): string {
       return 'must be a table';
     case 'array':
       return 'must be a list';
+    case 'union': {
+      // A union of literals and booleans (`vision = "auto" | true | false`).
+      const choices = (base.options ?? []).map((option) => {
+        const node = option as SchemaNode & { literal?: unknown };
+        return node.type === 'literal' ? JSON.stringify(node.literal) : node.type === 'boolean' ? 'true, false' : `a ${node.type}`;
+      });
+      return `must be one of ${choices.join(', ')}`;
+    }
     default:
       return 'has the wrong type';
   }

@@ -111,3 +111,20 @@ describe('every config key: its message and its example agree', () => {
     assert.equal(example, '[channels.matrix] user_id = "@switchboard:example.org"');
   });
 });
+
+describe('vision', () => {
+  const parse = (extra: string) =>
+    parseConfig(`[provider]\nkind = "openai"\nmodel = "m"\n${extra}\n[[routes]]\nhint = "eyes"\nkind = "gemini"\nmodel = "gemini-2.5-flash"\nvision = true\n`, 'test.toml', {});
+
+  it('is auto by default and takes true or false per provider, fallback and route', () => {
+    const config = parse('vision = false\n[[provider.fallbacks]]\nkind = "anthropic"\nmodel = "claude"\n');
+    assert.equal(config.provider.vision, false);
+    assert.equal(config.provider.fallbacks[0]!.vision, 'auto');
+    assert.equal(config.routes[0]!.vision, true);
+    assert.equal(config.agent.max_images, 4);
+  });
+
+  it('names the choices when the value is none of them', () => {
+    assert.throws(() => parse('vision = "yes"'), (error: unknown) => error instanceof ConfigError && /provider\.vision: must be one of "auto", true, false, got "yes"/.test(error.message));
+  });
+});

@@ -40,6 +40,8 @@ const Agent = v.strictObject({
   max_delegate_depth: int(0, 5, 2),
   turn_timeout_seconds: positive(86_400, 300),
   tool_timeout_seconds: positive(3600, 60),
+  /** The most recent photos of a conversation the model sees again (older ones: a line of text). */
+  max_images: int(0, 20, 4),
 });
 
 /** An http(s) URL, optional (each provider kind has its default). */
@@ -48,6 +50,8 @@ const urlField = v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/, 'an h
 const providerKind = v.pipe(v.picklist(['openai', 'anthropic', 'gemini']), v.examples(['openai']));
 const keyList = v.optional(v.pipe(v.array(text('${OPENAI_API_KEY_2}')), v.examples([['${OPENAI_API_KEY}', '${OPENAI_API_KEY_2}']])), []);
 const modelList = v.optional(v.pipe(v.array(text('gpt-4o')), v.examples([['gpt-4o']])), []);
+
+const vision = () => v.optional(v.pipe(v.union([v.literal('auto'), v.boolean()], 'auto, true or false'), v.examples(['auto' as const])), 'auto');
 
 /** One model endpoint: the main provider, a fallback, or a route's own provider. */
 const endpoint = {
@@ -65,6 +69,12 @@ const endpoint = {
   tool_schema: choice(['auto', 'conservative'], 'auto'),
   /** Models tried, in order, when the main model keeps failing. */
   fallback_models: modelList,
+  /**
+   * Photos to the model: true = always send them; false = never (the model gets their name,
+   * type and path, as a text model needs); auto = send them, and when the endpoint refuses
+   * image input, remember that for the model and fall back to the text description.
+   */
+  vision: vision(),
 };
 
 const Fallback = v.strictObject(endpoint);
@@ -88,6 +98,8 @@ const Route = v.strictObject({
   base_url: urlField,
   api_key: v.optional(text('${OPENAI_API_KEY}')),
   timeout_seconds: positive(3600, 120),
+  /** Photos to this route's own endpoint (with `kind`); without `kind` the main provider's setting holds. */
+  vision: vision(),
 });
 
 type ToolNameList = Array<(typeof toolNames)[number]>;

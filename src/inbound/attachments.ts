@@ -9,6 +9,7 @@ import { extname, join, relative, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Attachment, AttachmentInput, AttachmentStore } from '../channel.ts';
+import type { ImagePart } from '../provider.ts';
 
 export interface AttachmentStoreOptions {
   /** Absolute path of the workspace. */
@@ -63,6 +64,19 @@ export function createAttachmentStore(options: AttachmentStoreOptions): Attachme
       }
     },
   };
+}
+
+const IMAGE_NAME = /\.(jpe?g|png|gif|webp|tiff?|avif|heic|heif|bmp)$/i;
+
+/**
+ * The saved photos and image files of a message, as workspace references for the model (see
+ * ImagePart). A `file` counts when its MIME type or name says image; the bytes decide later
+ * (src/media/image.ts sniffs them), so a mislabelled file gets a clear line, not a crash.
+ */
+export function imageParts(attachments: readonly Attachment[] | undefined): ImagePart[] {
+  return (attachments ?? []).flatMap((a) =>
+    a.path !== undefined && (a.kind === 'photo' || (a.kind === 'file' && (a.mime?.startsWith('image/') === true || IMAGE_NAME.test(a.name)))) ? [{ type: 'file' as const, path: a.path, name: a.name }] : [],
+  );
 }
 
 /** How the model is told about a message's attachments (appended to the message text). */

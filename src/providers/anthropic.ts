@@ -4,7 +4,7 @@
  * must alternate, so consecutive messages of one role are merged.
  */
 import { deadline } from '../abort.ts';
-import { ProviderError, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
+import { ProviderError, sendable, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
 import { cutShort, errorInBody, eventObject, httpFailure, isEventStream, isObject, parseJson, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from './http.ts';
 import { cleanSchema } from './schema-clean.ts';
 
@@ -24,7 +24,8 @@ export interface AnthropicProviderOptions {
 type Block =
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
-  | { type: 'tool_result'; tool_use_id: string; content?: string };
+  | { type: 'tool_result'; tool_use_id: string; content?: string }
+  | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } };
 
 interface WireUsage {
   input_tokens?: number;
@@ -134,7 +135,12 @@ function toWireMessages(messages: readonly ChatMessage[]): Array<{ role: 'user' 
 function toBlocks(message: ChatMessage): Block[] {
   switch (message.role) {
     case 'user':
-      return message.content === '' ? [] : [{ type: 'text', text: message.content }];
+      // https://docs.anthropic.com/en/docs/build-with-claude/vision ("Base64-encoded image
+      // example"): `image` blocks with a base64 source, placed before the text.
+      return [
+        ...sendable(message.images).map((image) => ({ type: 'image' as const, source: { type: 'base64' as const, media_type: image.mime, data: image.base64 } })),
+        ...(message.content === '' ? [] : [{ type: 'text' as const, text: message.content }]),
+      ];
     case 'assistant':
       return [
         ...(message.content === '' ? [] : [{ type: 'text' as const, text: message.content }]),

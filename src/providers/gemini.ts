@@ -5,7 +5,7 @@
  * so signatures are remembered here by call id and sent back with the calls.
  */
 import { deadline } from '../abort.ts';
-import { ProviderError, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
+import { ProviderError, sendable, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
 import { cutShort, eventObject, httpFailure, isEventStream, isObject, parseJson, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from './http.ts';
 import { cleanSchema } from './schema-clean.ts';
 
@@ -174,7 +174,13 @@ function toContents(messages: readonly ChatMessage[], signatures: ReadonlyMap<st
     const role = message.role === 'assistant' ? 'model' : 'user';
     const parts: Array<Record<string, unknown>> = [];
     if (message.role === 'tool') parts.push({ functionResponse: { name: message.name, response: { content: message.content } } });
-    else if (message.content !== '') parts.push({ text: message.content });
+    else {
+      // https://ai.google.dev/gemini-api/docs/image-understanding ("Passing inline image data"):
+      // `inline_data` parts (mime_type, base64 data) before the text. The REST API takes the
+      // snake_case names of the docs' examples as well as the camelCase of the proto JSON.
+      if (message.role === 'user') for (const image of sendable(message.images)) parts.push({ inline_data: { mime_type: image.mime, data: image.base64 } });
+      if (message.content !== '') parts.push({ text: message.content });
+    }
     if (message.role === 'assistant' && message.toolCalls && message.toolCalls.length > 0) {
       const callParts: Array<Record<string, unknown>> = message.toolCalls.map((call) => {
         const signature = signatures.get(call.id);

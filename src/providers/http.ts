@@ -129,6 +129,26 @@ export async function httpFailure(
   });
 }
 
+/**
+ * Whether an error message says the model or server does not take image input. Real answers:
+ * - OpenAI, a text-only model: 400 "Invalid content type. image_url is only supported by
+ *   certain models." (quoted in vllm-project/vllm#11629, browser-use/web-ui#274);
+ * - llama.cpp's llama-server without `--mmproj`: 500 "image input is not supported by this
+ *   server" (ggml-org/llama.cpp#13566; newer builds add "- hint: … --mmproj");
+ * - Ollama, a model without a vision projector: 500 "this model is missing data required for
+ *   image input" (valentinfrlch/ha-llmvision#691); before 0.1.33 its OpenAI layer took only
+ *   string content: 400 "json: cannot unmarshal array into Go struct field
+ *   Message.messages.content of type string" (danny-avila/LibreChat#2494);
+ * - vLLM serving a text-only model: "… is not a multimodal model" (vllm-project/vllm#23402);
+ * - Anthropic- or Gemini-compatible proxies: "does not support image(s)" / "vision".
+ */
+export function rejectsImages(message: string): boolean {
+  return (
+    /image_url is only supported by certain models|image input is not supported|missing data required for image input|not a multimodal model|cannot unmarshal array into Go struct field \S*content of type string/i.test(message) ||
+    (/\b(images?|image[_ ]?(url|input|content)|vision|multimodal|multi-modal)\b/i.test(message) && /unsupported|n(o|')t support|not enabled|not available|only supported by/i.test(message))
+  );
+}
+
 /** Whether an error message says the model or server does not do native tool calling. */
 export function rejectsTools(message: string): boolean {
   return (

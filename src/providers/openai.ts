@@ -4,7 +4,7 @@
  * and the wire format is small and stable.
  */
 import { deadline } from '../abort.ts';
-import { ProviderError, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
+import { ProviderError, sendable, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
 import { cleanSchema } from './schema-clean.ts';
 import { cutShort, errorInBody, eventObject, httpFailure, isEventStream, isObject, messageText, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from './http.ts';
 
@@ -115,8 +115,20 @@ function contentText(content: unknown): string | undefined {
 
 function toWire(message: ChatMessage): Record<string, unknown> {
   switch (message.role) {
-    case 'user':
-      return { role: 'user', content: message.content };
+    case 'user': {
+      // https://platform.openai.com/docs/guides/images-vision ("Passing a Base64 encoded image"):
+      // a content array with `image_url` parts whose url is a data URL. Without images the content
+      // stays a plain string, as servers without vision support expect.
+      const images = sendable(message.images);
+      if (images.length === 0) return { role: 'user', content: message.content };
+      return {
+        role: 'user',
+        content: [
+          ...images.map((image) => ({ type: 'image_url', image_url: { url: `data:${image.mime};base64,${image.base64}` } })),
+          ...(message.content === '' ? [] : [{ type: 'text', text: message.content }]),
+        ],
+      };
+    }
     case 'assistant':
       return message.toolCalls && message.toolCalls.length > 0
         ? {
