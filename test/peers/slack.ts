@@ -867,6 +867,11 @@ export async function startSlackPeer(options: SlackPeerOptions = {}): Promise<Sl
     rateLimitNextPost: (seconds = 1, count = 1) => void limited.set('chat.postMessage', { seconds, count }),
     rateLimitNext: (method, seconds = 1, count = 1) => void limited.set(method, { seconds, count }),
     callsInsideWait: (chat) => insideWait.get(chat) ?? 0,
+    // chat.update's Tier 3 limit is the workspace's: the next edit is refused, and a call to the place inside the wait counts.
+    flood: {
+      waitNext: (_place, ms) => void limited.set('chat.update', { seconds: ms / 1000, count: 1 }),
+      callsInsideWait: (place) => insideWait.get(channelId(place)) ?? 0,
+    },
     refuseAuth: (count) => void (authRefusals = count),
     failReplies: (count, how = 'http_500') => void (repliesFailing = { count, how }),
     fileStubs: (on) => void (stubs = on),
