@@ -114,7 +114,9 @@ const channelFactories: Record<keyof Config['channels'], (deps: ChannelDeps) => 
 export async function runDaemon(options: DaemonOptions): Promise<number> {
   const startedAt = performance.now();
   const file = locateConfig(options.configFlag === undefined ? {} : { flag: options.configFlag });
-  const { config } = loadConfig(file);
+  // chat opens no gateway, no channel but the terminal and no PostgreSQL: their secrets
+  // (a gateway token, a bot token, the database URL) need not be set for it.
+  const { config } = loadConfig(file, process.env, { requireSecrets: options.mode === 'chat' ? chatNeedsSecret : true });
   const clustered = options.mode === 'start' && config.store.kind === 'postgres';
   tuneHeap(config.runtime.heap);
   // Refuse an exposed gateway before anything opens (exit 78).
@@ -567,6 +569,13 @@ function channelPolicies(config: Config, names: ReadonlyArray<keyof Config['chan
 function configuredModels(config: Config): string[] {
   const models = [config.provider.model, ...config.provider.fallback_models, ...config.routes.map((route) => `hint:${route.hint}`)];
   return [...new Set(models)];
+}
+
+/** Whether `chat` needs the secret at this config key: not for what only `start` opens (the gateway, other channels, the cluster's store). */
+export function chatNeedsSecret(path: readonly string[]): boolean {
+  const [table, name] = path;
+  if (table === 'gateway' || table === 'store' || table === 'cluster') return false;
+  return table !== 'channels' || name === 'terminal';
 }
 
 function channelNames(config: Config, mode: 'start' | 'chat'): Array<keyof Config['channels']> {
