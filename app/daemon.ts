@@ -250,6 +250,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         trustedProxies: gatewayConfig.trusted_proxies,
       })
     : undefined;
+  const version = packageVersion();
   const gateway = gatewayConfig
     ? gatewayModule!.createGateway({
         listen: gatewayConfig.listen,
@@ -258,6 +259,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         log: log.child({ component: 'gateway' }),
         health: () => ({ ...runtime.health(), ...(cluster ? { cluster: { node: cluster.node, nodes: cluster.nodes() } } : {}) }),
         metrics: () => metrics.render(),
+        // `switchboard status` prints it on its first line.
+        ...(version === undefined ? {} : { version }),
         maxBodyBytes: gatewayConfig.max_body_kb * 1024,
         maxConnections: gatewayConfig.max_connections,
       })
@@ -403,7 +406,6 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         const { statusReport } = gatewayModule!;
         const { listTools } = await import('../src/tools/sources.ts');
         const current = (): Config => reloader?.current() ?? config;
-        const version = packageVersion();
         return {
           log: log.child({ component: 'console' }),
           token: () => (gatewayConfig!.token === undefined || gatewayConfig!.token === '' ? undefined : gatewayConfig!.token),
