@@ -60,6 +60,9 @@ esac`,
       join(dir, 'run.sh'),
       `set -eu
 T='${dir}'
+for tool in systemd-analyze setpriv git ip; do
+  command -v $tool >/dev/null || { echo "$tool is missing: apt-get install systemd util-linux git iproute2"; exit 12; }
+done
 # Copies of what the recipe writes to, mounted over the real ones in this namespace only.
 cp -a /etc "$T/etc" && mount --bind "$T/etc" /etc
 mkdir "$T/opt" && mount --bind "$T/opt" /opt
