@@ -10,8 +10,8 @@
  * * the base image (node:24-bookworm-slim) is this machine with this test's Node 24 first in
  *   PATH — the image's Node major version;
  * * `npm ci` (no network in tests) copies the dependencies `npm ci` would install from
- *   package-lock.json out of the checkout's node_modules (installed from the same lock),
- *   leaving out what its --omit flags omit, and runs the root `prepare` script unless
+ *   package-lock.json out of the checkout's node_modules (exactly the lock's packages, at its
+ *   versions; anything else is removed), leaving out what its --omit flags omit, and runs the root `prepare` script unless
  *   --ignore-scripts is given, as npm ci does. Every other npm command (`npm run build`,
  *   `npm prune`) is the real npm, offline;
  * * `chown` (needs root) is recorded, not done; USER, VOLUME, EXPOSE and HEALTHCHECK are
@@ -121,7 +121,7 @@ export interface BuildOptions {
   readonly dir?: string;
   /** Node 24 (the base image's Node): its directory goes first in PATH. */
   readonly nodePath: string;
-  /** The checkout's node_modules, installed from the same package-lock.json (stands in for `npm ci`). */
+  /** The checkout's node_modules, holding at least the lock's packages at its versions (stands in for `npm ci`). */
   readonly nodeModules: string;
   /** Called with each RUN before it runs. */
   readonly onRun?: (stage: string, command: string) => void;
@@ -294,10 +294,11 @@ const quote = (text: string): string => `'${text.replace(/'/g, `'\\''`)}'`;
 
 /**
  * The stand-in for `npm ci` (written to a file and run with node): refuses without
- * package.json and package-lock.json in the working directory (as npm ci does) or with a lock
- * other than the checkout's; copies the checkout's node_modules (`cp -a`, a real copy: `npm prune`
- * later deletes and rewrites in it), removes the packages the lock marks dev / optional when
- * --omit says so, and runs the root `prepare` script unless --ignore-scripts.
+ * package.json and package-lock.json in the working directory (as npm ci does); copies the
+ * checkout's node_modules (`cp -a`, a real copy: `npm prune` later deletes and rewrites in it),
+ * refuses when a package of the lock is missing there or at another version, removes packages
+ * the lock does not name and those it marks dev / optional when --omit says so, and runs the
+ * root `prepare` script unless --ignore-scripts.
  */
 const npmCiSource = `
 const { existsSync, readFileSync, rmSync, readdirSync, statSync } = require('node:fs');
@@ -307,10 +308,35 @@ const [source, ...flags] = process.argv.slice(2);
 const omit = new Set(flags.filter((f) => f.startsWith('--omit=')).map((f) => f.slice(7)));
 for (const flag of flags) if (!/^--omit=(dev|optional|peer)$|^--ignore-scripts$/.test(flag)) { console.error('npm ci stand-in: unsupported option ' + flag); process.exit(1); }
 if (!existsSync('package.json') || !existsSync('package-lock.json')) { console.error('npm error The \`npm ci\` command can only install with an existing package-lock.json'); process.exit(1); }
-const lock = readFileSync('package-lock.json', 'utf8');
-if (lock !== readFileSync(join(source, '..', 'package-lock.json'), 'utf8')) { console.error('npm ci stand-in: this package-lock.json is not the one the checkout installed from'); process.exit(1); }
+const packages = JSON.parse(readFileSync('package-lock.json', 'utf8')).packages;
 execFileSync('cp', ['-a', source, 'node_modules']);
-const packages = JSON.parse(lock).packages;
+// What npm ci installs is exactly the lock: a package of the lock missing from the checkout's
+// node_modules (or at another version) is an error; one the lock does not name is removed.
+const problems = [];
+for (const [path, entry] of Object.entries(packages)) {
+  if (path === '' || entry.link) continue;
+  const manifest = join(path, 'package.json');
+  if (!existsSync(manifest)) {
+    // npm skips optional packages for other platforms.
+    if (!entry.optional && !entry.devOptional) problems.push(path + ' is missing');
+    continue;
+  }
+  const version = JSON.parse(readFileSync(manifest, 'utf8')).version;
+  if (entry.version !== undefined && version !== entry.version) problems.push(path + ' is ' + version + ', the lock says ' + entry.version);
+}
+if (problems.length > 0) { console.error('npm ci stand-in: the node_modules of the checkout was not installed from this package-lock.json (run npm install):\\n' + problems.join('\\n')); process.exit(1); }
+const prune = (dir) => {
+  for (const name of readdirSync(dir)) {
+    if (name.startsWith('.')) continue;
+    const names = name.startsWith('@') ? readdirSync(join(dir, name)).map((inner) => name + '/' + inner) : [name];
+    for (const pkgName of names) {
+      const path = join(dir, pkgName);
+      if (!(path in packages)) rmSync(path, { recursive: true, force: true });
+      else if (existsSync(join(path, 'node_modules'))) prune(join(path, 'node_modules'));
+    }
+  }
+};
+prune('node_modules');
 for (const [path, entry] of Object.entries(packages)) {
   if (path === '') continue;
   const gone = (omit.has('dev') && entry.dev) || (omit.has('optional') && entry.optional) || (omit.has('peer') && entry.peer) || (omit.has('dev') && omit.has('optional') && entry.devOptional);
