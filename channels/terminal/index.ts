@@ -134,7 +134,8 @@ export function createTerminalChannel(options: TerminalChannelOptions): Channel 
             }
             continue;
           }
-          const text = [...lines, line].join('\n').trim();
+          // Several lines keep their indentation (pasted code); only blank lines around go.
+          const text = lines.length === 0 ? line.trim() : [...lines, line].join('\n').replace(/^(?:[ \t]*\n)+/, '').trimEnd();
           lines.length = 0;
           if (options.interactive) reader.setPrompt(prompt);
           if (text === '') {

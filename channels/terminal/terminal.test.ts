@@ -185,13 +185,13 @@ describe('terminal channel', () => {
     await new Promise((resolve) => setTimeout(resolve, 10));
     assert.ok(written().startsWith('\x1b[?2004h'), 'bracketed paste mode is turned on');
     // What a terminal sends for a paste of three lines (line breaks as CR), then Enter.
-    input.write('\x1b[200~def f():\r    return 1\r\rprint(f())\x1b[201~');
+    input.write('\x1b[200~\r  def f():\r    return 1\r\rprint(f())\x1b[201~');
     await new Promise((resolve) => setTimeout(resolve, 20));
     assert.equal(pushed.length, 0, 'nothing is sent before Enter');
     assert.match(stripVTControlCharacters(written()), /… print\(f\(\)\)$/, 'the last pasted line waits at a continuation prompt');
     input.write('\r');
     await new Promise((resolve) => setTimeout(resolve, 20));
-    assert.deepEqual(pushed.map((m) => m.text), ['def f():\n    return 1\n\nprint(f())']);
+    assert.deepEqual(pushed.map((m) => m.text), ['  def f():\n    return 1\n\nprint(f())'], 'one message, indentation kept, the blank line before dropped');
     input.write('first line \\\r');
     await new Promise((resolve) => setTimeout(resolve, 20));
     input.write('second line\r');
