@@ -116,7 +116,9 @@ const channelFactories: Record<keyof Config['channels'], (deps: ChannelDeps) => 
 export async function runDaemon(options: DaemonOptions): Promise<number> {
   const startedAt = performance.now();
   const file = locateConfig(options.configFlag === undefined ? {} : { flag: options.configFlag });
-  const { config } = loadConfig(file);
+  // chat opens no gateway, no channel but the terminal and no PostgreSQL: their secrets
+  // (a gateway token, a bot token, the database URL) need not be set for it.
+  const { config } = loadConfig(file, process.env, { requireSecrets: options.mode === 'chat' ? chatNeedsSecret : true });
   const clustered = options.mode === 'start' && config.store.kind === 'postgres';
   tuneHeap(config.runtime.heap);
   // Refuse an exposed gateway before anything opens (exit 78).
@@ -251,6 +253,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         trustedProxies: gatewayConfig.trusted_proxies,
       })
     : undefined;
+  const version = packageVersion();
   const gateway = gatewayConfig
     ? gatewayModule!.createGateway({
         listen: gatewayConfig.listen,
@@ -259,6 +262,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         log: log.child({ component: 'gateway' }),
         health: () => ({ ...runtime.health(), ...(cluster ? { cluster: { node: cluster.node, nodes: cluster.nodes() } } : {}) }),
         metrics: () => metrics.render(),
+        // `switchboard status` prints it on its first line.
+        ...(version === undefined ? {} : { version }),
         maxBodyBytes: gatewayConfig.max_body_kb * 1024,
         maxConnections: gatewayConfig.max_connections,
       })
@@ -407,7 +412,6 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         const { statusReport } = gatewayModule!;
         const { listTools } = await import('../src/tools/sources.ts');
         const current = (): Config => reloader?.current() ?? config;
-        const version = packageVersion();
         return {
           log: log.child({ component: 'console' }),
           token: () => (gatewayConfig!.token === undefined || gatewayConfig!.token === '' ? undefined : gatewayConfig!.token),
@@ -593,6 +597,13 @@ function noChannelError(file: string, config: Config): ConfigError {
       example: config.gateway === undefined ? '[gateway] listen = "127.0.0.1:8787"' : '[gateway] console = true',
     },
   ]);
+}
+
+/** Whether `chat` needs the secret at this config key: not for what only `start` opens (the gateway, other channels, the cluster's store). */
+export function chatNeedsSecret(path: readonly string[]): boolean {
+  const [table, name] = path;
+  if (table === 'gateway' || table === 'store' || table === 'cluster') return false;
+  return table !== 'channels' || name === 'terminal';
 }
 
 function channelNames(config: Config, mode: 'start' | 'chat'): Array<keyof Config['channels']> {

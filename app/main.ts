@@ -65,8 +65,10 @@ another Switchboard process.
   chat: `Usage: switchboard chat [--config FILE]
 
 Talks to the agent from this terminal, through the terminal channel (whatever channels the
-config has). Lines piped in are messages: chat exits once the input has ended and every
-reply is out. Warnings and errors go to stderr.
+config has). At a terminal, a pasted block of lines is one message (Enter sends it), and a
+line ending in \\ goes on on the next one. Lines piped in are messages: chat exits once the
+input has ended and every reply is out. Warnings and errors go to stderr. It needs only the
+secrets it uses: a [gateway] token or a channel's token may be unset.
 
 Options:
   -c, --config FILE   config file (default: as for start)

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { PassThrough, Writable } from 'node:stream';
 import { startFakeOpenAI } from '../test/fixtures/fake-openai.ts';
 import { cliPath } from '../test/support/cli.ts';
@@ -11,12 +12,15 @@ import { loadConfig, parseConfig } from '../src/config/load.ts';
 import { validateGatewayConfig } from '../src/gateway/server.ts';
 import { runOnboard } from './onboard.ts';
 
+const checkout = fileURLToPath(new URL('..', import.meta.url));
+
 async function onboard(answers: readonly string[], target: string, env: NodeJS.ProcessEnv = {}) {
   const stdin = new PassThrough();
   stdin.end(answers.map((line) => `${line}\n`).join(''));
   let out = '';
   const stdout = new Writable({ write: (chunk: Buffer, _encoding, done) => ((out += chunk.toString('utf8')), done()) });
-  const code = await runOnboard([], { stdin, stdout, stderr: stdout, env, configFlag: target, timeoutMs: 3000 });
+  // Run from this checkout, with nothing named switchboard in PATH: as after git clone + npm install.
+  const code = await runOnboard([], { stdin, stdout, stderr: stdout, env, configFlag: target, timeoutMs: 3000, cwd: checkout });
   return { code, out };
 }
 
@@ -52,7 +56,8 @@ test('onboard checks the key with one real call and writes a commented config, k
   assert.deepEqual(config.channels.telegram?.allow, ['42', '43']);
   assert.equal(config.gateway?.listen, '127.0.0.1:8787', 'the gateway is on by default: status and reload need it');
   assert.match(out, /export TELEGRAM_BOT_TOKEN=/);
-  assert.match(out, /switchboard start --config /);
+  // switchboard is not in PATH in a checkout: the lines say npx switchboard (issue 25).
+  assert.match(out, /\n {2}npx switchboard doctor --config \S+\n {2}npx switchboard start --config /);
 });
 
 test('every channel, with what each needs and who may talk, and the gateway: the file validates', async (t) => {

@@ -13,6 +13,7 @@ import { parseListen } from '../src/net.ts';
 import { makeDirectory } from '../src/store/files.ts';
 import { checkEndpoint } from './doctor-remote.ts';
 import { chatProbe } from './doctor.ts';
+import { switchboardCommand } from './invocation.ts';
 import { askChannel, channelNames, envName, field, type ChannelAnswers, type ChannelName, type Secret } from './onboard-channels.ts';
 import { createPrompt, InputEndedError, InterruptedError, type Prompt } from './prompt.ts';
 
@@ -44,6 +45,8 @@ export interface OnboardIo {
   readonly cwd?: string;
   /** Deadline of the key check. @default 15000 */
   readonly timeoutMs?: number;
+  /** The package root, for how to write the command in "Next:". @default this install */
+  readonly installRoot?: string;
 }
 
 const PROVIDERS = {
@@ -134,7 +137,9 @@ async function interview(ask: Prompt, io: OnboardIo): Promise<number> {
     ...secrets.map((secret) => (secret === gateway?.token ? `export ${secret.env}=$(openssl rand -hex 32)   # ${secret.hint}` : `export ${secret.env}=…   # ${secret.hint}`)),
   ];
   const terminalOnly = channels.every((channel) => channel.name === 'terminal');
-  io.stdout.write(`Next:\n${exports.map((line) => `  ${line}\n`).join('')}  switchboard doctor --config ${target}\n  switchboard ${terminalOnly ? 'chat' : 'start'} --config ${target}\n`);
+  // Not on PATH in a checkout: `npx switchboard` there (issue 25).
+  const command = switchboardCommand({ env: io.env, cwd: io.cwd ?? process.cwd(), ...(io.installRoot === undefined ? {} : { installRoot: io.installRoot }) });
+  io.stdout.write(`Next:\n${exports.map((line) => `  ${line}\n`).join('')}  ${command} doctor --config ${target}\n  ${command} ${terminalOnly ? 'chat' : 'start'} --config ${target}\n`);
   return 0;
 }
 

@@ -22,6 +22,8 @@ export async function runPairingCommand(
   open: () => Promise<{ pairing: PairingStore; close(): Promise<void> }>,
   out: Writable,
   err: Writable,
+  /** @default Date.now */
+  now: () => number = Date.now,
 ): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === '--help' || sub === '-h' || sub === 'help') {
@@ -39,8 +41,11 @@ export async function runPairingCommand(
   try {
     if (sub === 'list') {
       const pending = await pairing.pending();
-      if (pending.length === 0) out.write('No pairing requests are waiting.\n');
-      for (const request of pending) out.write(`${request.channel}\t${request.code}\t${request.senderId}\t${new Date(request.createdAt).toISOString()}\n`);
+      if (pending.length === 0) {
+        out.write('No pairing requests are waiting.\n');
+        return 0;
+      }
+      out.write(table([['CHANNEL', 'SENDER', 'CODE', 'AGE'], ...pending.map((request) => [request.channel, request.senderId, request.code, age(now() - request.createdAt)])]));
       return 0;
     }
     const [channel, code] = rest as [string, string];
@@ -54,4 +59,19 @@ export async function runPairingCommand(
   } finally {
     await close();
   }
+}
+
+/** Columns padded to their widest cell, two spaces apart. */
+function table(rows: readonly (readonly string[])[]): string {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  return rows.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  ')).join('\n') + '\n';
+}
+
+/** "12 s", "4 min", "1 h 5 min": how long a code has been waiting (they expire after an hour). */
+export function age(ms: number): string {
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
 }

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { readTemplate, readyProbe, renderUnit, runServiceCommand, type SystemctlRunner } from './service.ts';
+import { hiddenByUnit, readTemplate, readyProbe, renderUnit, runServiceCommand, type SystemctlRunner } from './service.ts';
 
 const SYSTEMD_ANALYZE = '/usr/bin/systemd-analyze';
 const cliPath = fileURLToPath(new URL('../dist/app/cli.js', import.meta.url));
@@ -16,7 +16,10 @@ let dir: string;
 let configPath: string;
 
 before(() => {
-  dir = mkdtempSync(join(tmpdir(), 'service-'));
+  // Not under /tmp: the unit's PrivateTmp=true would hide it, and install refuses that.
+  const artifacts = fileURLToPath(new URL('../test/artifacts/', import.meta.url));
+  mkdirSync(artifacts, { recursive: true });
+  dir = mkdtempSync(join(artifacts, 'service-'));
   configPath = join(dir, 'etc', 'config.toml');
   mkdirSync(join(dir, 'etc'));
   writeFileSync(configPath, `data_dir = "/var/lib/switchboard"\n[provider]\nkind = "openai"\nmodel = "m"\napi_key = "\${NOT_SET_HERE}"\n[channels.terminal]\n`);
@@ -123,6 +126,38 @@ test('usage errors exit 2; a config error is thrown as ConfigError (exit 78 in m
   assert.equal((await service(['restart'], { root: join(dir, 'root5') })).code, 2);
   assert.equal((await service(['install', '--force'], { root: join(dir, 'root5') })).code, 2);
   await assert.rejects(service(['install'], { root: join(dir, 'root5'), config: join(dir, 'missing.toml') }), { name: 'ConfigError' });
+});
+
+test('install refuses paths the unit hides: a checkout, config or data_dir under /tmp (PrivateTmp), naming the option and the fix', async () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'service-hidden-'));
+  try {
+    const root = join(dir, 'root6');
+    const config = join(tmp, 'config.toml');
+    writeFileSync(config, `data_dir = "./data"\n[provider]\nkind = "openai"\nmodel = "m"\n`);
+    const refused = await service(['install'], { root, config });
+    assert.equal(refused.code, 1);
+    assert.ok(refused.err.includes(`the service could not see the config (${config}): the unit has PrivateTmp=true, which gives the service an empty /tmp and /var/tmp of its own. Fix: put the config in /etc/switchboard`), refused.err);
+    assert.ok(refused.err.includes(`the service could not see the data_dir (${join(tmp, 'data')}): the unit has PrivateTmp=true`), refused.err);
+    assert.match(refused.err, /set data_dir = "\/var\/lib\/switchboard"/);
+    assert.equal(existsSync(join(root, 'etc/systemd/system/switchboard.service')), false, 'nothing written');
+    assert.deepEqual(refused.calls, [], 'systemctl not run');
+    assert.equal((await service(['install', '--dry-run'], { root, config })).code, 1, '--dry-run says so too');
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  // A checkout under /tmp or /var/tmp: the program itself.
+  const params = { nodePath: '/usr/bin/node', cliPath: '/var/tmp/switchboard/dist/app/cli.js', configPath: '/etc/switchboard/config.toml', dataDir: '/var/lib/switchboard', user: false, installDir: '/var/tmp/switchboard' };
+  const [program, ...rest] = hiddenByUnit(renderUnit(readTemplate(), params), params);
+  assert.deepEqual(rest, []);
+  assert.equal(
+    program,
+    'the service could not see the program (/var/tmp/switchboard/dist/app/cli.js): the unit has PrivateTmp=true, which gives the service an empty /tmp and /var/tmp of its own. Fix: put the checkout (or the npm install) elsewhere — e.g. sudo git clone <this repository> /opt/switchboard (or sudo mv /var/tmp/switchboard /opt/switchboard) — and run service install from there.',
+  );
+  // /home stays visible (rendered read-only); ProtectHome=true or InaccessiblePaths= in a unit would hide it.
+  const home = { ...params, cliPath: '/home/ada/switchboard/dist/app/cli.js', installDir: '/home/ada/switchboard' };
+  assert.deepEqual(hiddenByUnit(renderUnit(readTemplate(), home), home), []);
+  assert.match(hiddenByUnit('ProtectHome=true\n', home)[0]!, /the unit has ProtectHome=true, which hides \/home, \/root and \/run\/user/);
+  assert.match(hiddenByUnit('InaccessiblePaths=-/opt\n', { ...params, cliPath: '/opt/s/dist/app/cli.js' })[0]!, /InaccessiblePaths=-\/opt, which hides \/opt/);
 });
 
 /** systemd-analyze's complaints about our file (it also reports unrelated system units). */

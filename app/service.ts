@@ -6,9 +6,9 @@
  * run it in a temp dir without systemd.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, locateConfig } from '../src/config/load.ts';
 import { FileSystemError, makeDirectory } from '../src/store/files.ts';
@@ -119,6 +119,8 @@ export async function runServiceCommand(args: readonly string[], io: ServiceIo):
     installDir: installRoot(),
   };
   const unit = renderUnit(readTemplate(), params);
+  const hidden = hiddenByUnit(unit, params);
+  if (hidden.length > 0) return fail(io, hidden.join('\n'));
   if (flags.has('--dry-run')) {
     io.stdout.write(unit);
     return 0;
@@ -158,7 +160,7 @@ export async function runServiceCommand(args: readonly string[], io: ServiceIo):
  * User= / DynamicUser= and WantedBy=default.target.
  */
 export function renderUnit(template: string, params: UnitParams): string {
-  const underHome = [params.nodePath, params.cliPath, params.configPath, params.dataDir].some((path) => /^\/(home|root)(\/|$)/.test(path));
+  const underHome = [params.nodePath, params.cliPath, params.configPath, params.dataDir].some((path) => /^\/(home|root|run\/user)(\/|$)/.test(path));
   const execStart = `ExecStart=${[params.nodePath, params.cliPath, 'start', '--config', params.configPath].map(quoteArg).join(' ')}`;
   const lines: string[] = [];
   for (const line of template.split('\n')) {
@@ -202,6 +204,59 @@ export function renderUnit(template: string, params: UnitParams): string {
   }
   return lines.join('\n');
 }
+
+/**
+ * What the unit's sandbox would hide from the service among the paths it needs, one paragraph
+ * each (empty when nothing): PrivateTmp=true gives the service an empty /tmp and /var/tmp of its
+ * own, ProtectHome=true (or tmpfs) empties /home, /root and /run/user, InaccessiblePaths= hides
+ * what it lists (systemd.exec(5), "Sandboxing"). A checkout under /tmp would be a program the
+ * service cannot find; a data_dir there would be thrown away at every stop.
+ */
+export function hiddenByUnit(unit: string, params: UnitParams): string[] {
+  const option = (name: string): string[] => [...unit.matchAll(new RegExp(`^${name}=(.*)$`, 'gm'))].map((match) => match[1]!.trim());
+  const yes = (value: string | undefined): boolean => value !== undefined && /^(1|yes|true|on)$/i.test(value);
+  const rules: Array<{ option: string; dirs: readonly string[]; effect: string }> = [];
+  if (yes(option('PrivateTmp').at(-1))) rules.push({ option: 'PrivateTmp=true', dirs: ['/tmp', '/var/tmp'], effect: 'gives the service an empty /tmp and /var/tmp of its own' });
+  const home = option('ProtectHome').at(-1);
+  if (yes(home) || home === 'tmpfs') rules.push({ option: `ProtectHome=${home}`, dirs: ['/home', '/root', '/run/user'], effect: 'hides /home, /root and /run/user from the service' });
+  for (const value of option('InaccessiblePaths')) {
+    const dirs = value.split(/\s+/).map((dir) => dir.replace(/^[-+]+/, '')).filter((dir) => dir.startsWith('/'));
+    if (dirs.length > 0) rules.push({ option: `InaccessiblePaths=${value}`, dirs, effect: `hides ${dirs.join(', ')} from the service` });
+  }
+  const needed = [
+    { what: 'the program', path: params.cliPath, fix: `put the checkout (or the npm install) elsewhere — e.g. sudo git clone <this repository> /opt/switchboard (or sudo mv ${installRootOf(params.cliPath)} /opt/switchboard) — and run service install from there` },
+    { what: 'the Node it runs on', path: params.nodePath, fix: 'install Node (or the checkout that brings it) elsewhere, e.g. under /opt or /usr/local, and run service install from there' },
+    { what: 'the config', path: params.configPath, fix: 'put the config in /etc/switchboard (sudo install -d -m 0750 -g switchboard /etc/switchboard; sudo install -m 0640 -g switchboard <your config> /etc/switchboard/config.toml) and pass --config /etc/switchboard/config.toml' },
+    { what: 'the data_dir', path: params.dataDir, fix: 'set data_dir = "/var/lib/switchboard" in the config (what the service writes under /tmp would also be thrown away at every stop)' },
+  ];
+  const problems: string[] = [];
+  for (const { what, path, fix } of needed) {
+    const real = realOrSelf(path);
+    const rule = rules.find((candidate) => candidate.dirs.some((dir) => real === dir || real.startsWith(`${dir}/`)));
+    if (rule) {
+      problems.push(`the service could not see ${what} (${real}): the unit has ${rule.option}, which ${rule.effect}. Fix: ${fix}.`);
+    }
+  }
+  return problems;
+}
+
+/** The path with symlinks resolved as far as it exists (a data_dir may not exist yet). */
+function realOrSelf(path: string): string {
+  let head = resolve(path);
+  const tail: string[] = [];
+  while (!existsSync(head) && dirname(head) !== head) {
+    tail.unshift(basename(head));
+    head = dirname(head);
+  }
+  try {
+    return join(realpathSync(head), ...tail);
+  } catch {
+    return resolve(path);
+  }
+}
+
+/** .../dist/app/cli.js → ... */
+const installRootOf = (cliPath: string): string => resolve(dirname(cliPath), '../..');
 
 /** `node -e` source that polls http://ADDRESS/readyz until 200 (60 s at most). No `"`, `$` or `%`: systemd would expand them. */
 export function readyProbe(listen: string): string {

@@ -4,7 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import { testLogger } from '../test/support/log.ts';
 import { createGateway, type Gateway } from '../src/gateway/server.ts';
 import type { RuntimeHealth } from '../src/runtime/runtime.ts';
-import { runStatus, statusUrl, type StatusDeps } from './status-cli.ts';
+import { readFileSync } from 'node:fs';
+import { count, formatStatus, runStatus, statusUrl, type StatusDeps } from './status-cli.ts';
 import { freePort } from '../test/support/net.ts';
 
 const token = 'status-test-token-0123456789';
@@ -53,6 +54,29 @@ describe('switchboard status', () => {
     assert.match(out, /note: nick taken/);
     assert.match(out, /Work: 2 queued · 1 in flight · 0 replies waiting/);
     assert.match(out, /Since start: 120 received · 118 answered · 1 failed · 4 ignored · 2 duplicates · 119 sent/);
+  });
+
+  it('counts in words that agree with the number, and the README sample is what it prints', () => {
+    assert.deepEqual([count(1, 'turn'), count(2, 'turn'), count(0, 'reply', 'replies'), count(1, 'reply', 'replies')], ['1 turn', '2 turns', '0 replies', '1 reply']);
+    const at = Date.parse('2026-11-26T12:00:00.000Z');
+    const iso = (ago: number): string => new Date(at - ago).toISOString();
+    const report = {
+      version: '0.1.0', pid: 4121, startedAt: iso(7_200_000), uptimeSeconds: 7200,
+      channels: [
+        { name: 'telegram', state: 'running', since: iso(3_600_000), restarts: 0, lastInboundAt: iso(120_000) },
+        { name: 'irc', state: 'backoff', since: iso(10_000), restarts: 3, lastError: 'connect ECONNREFUSED 127.0.0.1:6667', lastErrorAt: iso(12_000) },
+      ],
+      queued: 2, inFlight: 1, pendingReplies: 1,
+      totals: { received: 120, duplicates: 1, answered: 118, failed: 1, ignored: 4, sent: 119 },
+      cluster: { node: 'a', nodes: [{ node: 'a', alive: true, channels: ['telegram'], inFlight: 1, turns: 1, seenAt: at, version: '0.1.0' }] },
+    };
+    const printed = formatStatus(report, at);
+    assert.match(printed, /· 1 turn · 0\.1\.0\n/);
+    assert.match(printed, /· 1 reply waiting to be sent\n/);
+    assert.match(printed, /· 1 duplicate ·/);
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const sample = /`switchboard status \[--json\]` reads[\s\S]*?```\n([\s\S]*?)```/.exec(readme)![1]!;
+    assert.equal(sample, formatStatus({ ...report, cluster: undefined, pendingReplies: 0, totals: { ...report.totals, duplicates: 2 } }, at));
   });
 
   it('prints the JSON with --json', async () => {

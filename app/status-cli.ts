@@ -112,18 +112,23 @@ export function formatStatus(report: StatusReport, now: number): string {
     if (channel.lastError !== undefined) lines.push(`    last error ${ago(channel.lastErrorAt)}: ${channel.lastError}`);
     for (const note of channel.notes ?? []) lines.push(`    note: ${note}`);
   }
-  if (report.storage) lines.push(`✗ Disk full (${report.storage.code}) since ${report.storage.since}: new messages are refused (${report.storage.refused} writes so far); free space in the data_dir`);
-  lines.push(`Work: ${report.queued} queued${report.cluster ? ' (whole cluster)' : ''} · ${report.inFlight} in flight · ${report.pendingReplies} replies waiting to be sent`);
+  if (report.storage) lines.push(`✗ Disk full (${report.storage.code}) since ${report.storage.since}: new messages are refused (${count(report.storage.refused, 'write')} so far); free space in the data_dir`);
+  lines.push(`Work: ${report.queued} queued${report.cluster ? ' (whole cluster)' : ''} · ${report.inFlight} in flight · ${count(report.pendingReplies, 'reply', 'replies')} waiting to be sent`);
   if (report.cluster) {
     lines.push(`Cluster (this node: ${report.cluster.node}):`);
     for (const node of report.cluster.nodes) {
       const held = node.channels.length > 0 ? `holds ${node.channels.join(', ')}` : 'holds no channel';
-      lines.push(`  ${node.node}  ${node.alive ? 'alive' : 'gone '}  ${held} · ${node.inFlight} in flight · ${node.turns} turns · ${node.version}`);
+      lines.push(`  ${node.node}  ${node.alive ? 'alive' : 'gone '}  ${held} · ${node.inFlight} in flight · ${count(node.turns, 'turn')} · ${node.version}`);
     }
   }
   const t = report.totals;
-  lines.push(`Since start: ${t.received} received · ${t.answered} answered · ${t.failed} failed · ${t.ignored} ignored · ${t.duplicates} duplicates · ${t.sent} sent`);
+  lines.push(`Since start: ${t.received} received · ${t.answered} answered · ${t.failed} failed · ${t.ignored} ignored · ${count(t.duplicates, 'duplicate')} · ${t.sent} sent`);
   return `${lines.join('\n')}\n`;
+}
+
+/** "1 turn", "2 turns", "0 replies". */
+export function count(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
 }
 
 function duration(ms: number): string {

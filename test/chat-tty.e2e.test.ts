@@ -58,6 +58,29 @@ describe('switchboard chat at a terminal', () => {
     }
   });
 
+  it('a pasted block of lines is one message (bracketed paste), a line ending in \\ goes on, and /help says so', async () => {
+    try {
+      const tty = await open(['chat']);
+      await tty.waitFor(/› ?$/m);
+      await tty.paste('first line\nsecond line\nthird line');
+      await tty.waitFor(/^… third line$/m);
+      assert.equal(model.requests.length, 0, 'nothing is sent before Enter');
+      await tty.keys('Enter');
+      await tty.waitFor(/Testbot: echo: first line\nsecond line\nthird line\n/);
+      assert.equal(model.requests.length, 1, 'one message');
+      assert.equal(lastUser(model.requests[0]!), 'first line\nsecond line\nthird line');
+      await tty.type('typed one \\');
+      await tty.waitFor(/^… ?$/m);
+      await tty.type('typed two');
+      await tty.waitFor(/Testbot: echo: typed one \ntyped two\n/);
+      assert.equal(model.requests.length, 2);
+      await tty.type('/help');
+      await tty.waitFor(/\/help — this list\nAt this terminal: end a line with \\ to go on on the next one; a pasted block of lines is one message \(Enter sends it\)\./);
+    } finally {
+      await cleanup();
+    }
+  });
+
   it('Ctrl-C during a reply says what it is doing, lets the reply finish, and exits 0', async () => {
     try {
       const tty = await open(['chat']);

@@ -105,6 +105,27 @@ describe('switchboard chat (end to end)', () => {
     }
   });
 
+  it('needs only the secrets chat uses: no gateway token, bot token or database URL; a missing model key still stops it', async () => {
+    // Issue 25: with [gateway] token = "${SWITCHBOARD_TOKEN}" chat demanded SWITCHBOARD_TOKEN.
+    const extra = '[gateway]\nlisten = "0.0.0.0:8787"\ntoken = "${SWITCHBOARD_TOKEN}"\n[channels.telegram]\ntoken = "${TELEGRAM_BOT_TOKEN}"\n[channels.terminal]\nuser = "tester"\n';
+    const withGateway = tempConfig(model.baseUrl, extra);
+    try {
+      const result = await runCli(['chat', '--config', withGateway.file], { input: 'hi\n', env });
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.stdout, 'echo: hi\n');
+      const noKey = await runCli(['chat', '--config', withGateway.file], { input: 'hi\n', env: { TEST_MODEL_KEY: undefined } });
+      assert.equal(noKey.code, 78);
+      assert.match(noKey.stderr, /provider\.api_key: environment variable TEST_MODEL_KEY is not set/);
+      assert.doesNotMatch(noKey.stderr, /SWITCHBOARD_TOKEN|TELEGRAM_BOT_TOKEN/);
+      const start = await runCli(['start', '--config', withGateway.file], { env });
+      assert.equal(start.code, 78, 'start still needs them');
+      assert.match(start.stderr, /SWITCHBOARD_TOKEN/);
+    } finally {
+      withGateway.cleanup();
+      config.cleanup();
+    }
+  });
+
   it('runs a tool call the model asks for and prints only the final answer', async () => {
     try {
       model.script({ toolCalls: [{ name: 'current_time', arguments: { timezone: 'UTC' } }] }, { text: '<think>use the result</think>It is late.' });

@@ -131,6 +131,22 @@ describe('web console (real browser)', () => {
     await until(() => peer.botMessages(dm).some((m) => m.text.includes('echo: now can we talk')), 'the answer to the approved stranger');
   });
 
+  it('draws the first turns’ latency inside the Turn latency chart, visibly (a lone minute is a stroke, not a cut dot)', async () => {
+    await go('overview');
+    const chart = page.locator('figure.chart', { hasText: 'Turn latency' });
+    const marks = chart.locator('line.lone, polyline.line, circle');
+    // Attached, not "visible": a horizontal stroke's box is 0 px high to playwright (its geometry), though it paints 2 px.
+    await marks.first().waitFor({ state: 'attached' });
+    const frame = (await chart.locator('svg').boundingBox())!;
+    for (const mark of await marks.all()) {
+      const box = (await mark.boundingBox())!;
+      assert.ok(box.width >= 8, `drawn ${box.width} px wide`);
+      assert.ok(box.x >= frame.x && box.x + box.width <= frame.x + frame.width + 0.5, `inside the chart: ${JSON.stringify({ box, frame })}`);
+      assert.ok(box.y >= frame.y + 1 && box.y + box.height <= frame.y + frame.height - 1, `inside the chart, its 2 px stroke too: ${JSON.stringify({ box, frame })}`);
+    }
+    if ((await chart.locator('polyline.line').count()) === 0) await chart.getByText(/one minute so far: p50 \d/).waitFor();
+  });
+
   it('chats in the browser and the reply streams in', async () => {
     await go('chat');
     await page.getByLabel('Message').fill('stream please');

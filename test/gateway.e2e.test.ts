@@ -3,6 +3,7 @@
  * `switchboard status` against it, and the refusal to expose it without a token.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
@@ -91,6 +92,9 @@ describe('gateway (end to end)', () => {
     const human = await runCli(['status', '--config', config.file], { env });
     assert.equal(human.code, 0, human.stderr);
     assert.match(human.stdout, /telegram\s+running/);
+    // The first line names the version, as the README's sample shows (issue 25: it did not).
+    const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    assert.match(human.stdout, new RegExp(`^Switchboard ${version.replace(/\./g, '\\.')} · pid \\d+ · up \\d+s \\(since \\d{4}-`));
     const json = await runCli(['status', '--json', '--config', config.file], { env });
     assert.equal(json.code, 0, json.stderr);
     const report = JSON.parse(json.stdout) as { channels: Array<{ name: string; state: string }> };

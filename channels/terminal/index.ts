@@ -5,6 +5,13 @@
  *
  * It skips interrupted turns (see SkipsInterrupted): what an earlier session left unanswered
  * is not answered late — at a prompt the person is told what it was, and may ask again.
+ *
+ * At a terminal a message may have several lines: a pasted block is one message (bracketed
+ * paste, xterm's "Bracketed Paste Mode": with ESC[?2004h written, the terminal wraps a paste in
+ * ESC[200~ … ESC[201~, which Node's readline reports as the keys `paste-start` / `paste-end`;
+ * https://invisible-island.net/xterm/ctlseqs/ctlseqs.html#h2-Bracketed-Paste-Mode), sent with
+ * the Enter after it; and a line typed with a trailing `\` goes on on the next line (`… `).
+ * /help at the terminal says so. Piped input stays one message per line.
  */
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
@@ -35,8 +42,17 @@ export interface TerminalChannelOptions {
   readonly onInterrupt?: () => string | undefined;
 }
 
+/** What /help adds at the terminal: how to write a message of several lines. */
+export const multiLineHelp = 'At this terminal: end a line with \\ to go on on the next one; a pasted block of lines is one message (Enter sends it).';
+
+const PASTE_ON = '\x1b[?2004h';
+const PASTE_OFF = '\x1b[?2004l';
+
 export function createTerminalChannel(options: TerminalChannelOptions): Channel & SkipsInterrupted {
   const prompt = '› ';
+  const more = '… ';
+  /** Ids of this session's /help messages: their answer gets the line above. */
+  const helpAsked = new Set<string>();
   let reader: ReturnType<typeof createInterface> | undefined;
   let ended = false;
   let greeted = false;
@@ -70,22 +86,65 @@ export function createTerminalChannel(options: TerminalChannelOptions): Channel 
           options.output.write(note === undefined ? '\n' : `\n${note}\n`);
         });
       }
+      // Whether each line, in order, arrived inside a paste: noted when readline emits it, as
+      // the loop below reads lines later (the whole paste has usually been parsed by then).
+      const pasted: boolean[] = [];
+      let pasting = false;
+      let pastedLines = 0;
+      const onLine = (): void => {
+        pasted.push(pasting);
+        if (pasting) pastedLines++;
+      };
+      const onKey = (_: unknown, key: { name?: string } | undefined): void => {
+        if (key?.name === 'paste-start') {
+          pasting = true;
+          pastedLines = 0;
+        } else if (key?.name === 'paste-end') {
+          pasting = false;
+          // The paste's last line waits for Enter: show it as a continuation.
+          if (pastedLines > 0) {
+            reader?.setPrompt(more);
+            reader?.prompt(true);
+          }
+        }
+      };
+      if (options.interactive) {
+        options.input.on('keypress', onKey);
+        options.output.write(PASTE_ON);
+      }
       if (options.interactive && !greeted && notices.length > 0) await write(`${notices.join('\n')}\n\n`);
       greeted = true;
+      // Registered in the same tick as the loop's own listener, so both see the same lines.
+      reader.on('line', onLine);
       link.ready();
       if (options.interactive) reader.prompt();
       const onAbort = (): void => reader?.close();
       signal.addEventListener('abort', onAbort, { once: true });
+      /** Lines of the message being written (pasted, or ended with `\`). */
+      const lines: string[] = [];
       try {
         for await (const line of reader) {
           link.alive();
-          const text = line.trim();
+          const inPaste = pasted.shift() === true;
+          if (options.interactive && (inPaste || line.endsWith('\\'))) {
+            lines.push(inPaste ? line : line.slice(0, -1));
+            if (!inPaste) {
+              reader.setPrompt(more);
+              reader.prompt();
+            }
+            continue;
+          }
+          // Several lines keep their indentation (pasted code); only blank lines around go.
+          const text = lines.length === 0 ? line.trim() : [...lines, line].join('\n').replace(/^(?:[ \t]*\n)+/, '').trimEnd();
+          lines.length = 0;
+          if (options.interactive) reader.setPrompt(prompt);
           if (text === '') {
             if (options.interactive) reader.prompt();
             continue;
           }
           const id = randomUUID();
           awaiting.add(id);
+          if (/^[/!]help$/i.test(text)) helpAsked.add(id);
           const message: InboundMessage = { channel: 'terminal', account: 'local', chat: options.user, id, sender: { id: options.user, name: options.user }, text, timestamp: Date.now() };
           // A full disk refuses the line without storing it; no platform will send it again,
           // so it is held here and offered again until there is room (or shutdown).
@@ -102,6 +161,8 @@ export function createTerminalChannel(options: TerminalChannelOptions): Channel 
         }
       } finally {
         signal.removeEventListener('abort', onAbort);
+        options.input.off('keypress', onKey);
+        if (options.interactive) options.output.write(PASTE_OFF);
         reader = undefined;
       }
       if (signal.aborted) return;
@@ -115,9 +176,15 @@ export function createTerminalChannel(options: TerminalChannelOptions): Channel 
 
     async send(message: OutboundMessage): Promise<void> {
       const earlier = message.replyTo !== undefined && !awaiting.has(message.replyTo);
-      const text = options.interactive ? `\n${options.assistantName}${earlier ? ' (a reply your last chat did not show)' : ''}: ${message.text}\n\n` : `${message.text}\n`;
+      const help = options.interactive && message.replyTo !== undefined && helpAsked.has(message.replyTo);
+      const body = help ? `${message.text}\n${multiLineHelp}` : message.text;
+      const text = options.interactive ? `\n${options.assistantName}${earlier ? ' (a reply your last chat did not show)' : ''}: ${body}\n\n` : `${message.text}\n`;
       await write(text);
-      if (message.replyTo !== undefined) awaiting.delete(message.replyTo); // answered (a failed write is retried as it was)
+      if (message.replyTo !== undefined) {
+        // answered (a failed write is retried as it was)
+        awaiting.delete(message.replyTo);
+        helpAsked.delete(message.replyTo);
+      }
       if (options.interactive && reader && !ended) reader.prompt(true);
     },
 

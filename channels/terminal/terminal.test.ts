@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
+import { stripVTControlCharacters } from 'node:util';
 import { describe, it } from 'node:test';
 import type { InboundMessage, ListenLink } from '../../src/channel.ts';
 import { runChannelContract } from '../../test/contracts/channel.ts';
-import { createTerminalChannel, unansweredNotice } from './index.ts';
+import { createTerminalChannel, multiLineHelp, unansweredNotice } from './index.ts';
 
 function streams() {
   const input = new PassThrough();
@@ -119,8 +120,9 @@ describe('terminal channel', () => {
     const events: string[] = [];
     const listening = channel.listen(async () => 'accepted', abort.signal, link(events));
     await new Promise((resolve) => setTimeout(resolve, 30));
+    assert.ok(written().startsWith('\x1b[?2004h'), 'bracketed paste mode is turned on');
     assert.match(
-      written(),
+      stripVTControlCharacters(written()),
       /^Talking to Bot · \/help\nEarlier, you asked “long one”, “long two lines”; the chat stopped before answering them\. Ask again if you still want answers\.\n\n\S*› /,
     );
     await channel.send({ channel: 'terminal', account: 'local', chat: 'ada', text: 'late', replyTo: 'x' });
@@ -165,6 +167,47 @@ describe('terminal channel', () => {
     assert.equal(ended, 0, 'Ctrl-C is not the end of the input');
     abort.abort();
     await listening;
+  });
+
+  it('at a prompt: a bracketed paste of several lines is one message, sent with the Enter after it; a trailing \\ goes on; /help says how', async () => {
+    const { input, output, written } = streams();
+    const channel = createTerminalChannel({ input, output, user: 'ada', assistantName: 'Bot', interactive: true });
+    const pushed: InboundMessage[] = [];
+    const abort = new AbortController();
+    const listening = channel.listen(
+      async (message) => {
+        pushed.push(message);
+        return 'accepted';
+      },
+      abort.signal,
+      link([]),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.ok(written().startsWith('\x1b[?2004h'), 'bracketed paste mode is turned on');
+    // What a terminal sends for a paste of three lines (line breaks as CR), then Enter.
+    input.write('\x1b[200~\r  def f():\r    return 1\r\rprint(f())\x1b[201~');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(pushed.length, 0, 'nothing is sent before Enter');
+    assert.match(stripVTControlCharacters(written()), /… print\(f\(\)\)$/, 'the last pasted line waits at a continuation prompt');
+    input.write('\r');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(pushed.map((m) => m.text), ['  def f():\n    return 1\n\nprint(f())'], 'one message, indentation kept, the blank line before dropped');
+    input.write('first line \\\r');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    input.write('second line\r');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(pushed.map((m) => m.text).slice(1), ['first line \nsecond line']);
+    assert.match(stripVTControlCharacters(written()), /first line \\\r?\n… second line/, 'a continuation prompt');
+    input.write('/help\r');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const help = pushed.at(-1)!;
+    await channel.send({ channel: 'terminal', account: 'local', chat: 'ada', text: 'Commands: …', replyTo: help.id });
+    assert.ok(written().includes(`Bot: Commands: …\n${multiLineHelp}\n`));
+    await channel.send({ channel: 'terminal', account: 'local', chat: 'ada', text: 'other', replyTo: pushed[0]!.id });
+    assert.ok(written().includes('Bot: other\n\n'), 'only /help gets the line');
+    abort.abort();
+    await listening;
+    assert.ok(written().endsWith('\x1b[?2004l'), 'and off again');
   });
 
   it('words the unanswered notice for one question, and clips long lists', () => {

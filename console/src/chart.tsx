@@ -1,4 +1,5 @@
 /** A small SVG line chart for the last hour (one point a minute), accessible by its summary. */
+import { chartGeometry } from './chart-geometry.ts';
 
 export interface Series {
   readonly name: string;
@@ -9,12 +10,10 @@ export interface Series {
 export function Chart({ title, series, unit = '' }: { title: string; series: readonly Series[]; unit?: string }) {
   const width = 300;
   const height = 90;
-  const peak = Math.max(0, ...series.flatMap((s) => s.values.filter((v): v is number => v !== undefined)));
-  const max = Math.max(peak, 1e-9) === 1e-9 ? 1 : peak;
-  const n = Math.max(2, ...series.map((s) => s.values.length));
-  const x = (i: number): number => (i / (n - 1)) * width;
-  const y = (v: number): number => height - (v / max) * (height - 6) - 3;
+  const { peak, series: drawn } = chartGeometry(width, height, series);
   const summary = series.map((s) => `${s.name}: last ${fmt(s.values.at(-1))}${unit}, peak ${fmt(Math.max(0, ...s.values.filter((v): v is number => v !== undefined)))}${unit}`).join('; ');
+  // Only single minutes so far (the first turns): say their values, the chart alone is thin.
+  const lone = series.flatMap((s, i) => (drawn[i]!.points === '' && drawn[i]!.lone.length === 1 ? [`${s.name} ${fmt(drawn[i]!.lone[0]!.value)}${unit}`] : []));
   return (
     <figure class="chart">
       <figcaption>
@@ -27,19 +26,25 @@ export function Chart({ title, series, unit = '' }: { title: string; series: rea
       </figcaption>
       <svg viewBox={`0 0 ${width} ${height}`} role="img" aria-label={`${title} over the last hour. ${summary}`} preserveAspectRatio="none">
         <line class="axis" x1="0" y1={height - 0.5} x2={width} y2={height - 0.5} />
-        {series.map((s) => {
-          const points = s.values.map((v, i) => (v === undefined ? undefined : `${x(i).toFixed(1)},${y(v).toFixed(1)}`)).filter(Boolean);
-          // A lone minute (the first turns) is a dot: a line needs two points.
-          const dots = s.values.map((v, i) => (v === undefined || (s.values[i - 1] !== undefined || s.values[i + 1] !== undefined) ? null : <circle class={`dot ${s.className}`} cx={x(i)} cy={y(v)} r="2.5" />));
+        {series.map((s, i) => {
+          const { points, lone: strokes } = drawn[i]!;
           return (
             <g>
-              <polyline class={`line ${s.className}`} points={points.join(' ')} fill="none" />
-              {dots}
+              {points === '' ? null : <polyline class={`line ${s.className}`} points={points} fill="none" />}
+              {/* A lone minute: a line needs two points, and a circle would be stretched. */}
+              {strokes.map((stroke) => (
+                <line class={`line lone ${s.className}`} x1={stroke.x1} y1={stroke.y} x2={stroke.x2} y2={stroke.y} stroke-linecap="round">
+                  <title>{`${s.name}: ${fmt(stroke.value)}${unit}`}</title>
+                </line>
+              ))}
             </g>
           );
         })}
       </svg>
-      <p class="chart-scale">peak {fmt(peak)}{unit} · last 60 min</p>
+      <p class="chart-scale">
+        peak {fmt(peak)}
+        {unit} · last 60 min{lone.length > 0 ? ` · one minute so far: ${lone.join(', ')}` : ''}
+      </p>
     </figure>
   );
 }

@@ -68,10 +68,12 @@ export function locateConfig(options: LocateOptions = {}): string {
 export interface LoadOptions {
   /**
    * Missing `${NAME}` environment variables are errors (the daemon). Operator commands that
-   * need no secrets (`switchboard memory …`) turn this off; the reference stays as text.
+   * need no secrets (`switchboard memory …`) turn this off; the reference stays as text. A
+   * function decides per key (its path, e.g. ["gateway", "token"]): `chat` needs the model's
+   * secrets but not the gateway's or the channels' it never opens.
    * @default true
    */
-  readonly requireSecrets?: boolean;
+  readonly requireSecrets?: boolean | ((path: readonly string[]) => boolean);
 }
 
 /** Reads and validates a config file. Throws ConfigError. */
@@ -129,7 +131,7 @@ function unreadable(file: string, code: string): string {
   return `cannot be read (${code}): Switchboard runs as ${user}, who may not read it; let that user read it (e.g. sudo chgrp <its group> ${file} && sudo chmod 640 ${file}) or run Switchboard as a user who may`;
 }
 
-function interpolate(value: unknown, path: string[], env: NodeJS.ProcessEnv, problems: ConfigProblem[], requireSecrets: boolean): unknown {
+function interpolate(value: unknown, path: string[], env: NodeJS.ProcessEnv, problems: ConfigProblem[], requireSecrets: boolean | ((path: readonly string[]) => boolean)): unknown {
   if (typeof value === 'string') {
     return value.replace(/\$\{([^}]*)\}/g, (whole, name: string) => {
       if (name.startsWith('file:')) {
@@ -147,7 +149,8 @@ function interpolate(value: unknown, path: string[], env: NodeJS.ProcessEnv, pro
         return whole;
       }
       const found = env[name];
-      if ((found === undefined || found === '') && !requireSecrets) return whole;
+      const required = typeof requireSecrets === 'function' ? requireSecrets(path) : requireSecrets;
+      if ((found === undefined || found === '') && !required) return whole;
       if (found === undefined || found === '') {
         problems.push({
           path: path.join('.'),

@@ -14,6 +14,11 @@ export interface Tty {
   type(text: string): Promise<void>;
   /** Sends tmux key names: `C-c`, `C-d`, `Enter`. */
   keys(...keys: string[]): Promise<void>;
+  /**
+   * Pastes `text` as a terminal does: line breaks sent as CR, and wrapped in ESC[200~ … ESC[201~
+   * when the program turned bracketed paste mode on (tmux paste-buffer -p). No Enter after it.
+   */
+  paste(text: string): Promise<void>;
   /** Everything the pane has shown, scrollback included, wrapped lines joined. */
   screen(): Promise<string>;
   /** Resolves with the screen once `pattern` matches it; rejects with the screen after `timeoutMs`. */
@@ -76,6 +81,10 @@ export async function startTty(command: readonly string[], options: TtyOptions):
       await tmux('send-keys', '-t', target, 'Enter');
     },
     keys: async (...keys) => void (await tmux('send-keys', '-t', target, ...keys)),
+    paste: async (text) => {
+      await tmux('set-buffer', '-b', 'paste', '--', text);
+      await tmux('paste-buffer', '-p', '-d', '-b', 'paste', '-t', target);
+    },
     screen,
     waitFor: (pattern, timeoutMs = 15_000) =>
       poll(
