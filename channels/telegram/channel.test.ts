@@ -383,25 +383,29 @@ describe('telegram against the Bot API server\'s limits', () => {
   it('flood control: a 429 from send, sendDraft, edit, typing or sendFile is a SendError with retry_after for the chat', async () => {
     bot = run(peer, workspace);
     const alice = dmOf('alice');
-    // Telegram's short burst: three calls at once pass, a fourth is over one a second.
+    // Telegram's short burst: three messages at once pass, a fourth is over one a second.
     const id = await bot.channel.sendDraft({ ...alice, text: 'one' });
     await bot.channel.send({ ...alice, text: 'two' });
     await bot.channel.edit(alice, id, 'one, edited');
     const isWait = (error: unknown): boolean => error instanceof SendError && !error.permanent && error.retryAfterMs !== undefined && error.retryAfterMs >= 1000 && error.scope === 'chat';
-    await assert.rejects(bot.channel.typing(alice), isWait, 'typing is rate-limited too, and its 429 is the runtime\'s to honour');
-    assert.equal(peer.floodWaits.length, 1);
-    assert.equal(peer.floodWaits[0]!.method, 'sendChatAction');
     await assert.rejects(bot.channel.send({ ...alice, text: 'three' }), isWait);
+    assert.deepEqual(peer.floodWaits.map((wait) => wait.method), ['sendMessage']);
+    // Inside the wait every call is refused, typing included (its 429 is the runtime's to honour, not swallowed).
+    await assert.rejects(bot.channel.typing(alice), isWait);
     await assert.rejects(bot.channel.sendDraft({ ...alice, text: 'four' }), isWait);
     await assert.rejects(bot.channel.edit(alice, id, 'one, edited again'), isWait);
     const file = join(workspace, 'a.csv');
     writeFileSync(file, 'a\n');
     await assert.rejects(bot.channel.sendFile(alice, { path: file, name: 'a.csv' }), isWait);
     assert.equal(peer.callsInsideWait(Number(alice.chat)), 4, 'each call inside the wait was answered 429 again, and counted');
+    // Another chat is not held; "typing…" over its own rate is refused there too.
     await bot.channel.send({ ...dmOf('bob'), text: 'another chat is not held' });
+    for (let i = 0; i < 3; i++) await bot.channel.typing(dmOf('bob'));
+    await assert.rejects(bot.channel.typing(dmOf('bob')), isWait);
+    assert.deepEqual(peer.floodWaits.map((wait) => wait.method), ['sendMessage', 'sendChatAction']);
     await new Promise((resolve) => setTimeout(resolve, peer.floodWaits[0]!.retryAfter * 1000 + 100));
     await bot.channel.send({ ...alice, text: 'after the wait' });
-    assert.equal(peer.callsInsideWait(), 4);
+    assert.equal(peer.callsInsideWait(Number(alice.chat)), 4, 'none after it');
   });
 
   it('flood control: a group takes at most 20 messages a minute', async () => {

@@ -76,7 +76,9 @@ export interface FloodWait { readonly chatId: number; readonly method: string; r
  * "avoid sending more than one message per second … We may allow short bursts that go over
  * this limit, but eventually you'll begin receiving 429 errors"; "not more than 20 messages
  * per minute to the same group"). Modelled as token buckets per chat (and a second one per
- * group); every method addressed to a chat takes a token.
+ * group) that every message call (send, edit, file) takes a token from; chat actions (typing)
+ * have a bucket of their own at the same rate. After a 429 the chat is in a wait of
+ * retry_after seconds, and every call to it — of any method — is answered 429 until it ends.
  */
 export interface FloodOptions {
   /** Calls a chat may get per second, sustained. @default 1 */
@@ -329,6 +331,14 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
       throw tooManyRequests(Math.max(1, Math.ceil((until - at) / 1000)));
     }
     if (!flood) return;
+    // A chat action is not a message: it has a bucket of its own (same rate), so "typing…" does
+    // not use up the messages' allowance; a wait, once given, holds every call to the chat.
+    if (method === 'sendChatAction') {
+      const waitMs = take(`action:${chatId}`, flood.burst, flood.perSecond, at);
+      if (waitMs > 0) throw floodWait(chatId, method, flood.retryAfterSeconds ?? Math.max(1, Math.ceil(waitMs / 1000)));
+      refund(`action:${chatId}`);
+      return;
+    }
     const keys: Array<[string, number, number]> = [[`chat:${chatId}`, flood.burst, flood.perSecond]];
     if (chatId < 0) keys.push([`group:${chatId}`, flood.groupPerMinute, flood.groupPerMinute / 60]);
     const waitMs = Math.max(...keys.map(([key, capacity, perSecond]) => take(key, capacity, perSecond, at)));
