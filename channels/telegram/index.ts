@@ -93,7 +93,7 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
     );
   }
 
-  /** Normalises, downloads files, pushes. Rejects only when `push` does (the update is then not confirmed). */
+  /** Normalises, downloads files, pushes. Rejects only when `push` does, or a group's move cannot be stored (the update is then not confirmed). */
   async function handle(update: Update, push: Push, listening: AbortSignal): Promise<void> {
     if (!me) return;
     let normalised;
