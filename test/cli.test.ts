@@ -68,6 +68,19 @@ describe('switchboard CLI', () => {
     }
   });
 
+  it('exits 78 naming the key and the allowed characters for a Telegram webhook secret Telegram would refuse', async () => {
+    const { file, cleanup } = tempConfig('http://127.0.0.1:9/v1');
+    try {
+      writeFileSync(file, '[provider]\nkind = "openai"\nmodel = "m"\n[channels.telegram]\ntoken = "1:a"\nwebhook = { url = "https://bot.example.org/tg", secret = "c2VjcmV0+/w==" }\n');
+      const result = await runCli(['start', '--config', file]);
+      assert.equal(result.code, 78);
+      assert.match(result.stderr, /channels\.telegram\.webhook\.secret: Telegram takes 1–256 characters of A-Z, a-z, 0-9, _ and - only/);
+      assert.doesNotMatch(result.stdout + result.stderr, /c2VjcmV0/, 'the secret is not shown');
+    } finally {
+      cleanup();
+    }
+  });
+
   it('exits 78 when a secret the config reads from the environment is missing', async () => {
     const { file, cleanup } = tempConfig('http://127.0.0.1:9/v1');
     try {

@@ -23,7 +23,10 @@ import { testChannelState } from './support/channel-state.ts';
 const dm: Place = { kind: 'dm', user: 'alice' };
 const env = { TEST_MODEL_KEY: 'sk-telegram' };
 
-runChatChannelContract('telegram', () => startTelegramPeer());
+// The contract's group test keeps unaddressed chatter as context: that needs privacy mode off
+// (BotFather /setprivacy → Disable), as the README says. With it on (every new bot), Telegram
+// never delivers that chatter — channels/telegram/channel.test.ts tests that.
+runChatChannelContract('telegram', () => startTelegramPeer({ canReadAllGroupMessages: true }));
 
 runChannelContract('telegram', async () => {
   const peer = await startTelegramPeer();

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GrammyError, HttpError } from 'grammy';
 import { SendError } from '../../src/channel.ts';
-import { describeError, isMarkupError, isNotModified, toSendError } from './errors.ts';
+import { describeError, isMarkupError, isNotModified, migratedTo, toSendError } from './errors.ts';
 
 const TOKEN = '123:secret-token';
 const apiError = (error_code: number, description: string, parameters: Record<string, number> = {}): GrammyError =>
@@ -28,6 +28,18 @@ describe('telegram error mapping', () => {
       assert.equal(mapped.permanent, false);
       assert.equal(mapped.retryAfterMs, undefined);
     }
+  });
+
+  it('429 from any method is a wait for the chat, whatever the call (edits, chat actions, uploads)', () => {
+    for (const method of ['editMessageText', 'sendChatAction', 'sendDocument']) {
+      const error = toSendError(apiError(429, 'Too Many Requests: retry after 3', { retry_after: 3 }), method, TOKEN);
+      assert.deepEqual([error.retryAfterMs, error.scope, error.permanent], [3000, 'chat', false], method);
+    }
+  });
+
+  it('recognises a group upgraded to a supergroup (400 with migrate_to_chat_id)', () => {
+    assert.equal(migratedTo(apiError(400, 'Bad Request: group chat was upgraded to a supergroup chat', { migrate_to_chat_id: -1009876543210 })), -1009876543210);
+    assert.equal(migratedTo(apiError(400, 'Bad Request: chat not found')), undefined);
   });
 
   it('recognises markup rejections and unchanged edits', () => {

@@ -18,6 +18,12 @@ export function apiFailure(error: unknown): ApiFailure | undefined {
   return undefined;
 }
 
+/** The supergroup a group was upgraded to, when a write to the group's old id was refused for that (400 with migrate_to_chat_id). */
+export function migratedTo(error: unknown): number | undefined {
+  const failure = apiFailure(error);
+  return failure?.error_code === 400 ? failure.parameters?.migrate_to_chat_id : undefined;
+}
+
 /** Telegram rejected the HTML (resend as plain text). */
 export function isMarkupError(error: unknown): boolean {
   const failure = apiFailure(error);

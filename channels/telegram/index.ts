@@ -25,15 +25,22 @@ import {
 } from '../../src/channel.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
 import type { TelegramConfig } from '../../src/config/schema.ts';
-import { describeError, grammySignal, isMarkupError, isNotModified, toSendError } from './errors.ts';
+import { apiFailure, describeError, grammySignal, isMarkupError, isNotModified, migratedTo, toSendError } from './errors.ts';
 import { messageOf, normalise, telegramMessageId, type BotIdentity } from './inbound.ts';
+import { MigrationStore } from './migrations.ts';
 import { poll, type PollState } from './poll.ts';
 import { OffsetStore } from './offset.ts';
-import { measure, plainText, renderHtml, TELEGRAM_LIMIT } from './render.ts';
+import { fitsRaw, measure, plainText, renderHtml, TELEGRAM_LIMIT } from './render.ts';
 import { serveWebhook } from './webhook.ts';
 
 /** Bots may upload files up to 50 MB. */
 const MAX_UPLOAD = 50 * 1024 * 1024;
+/**
+ * Telegram's Bot API serves bots files up to 20 MB (getFile; tdlib/telegram-bot-api Client.h
+ * MAX_DOWNLOAD_FILE_SIZE = 20 << 20, "Bad Request: file is too big"). A server run with --local
+ * lifts it but hands out paths on its own disk instead of downloads, which this channel does not read.
+ */
+export const MAX_DOWNLOAD = 20 * 1024 * 1024;
 
 export type TelegramChannel = Channel & MessageLimit & TypingIndicator & MessageEditor & FileSender & { readonly livenessTimeoutMs?: number };
 
@@ -50,6 +57,7 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
   let me: BotIdentity | undefined;
   const state: PollState = { offset: undefined };
   const offsets = new OffsetStore({ state: ctx.state, bot: account, log, ...(ctx.storage ? { storage: ctx.storage } : {}) });
+  const migrations = new MigrationStore(ctx.state);
   // A poll returns at least every poll_timeout_seconds; allow a margin for a slow network.
   const livenessMs = Math.round(config.poll_timeout_seconds * 1000 * 1.2 + 5000);
 
@@ -61,10 +69,31 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
     me = { id: user.id, username: user.username, firstName: user.first_name };
     account = String(user.id);
     log.info({ bot: `@${user.username}`, id: user.id }, 'signed in to Telegram');
+    if (!user.can_read_all_group_messages) warnPrivacyMode(user.username);
     return me;
   }
 
-  /** Normalises, downloads files, pushes. Rejects only when `push` does (the update is then not confirmed). */
+  /**
+   * Privacy mode (on for every new bot: https://core.telegram.org/bots/features#privacy-mode):
+   * in groups Telegram delivers only commands, @mentions of the bot and replies to it. What the
+   * runtime does with the rest — keeping unaddressed messages as context for the next turn,
+   * taking a message that starts with the bot's name as addressed, answering everything when
+   * mention_only = false — never happens then. Said once, when the bot signs in.
+   */
+  function warnPrivacyMode(username: string): void {
+    const lost = [
+      'what people say around the bot is not kept as context',
+      `a message that starts with its name ("${ctx.assistantName}, …") does not reach it`,
+      ...(config.mention_only ? [] : ['mention_only = false cannot answer the other group messages']),
+    ];
+    log.warn(
+      { bot: `@${username}`, can_read_all_group_messages: false },
+      `privacy mode is on: in groups Telegram delivers to the bot only commands, @mentions of it and replies to it, so ${lost.join('; ')}. ` +
+        `To fix: in Telegram, @BotFather → /setprivacy → @${username} → Disable; then remove the bot from each group and add it again (Telegram applies the change to a group only when the bot rejoins it)`,
+    );
+  }
+
+  /** Normalises, downloads files, pushes. Rejects only when `push` does, or a group's move cannot be stored (the update is then not confirmed). */
   async function handle(update: Update, push: Push, listening: AbortSignal): Promise<void> {
     if (!me) return;
     let normalised;
@@ -76,8 +105,15 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
       log.error({ reason: describeError(error, token), update: update.update_id }, 'could not read an update; skipped');
       return;
     }
+    // The service messages of a group's upgrade (checked by normalise, which skips them): the move is recorded before it is confirmed.
+    const service = messageOf(update);
+    if (service && typeof service.migrate_to_chat_id === 'number') await moved(String(service.chat.id), String(service.migrate_to_chat_id));
+    if (service && typeof service.migrate_from_chat_id === 'number') await moved(String(service.migrate_from_chat_id), String(service.chat.id));
     if (!normalised) return;
-    const { message: inbound, files } = normalised;
+    const { message: normal, files } = normalised;
+    // A supergroup a group became continues the group's conversation.
+    const chat = await migrations.conversationChat(normal.chat);
+    const inbound = chat === normal.chat ? normal : { ...normal, chat };
     const attachments = await Promise.all(
       files.map((file) =>
         ctx.attachments.save({
@@ -88,14 +124,18 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
           ...(file.mime === undefined ? {} : { mime: file.mime }),
           ...(file.size === undefined ? {} : { size: file.size }),
           // a shutdown cuts a download short (the file is noted as not saved; the push is refused anyway)
-          download: (signal) => download(file.fileId, AbortSignal.any([signal, listening])),
+          download: (signal) => download(file.fileId, file.size, AbortSignal.any([signal, listening])),
         }),
       ),
     );
     await push(attachments.length > 0 ? { ...inbound, attachments } : inbound);
   }
 
-  async function download(fileId: string, signal: AbortSignal): Promise<Uint8Array> {
+  async function download(fileId: string, size: number | undefined, signal: AbortSignal): Promise<Uint8Array> {
+    const tooBig = (bytes: number | undefined): Error =>
+      new Error(`${bytes === undefined ? 'it is' : `${(bytes / 1024 / 1024).toFixed(1)} MB is`} over the 20 MB Telegram lets bots download (getFile); ask for a smaller file or a link`);
+    // Not even asked for: Telegram would refuse it, whatever max_attachment_mb allows.
+    if (size !== undefined && size > MAX_DOWNLOAD) throw tooBig(size);
     try {
       const file = await api.getFile(fileId, grammySignal(signal));
       if (!file.file_path) throw new Error('Telegram gave no file path');
@@ -103,26 +143,54 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       return new Uint8Array(await response.arrayBuffer());
     } catch (error) {
+      if (/file is too big/i.test(describeError(error, token))) throw tooBig(size);
       // eslint-disable-next-line preserve-caught-error -- grammY's error would carry the token (see describeError)
       throw new Error(`download failed: ${describeError(error, token)}`);
     }
   }
 
   const chatId = (chat: string): number | string => (/^-?\d+$/.test(chat) ? Number(chat) : chat);
+
+  /** Records that group `from` became supergroup `to`; says so once. */
+  async function moved(from: string, to: string): Promise<void> {
+    if (await migrations.record(from, to)) log.info({ chat: from, supergroup: to }, 'the group was upgraded to a supergroup; its conversation continues there');
+  }
+
+  /**
+   * Calls `call` with the chat a conversation's messages go to: the supergroup its group became,
+   * when it did — learnt from the service message, or from the 400 with migrate_to_chat_id that
+   * a write to the old id gets (then the call is made again there).
+   */
+  async function inChat<T>(ref: ConversationRef, call: (chat: number | string) => Promise<T>): Promise<T> {
+    const target = await migrations.target(ref.chat);
+    try {
+      return await call(chatId(target));
+    } catch (error) {
+      const to = migratedTo(error);
+      if (to === undefined) throw error;
+      await moved(ref.chat, String(to));
+      return await call(to);
+    }
+  }
   const threadOf = (ref: ConversationRef): { message_thread_id?: number } =>
     ref.thread !== undefined && /^\d+$/.test(ref.thread) ? { message_thread_id: Number(ref.thread) } : {};
-  /** In groups a reply quotes the message it answers; in a private chat that is only clutter. */
-  const replyOf = (message: OutboundMessage): { reply_parameters?: { message_id: number; allow_sending_without_reply: boolean } } => {
-    const id = message.replyTo === undefined || !message.chat.startsWith('-') ? undefined : telegramMessageId(message.replyTo);
+  /** In groups a reply quotes the message it answers (when in the chat it goes to); in a private chat that is only clutter. */
+  const replyOf = (message: OutboundMessage, chat: number | string): { reply_parameters?: { message_id: number; allow_sending_without_reply: boolean } } => {
+    const inChat = message.replyTo?.startsWith(`${chat}:`) ?? false;
+    const id = message.replyTo === undefined || !inChat || !message.chat.startsWith('-') ? undefined : telegramMessageId(message.replyTo);
     return id === undefined ? {} : { reply_parameters: { message_id: id, allow_sending_without_reply: true } };
   };
 
-  /** Sends as HTML; when Telegram cannot parse it, the same part again as plain text. */
-  async function withFallback<T>(what: string, call: (html: boolean) => Promise<T>): Promise<T> {
+  /**
+   * Sends as HTML; when Telegram cannot parse it, the same part again as plain text. `html`
+   * false: plain text at once (a draft whose HTML is over Telegram's 32 KiB of raw text —
+   * the outbox's parts never are, see render.ts `measure`).
+   */
+  async function withFallback<T>(what: string, call: (html: boolean) => Promise<T>, html = true): Promise<T> {
     try {
-      return await call(true);
+      return await call(html);
     } catch (error) {
-      if (!isMarkupError(error)) throw toSendError(error, what, token);
+  if (!html || !isMarkupError(error)) throw toSendError(error, what, token);
       log.warn({ reason: describeError(error, token) }, `${what}: Telegram rejected the formatting; sending plain text`);
       try {
         return await call(false);
@@ -134,11 +202,14 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
 
   async function post(message: OutboundMessage): Promise<number> {
     const sent = await withFallback('sendMessage', (html) =>
-      api.sendMessage(chatId(message.chat), html ? renderHtml(message.text) : plainText(message.text), {
-        ...(html ? { parse_mode: 'HTML' as const } : {}),
-        ...threadOf(message),
-        ...replyOf(message),
-      }),
+      inChat(message, (chat) =>
+        api.sendMessage(chat, html ? renderHtml(message.text) : plainText(message.text), {
+          ...(html ? { parse_mode: 'HTML' as const } : {}),
+          ...threadOf(message),
+          ...replyOf(message, chat),
+        }),
+      ),
+      fitsRaw(message.text),
     );
     return sent.message_id;
   }
@@ -153,6 +224,7 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
 
     async listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
       await identify(signal);
+      await migrations.reload(); // groups moved to supergroups, as this node or the last owner recorded them
       const handleUpdate = (update: Update): Promise<void> => handle(update, push, signal);
       if (config.webhook) {
         await serveWebhook({ api, token, config: config.webhook, livenessMs, log, handle: handleUpdate }, signal, link);
@@ -185,18 +257,23 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
     async edit(ref: ConversationRef, messageId: string, text: string): Promise<void> {
       const id = Number(messageId);
       if (!Number.isSafeInteger(id)) throw new SendError(`editMessageText: bad message id ${messageId}`, { permanent: true });
-      await withFallback('editMessageText', (html) =>
-        api.editMessageText(chatId(ref.chat), id, html ? renderHtml(text) : plainText(text), html ? { parse_mode: 'HTML' } : {}).catch((error: unknown) => {
-          if (isNotModified(error)) return true; // the same text again: nothing to do
-          throw error;
-        }),
+      await withFallback(
+        'editMessageText',
+        (html) =>
+          inChat(ref, (chat) => api.editMessageText(chat, id, html ? renderHtml(text) : plainText(text), html ? { parse_mode: 'HTML' } : {})).catch((error: unknown) => {
+            if (isNotModified(error)) return true; // the same text again: nothing to do
+            throw error;
+          }),
+        fitsRaw(text),
       );
     },
 
     async typing(ref: ConversationRef): Promise<void> {
       try {
-        await api.sendChatAction(chatId(ref.chat), 'typing', threadOf(ref));
+        await inChat(ref, (chat) => api.sendChatAction(chat, 'typing', threadOf(ref)));
       } catch (error) {
+        // Flood control covers chat actions too: the wait is the runtime's to honour, like a send's.
+        if (apiFailure(error)?.error_code === 429) throw toSendError(error, 'sendChatAction', token);
         log.debug({ reason: describeError(error, token) }, 'typing indicator not shown'); // best effort
       }
     },
@@ -209,7 +286,7 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
       if (size === undefined) throw new SendError(`sendDocument: ${file.name} does not exist`, { permanent: true });
       if (size > MAX_UPLOAD) throw new SendError(`sendDocument: ${file.name} is over Telegram's 50 MB limit for bots`, { permanent: true });
       try {
-        await uploads.sendDocument(chatId(ref.chat), new InputFile(file.path, file.name), threadOf(ref));
+        await inChat(ref, (chat) => uploads.sendDocument(chat, new InputFile(file.path, file.name), threadOf(ref)));
       } catch (error) {
         throw toSendError(error, 'sendDocument', token);
       }

@@ -57,10 +57,21 @@ describe('telegram render: markdown → HTML', () => {
   it('measures the visible text, which is what Telegram counts', () => {
     assert.equal(measure('**bold** [link](https://example.com/very/long/url)'), 'bold link'.length);
     assert.equal(measure('a < b'), 5);
-    assert.equal(measure('```ts\nx\n```'), 1);
+    assert.equal(measure(`\`\`\`\n${'x'.repeat(100)}\n\`\`\``), 100);
     const long = `**${'x'.repeat(4096)}**`;
     assert.equal(measure(long), 4096);
     assert.equal(shown(renderHtml(long)).length, 4096);
+  });
+
+  it('measures the raw HTML too: 32 KiB of UTF-8 counts as the 4096 limit (Telegram refuses more before parsing it)', () => {
+    assert.equal(measure('```ts\nx\n```'), Math.ceil('<pre><code class="language-ts">x</code></pre>'.length / 8), 'tags outweigh one visible character');
+    const amps = '&'.repeat(4000); // 4000 visible, 20000 bytes as &amp;
+    assert.equal(measure(amps), 4000);
+    const links = Array.from({ length: 250 }, (_, i) => `[${i}](https://example.org/${'x'.repeat(120)})`).join(' ');
+    const html = renderHtml(links);
+    assert.ok(Buffer.byteLength(html) > 32_768 && shown(html).length < 1000, 'few visible characters, over 32 KiB of HTML');
+    assert.equal(measure(links), Math.ceil(Buffer.byteLength(html) / 8));
+    assert.ok(measure(links) > 4096);
   });
 
   it('gives the plain-text fallback: the visible text without markup', () => {

@@ -10,6 +10,14 @@ import { lex, listText, prefixLines, renderInline, tableLines, type MarkedToken,
 
 /** Telegram's message-length limit, in visible characters. */
 export const TELEGRAM_LIMIT = 4096;
+/**
+ * The Bot API server refuses a text longer than this many bytes of raw UTF-8 — the HTML as
+ * sent, tags and escapes included — before it parses any entity (tdlib/telegram-bot-api,
+ * telegram-bot-api/Client.cpp, get_formatted_text: `text.size() > (1 << 15)` → 400 "Bad Request:
+ * text is too long"). Markup-heavy text (links, `&`, bold runs) reaches it well under 4096
+ * visible characters.
+ */
+export const TELEGRAM_RAW_LIMIT = 1 << 15;
 
 export function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -79,7 +87,18 @@ export function plainText(markdown: string): string {
   return visibleText(renderHtml(markdown));
 }
 
-/** Length of a markdown part as Telegram counts it (visible characters, UTF-16 units). */
+/**
+ * Length of a markdown part as Telegram counts it, against {@link TELEGRAM_LIMIT}: the visible
+ * characters (UTF-16 units), or the raw UTF-8 bytes of its HTML scaled to the same limit
+ * (32768 / 4096 = 8 bytes a unit), whichever is more — so a part within the limit passes both
+ * of Telegram's checks. The outbox's splitter needs no other change.
+ */
 export function measure(markdown: string): number {
-  return plainText(markdown).length;
+  const html = renderHtml(markdown);
+  return Math.max(visibleText(html).length, Math.ceil((Buffer.byteLength(html, 'utf8') * TELEGRAM_LIMIT) / TELEGRAM_RAW_LIMIT));
+}
+
+/** Whether the markdown's HTML is within Telegram's raw-text limit (else send it as plain text). */
+export function fitsRaw(markdown: string): boolean {
+  return Buffer.byteLength(renderHtml(markdown), 'utf8') <= TELEGRAM_RAW_LIMIT;
 }

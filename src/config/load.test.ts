@@ -89,6 +89,17 @@ describe('config', () => {
     { name: 'bad route', toml: `${minimal}[[routes]]\nhint = "fast"\nmodel = 5`, expect: [/routes\.0\.model: must be a non-empty string, got 5/] },
     { name: 'bad autonomy', toml: `${minimal}[security]\nautonomy = "yolo"`, expect: [/security\.autonomy: must be one of "read_only", "supervised", "full"/] },
     { name: 'sub-agent without description', toml: `${minimal}[agents.research]\ntools = ["web_fetch"]`, expect: [/agents\.research\.description: is required but missing/] },
+    {
+      name: 'telegram webhook secret Telegram refuses (base64)',
+      toml: `${minimal}[channels.telegram]\ntoken = "1:a"\nwebhook = { url = "https://bot.example.org/tg", secret = "\${TG_SECRET}" }`,
+      env: { ...env, TG_SECRET: 'q83vEjRWeJA+/w==' },
+      expect: [/channels\.telegram\.webhook\.secret: Telegram takes 1–256 characters of A-Z, a-z, 0-9, _ and - only/],
+    },
+    {
+      name: 'telegram webhook secret over 256 characters',
+      toml: `${minimal}[channels.telegram]\ntoken = "1:a"\nwebhook = { url = "https://bot.example.org/tg", secret = "${'a'.repeat(257)}" }`,
+      expect: [/channels\.telegram\.webhook\.secret: Telegram takes 1–256 characters/],
+    },
     { name: 'bad log level', toml: `${minimal}[log]\nlevel = "loud"`, expect: [/log\.level: must be one of "trace", "debug", "info"/] },
   ];
 
@@ -100,6 +111,14 @@ describe('config', () => {
       assert.match(message, /Nothing was started/);
     });
   }
+
+  it('never quotes a webhook secret it refuses, and takes one Telegram accepts', () => {
+    const toml = (secret: string): string => `${minimal}[channels.telegram]\ntoken = "1:a"\nwebhook = { url = "https://bot.example.org/tg", secret = "${secret}" }`;
+    assert.doesNotMatch(problems(toml('q83vEjRWeJA+/w==')), /q83vEjRWeJA/);
+    assert.equal(parseConfig(toml('A-z_09'.repeat(40)), 't', env).channels.telegram?.webhook?.secret, 'A-z_09'.repeat(40));
+    // operator commands that need no secrets leave the reference as it is
+    assert.equal(parseConfig(toml('$' + '{TG_SECRET}'), 't', env, { requireSecrets: false }).channels.telegram?.webhook?.secret, '${TG_SECRET}');
+  });
 
   it('reports every problem at once', () => {
     const message = problems('[provider]\nkind = "x"\n[agent]\nhistory_turns = -1\nbogus = 1');

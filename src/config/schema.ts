@@ -290,8 +290,22 @@ const Telegram = v.strictObject({
     v.strictObject({
       url: v.pipe(v.string(), v.regex(/^https:\/\/\S+$/, 'an https:// URL (Telegram sends webhooks only over HTTPS)'), v.examples(['https://bot.example.org/telegram'])),
       listen: v.optional(listenAddress('127.0.0.1:8443'), '127.0.0.1:8443'),
-      /** Checked against X-Telegram-Bot-Api-Secret-Token. */
-      secret: text('${TELEGRAM_WEBHOOK_SECRET}'),
+      /**
+       * Checked against X-Telegram-Bot-Api-Secret-Token. Telegram's setWebhook takes 1–256
+       * characters of A-Z a-z 0-9 _ - only (tdlib/telegram-bot-api Client.cpp: "secret token
+       * contains unallowed characters"), so a base64 secret would fail at every start. A check,
+       * not a regex: its error must not quote the secret. An unresolved ${…} (commands that
+       * need no secrets) passes.
+       */
+      secret: v.pipe(
+        v.string(),
+        v.nonEmpty(),
+        v.check(
+          (secret) => /^[A-Za-z0-9_-]{1,256}$/.test(secret) || secret.includes('${'),
+          'Telegram takes 1–256 characters of A-Z, a-z, 0-9, _ and - only (no +, /, = or spaces: not base64); make one with: openssl rand -hex 32',
+        ),
+        v.examples(['${TELEGRAM_WEBHOOK_SECRET}']),
+      ),
     }),
   ),
   ...policy,

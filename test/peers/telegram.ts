@@ -7,20 +7,53 @@
  * `offset` (which confirms earlier updates); HTML is validated like Telegram does and the
  * VISIBLE text is recorded; files go both ways. A webhook mode POSTs updates to the bot.
  *
+ * Every object it sends and every request body it parses is typed with @grammyjs/types (grammY's
+ * Bot API types), so `tsc` rejects a peer whose shapes drift from the Bot API.
+ *
+ * As strict as the real server (tdlib/telegram-bot-api, telegram-bot-api/Client.cpp, read at
+ * commit 01a3679c, and the Bot API docs):
+ * - flood control per chat (FAQ "My bot is hitting limits": about one message a second in a
+ *   chat, short bursts allowed, at most 20 a minute in a group) on EVERY method addressed to a
+ *   chat, edits and chat actions included: 429 "Too Many Requests: retry after N" with
+ *   parameters.retry_after (Query.cpp set_retry_after_error); {@link TelegramPeer.callsInsideWait}
+ *   counts the calls that still came for a chat inside its wait;
+ * - a text (or caption) over 32 KiB of raw UTF-8 is refused before its entities are parsed
+ *   (Client::get_formatted_text: `text.size() > (1 << 15)` → "Bad Request: text is too long");
+ * - setWebhook's secret_token: at most 256 characters of A-Z a-z 0-9 _ - (Client.cpp,
+ *   "secret token is too long" / "secret token contains unallowed characters");
+ * - privacy mode (getMe's can_read_all_group_messages false, as BotFather makes every new
+ *   bot; https://core.telegram.org/bots/features#privacy-mode): in groups only commands,
+ *   @mentions of the bot, replies to the bot and service messages are delivered;
+ * - a basic group migrated to a supergroup: a write to the old id answers 400 "Bad Request:
+ *   group chat was upgraded to a supergroup chat" with parameters.migrate_to_chat_id
+ *   (Client.cpp, check_chat_access), and both service messages (migrate_to_chat_id,
+ *   migrate_from_chat_id) arrive;
+ * - getFile serves at most 20 MiB (Client.h MAX_DOWNLOAD_FILE_SIZE = 20 << 20; do_get_file:
+ *   "Bad Request: file is too big"), unless the server runs with --local.
+ *
  * People: alice, bob, mallory (a private chat each); one forum supergroup with one topic
- * (the `thread` place). Fault hooks: drop or stall polls, restart, 429s, blocked users.
+ * (the `thread` place); one basic group that a test can migrate. Fault hooks: drop or stall
+ * polls, restart, 429s, blocked users.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { ApiError as TgApiError, ApiMethods, ApiSuccess, Chat, File, Message, MessageEntity, Opts, ResponseParameters, Update as TgUpdate, User, UserFromGetMe, WebhookInfo } from '@grammyjs/types';
 import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
 import { freePort } from '../support/net.ts';
 
+/** A request body as parsed, before a method reads it as its own parameters. */
 type Json = Record<string, unknown>;
-export interface TgUser { id: number; is_bot: boolean; first_name: string; username: string }
-export interface TgChat { id: number; type: 'private' | 'supergroup'; title?: string; first_name?: string; username?: string; is_forum?: boolean }
-export interface TgMessage extends Json { message_id: number; chat: TgChat; date: number; from?: TgUser }
-export interface Update { update_id: number; message?: TgMessage; edited_message?: TgMessage }
+/** What a method's request carries (grammY's types; a form body carries numbers as text, hence Partial and the coercions). */
+type Args<M extends keyof Opts<Part>> = Partial<Opts<Part>[M]>;
+/** What a method answers. */
+type Result<M extends keyof ApiMethods<Part>> = Awaited<ReturnType<ApiMethods<Part>[M]>>;
+export type TgUser = User;
+export type TgChat = Exclude<Chat, Chat.ChannelChat>;
+/** A message as people send them to the bot (never a channel post: it has a chat that is not a channel, and a sender). */
+export type TgMessage = NonNullable<TgUpdate['message']>;
+/** An update as this peer makes them (messages and edits; never channel posts). */
+export type Update = Pick<TgUpdate, 'update_id' | 'message' | 'edited_message'>;
 
 /** What the bot posted, as the peer keeps it. */
 export interface SentMessage {
@@ -35,20 +68,49 @@ export interface SentMessage {
 
 export interface ApiCall { readonly method: string; readonly params: Json; status: number; readonly at: number }
 
+/** One 429 the peer answered because a chat went over its flood limit. */
+export interface FloodWait { readonly chatId: number; readonly method: string; readonly at: number; readonly retryAfter: number }
+
+/**
+ * Flood control per chat (the Bot API FAQ, "My bot is hitting limits, how do I avoid this?":
+ * "avoid sending more than one message per second … We may allow short bursts that go over
+ * this limit, but eventually you'll begin receiving 429 errors"; "not more than 20 messages
+ * per minute to the same group"). Modelled as token buckets per chat (and a second one per
+ * group) that every message call (send, edit, file) takes a token from; chat actions (typing)
+ * have a bucket of their own at the same rate. After a 429 the chat is in a wait of
+ * retry_after seconds, and every call to it — of any method — is answered 429 until it ends.
+ */
+export interface FloodOptions {
+  /** Calls a chat may get per second, sustained. @default 1 */
+  readonly perSecond?: number;
+  /** Calls a chat may get at once (the "short bursts"). @default 3 */
+  readonly burst?: number;
+  /** Calls a group or supergroup may get per minute (a bucket of this size, refilled evenly). @default 20 */
+  readonly groupPerMinute?: number;
+  /** retry_after (seconds) of a 429, instead of the time until the bucket has a token again (at least 1, as Telegram's are whole seconds). */
+  readonly retryAfterSeconds?: number;
+}
+
 export interface TelegramPeerOptions {
   /** Configure the bot for webhook mode: updates are POSTed to it instead of handed to getUpdates. */
   readonly webhook?: boolean;
   /** Answer getUpdates at once, ignoring its `timeout` (as telegram-test-api and some proxies do). */
   readonly ignoreTimeout?: boolean;
+  /** getMe's can_read_all_group_messages: privacy mode off (BotFather /setprivacy → Disable). @default false, as for every new bot */
+  readonly canReadAllGroupMessages?: boolean;
+  /** Flood control per chat; `false` turns it off. @default {} (Telegram's limits, see {@link FloodOptions}) */
+  readonly flood?: FloodOptions | false;
 }
 
 export interface TelegramPeer extends ChatPeer {
   readonly token: string;
   /** http://127.0.0.1:PORT — the bot's api_root. */
   readonly apiRoot: string;
-  readonly bot: TgUser;
+  readonly bot: UserFromGetMe;
   readonly groupId: number;
   readonly topicId: number;
+  /** A basic group (type "group") the bot is in, until {@link migrateGroup}. */
+  readonly basicGroupId: number;
   /** Every Bot API call, in order. */
   readonly calls: readonly ApiCall[];
   /** Everything the bot posted (all chats), in order. */
@@ -59,10 +121,17 @@ export interface TelegramPeer extends ChatPeer {
   readonly webhookAnswers: readonly number[];
   /** A person posts a file of a given kind (document by default). */
   postFile(user: PeerUser, place: Place, file: { name: string; mime: string; data: Uint8Array }, caption?: string, kind?: 'document' | 'photo' | 'voice'): Promise<void>;
-  /** Queues any update (update_id is assigned); returns the update_id. */
+  /** The message `postFile` queues, with its file stored (not queued). */
+  fileMessage(user: PeerUser, place: Place, file: { name: string; mime: string; data: Uint8Array }, caption?: string, kind?: 'document' | 'photo' | 'voice'): TgMessage;
+  /**
+   * Queues any update (update_id is assigned); returns the update_id, or 0 when Telegram would
+   * not deliver it (a group message privacy mode hides from the bot).
+   */
   queue(update: Omit<Update, 'update_id'>): number;
   /** A message object as a person in a place would send it (not queued). */
   messageFrom(user: PeerUser, place: Place, text: string, extra?: Json): TgMessage;
+  /** A message object as a person would send it in the chat with this id (the basic group, or the supergroup it became). Not queued. */
+  messageIn(user: PeerUser, chatId: number, text: string, extra?: Json): TgMessage;
   /** How many times getUpdates (or the webhook) handed out each update. */
   deliveries(updateId: number): number;
   /** The update_id of the last update queued. */
@@ -80,20 +149,39 @@ export interface TelegramPeer extends ChatPeer {
   unstall(): void;
   /** Closes the server (every connection) and listens again on the same port after `downMs`. */
   restart(downMs?: number): Promise<void>;
-  /** The next `n` sendMessage calls answer 429 with retry_after. */
+  /** The next `n` sendMessage calls answer 429 with retry_after (and put their chat in a flood wait). */
   rateLimitSends(n: number, retryAfterSeconds: number): void;
+  /** The 429s flood control answered (rateLimitSends' included), in order. */
+  readonly floodWaits: readonly FloodWait[];
+  /**
+   * Calls that reached a chat while it was inside a flood wait (after a 429, before its
+   * retry_after had passed) — each answered 429 again. Of one chat, or of all when omitted.
+   * A client that honours retry_after makes none.
+   */
+  callsInsideWait(chatId?: number): number;
   /** The next `n` sendMessage / editMessageText calls with parse_mode HTML answer 400 "can't parse entities". */
   rejectHtml(n: number): void;
   /** The next getUpdates that would hand out updates has its connection destroyed instead (the batch is lost in transit). */
   dropNextDelivery(): void;
   /** The user blocks the bot: sends to their chat answer 403. */
   block(user: PeerUser): void;
+  /**
+   * The basic group is upgraded to a supergroup (as Telegram does when a group gets an admin
+   * feature or 200 000 members): writes to the old id answer 400 with migrate_to_chat_id, and
+   * the service messages migrate_to_chat_id (in the old group) and migrate_from_chat_id (in the
+   * new supergroup) are queued. Returns the supergroup's id.
+   */
+  migrateGroup(): number;
   /** POSTs an update to the bot's webhook with a given secret; returns the HTTP status. */
   webhookRequest(update: Omit<Update, 'update_id'>, secret: string): Promise<number>;
 }
 
 const LIMIT = 4096;
-const people: Record<PeerUser, TgUser> = {
+/** Client::get_formatted_text: a text longer than this many bytes (raw UTF-8, before entities are parsed) is refused. */
+const RAW_LIMIT = 1 << 15;
+/** Client.h MAX_DOWNLOAD_FILE_SIZE: getFile serves files up to this size (without --local). */
+const MAX_DOWNLOAD = 20 << 20;
+const people: Record<PeerUser, User> = {
   alice: { id: 1001, is_bot: false, first_name: 'Alice', username: 'alice' },
   bob: { id: 1002, is_bot: false, first_name: 'Bob', username: 'bob' },
   mallory: { id: 1003, is_bot: false, first_name: 'Mallory', username: 'mallory' },
@@ -101,8 +189,8 @@ const people: Record<PeerUser, TgUser> = {
 
 class ApiError extends Error {
   readonly code: number;
-  readonly parameters: Json | undefined;
-  constructor(code: number, description: string, parameters?: Json) {
+  readonly parameters: ResponseParameters | undefined;
+  constructor(code: number, description: string, parameters?: ResponseParameters) {
     super(description);
     this.code = code;
     this.parameters = parameters;
@@ -110,20 +198,34 @@ class ApiError extends Error {
 }
 
 const badRequest = (what: string): ApiError => new ApiError(400, `Bad Request: ${what}`);
+/** Query.cpp set_retry_after_error: the description and parameters of every 429. */
+const tooManyRequests = (seconds: number): ApiError => new ApiError(429, `Too Many Requests: retry after ${seconds}`, { retry_after: seconds });
 const now = (): number => Math.floor(Date.now() / 1000);
 
+/** Methods addressed to a chat (chat_id): the ones flood control, blocking and migration apply to. */
+const CHAT_METHODS = new Set(['sendMessage', 'editMessageText', 'sendChatAction', 'sendDocument', 'sendPhoto', 'sendVoice', 'sendAudio', 'sendVideo', 'setMessageReaction', 'deleteMessage']);
+
+/** A token bucket: `capacity` tokens, refilled at `perSecond`. */
+interface Bucket { tokens: number; at: number; readonly capacity: number; readonly perSecond: number }
+
 export async function startTelegramPeer(options: TelegramPeerOptions = {}): Promise<TelegramPeer> {
-  const bot: TgUser = { id: 7_000_001, is_bot: true, first_name: 'Switchboard Test', username: 'switchboard_test_bot' };
+  const bot: UserFromGetMe = {
+    id: 7_000_001, is_bot: true, first_name: 'Switchboard Test', username: 'switchboard_test_bot',
+    can_join_groups: true, can_read_all_group_messages: options.canReadAllGroupMessages ?? false, supports_inline_queries: false,
+    can_connect_to_business: false, has_main_web_app: false,
+  } as UserFromGetMe;
   const token = `${bot.id}:AA${randomBytes(12).toString('hex')}`;
-  const group: TgChat = { id: -1_001_000_000_001, type: 'supergroup', title: 'Test group', is_forum: true };
-  const privateChat = (user: PeerUser): TgChat => ({ id: people[user].id, type: 'private', first_name: people[user].first_name, username: people[user].username });
+  const group: Chat.SupergroupChat = { id: -1_001_000_000_001, type: 'supergroup', title: 'Test group', is_forum: true };
+  const basicGroup: Chat.GroupChat = { id: -987_654_321, type: 'group', title: 'Old group' };
+  let supergroupOfBasic: Chat.SupergroupChat | undefined;
+  const privateChat = (user: PeerUser): Chat.PrivateChat => ({ id: people[user].id, type: 'private', first_name: people[user].first_name, username: people[user].username! });
   const counters = new Map<number, number>();
   const nextId = (chat: number): number => {
     const n = (counters.get(chat) ?? 0) + 1;
     counters.set(chat, n);
     return n;
   };
-  const topicCreated: TgMessage = {
+  const topicCreated: Message = {
     message_id: nextId(group.id), from: people.alice, chat: group, date: now(), message_thread_id: 0, is_topic_message: true,
     forum_topic_created: { name: 'Test topic', icon_color: 7_322_096 },
   };
@@ -149,8 +251,14 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
   let webhookSet: { url: string; secret: string | undefined } | undefined;
   const webhookAnswers: number[] = [];
   const sockets = new Set<Socket>();
+  const flood = options.flood === false ? undefined : { perSecond: 1, burst: 3, groupPerMinute: 20, ...options.flood };
+  const buckets = new Map<string, Bucket>();
+  /** Per chat: when its flood wait ends (ms). */
+  const waitUntil = new Map<number, number>();
+  const insideWait = new Map<number, number>();
+  let floodWaits: FloodWait[] = [];
 
-  interface Poll { params: Json; res: ServerResponse; timer?: NodeJS.Timeout }
+  interface Poll { params: Args<'getUpdates'>; res: ServerResponse; timer?: NodeJS.Timeout }
   let waiting: Poll[] = [];
   let held: Poll[] = [];
 
@@ -165,44 +273,145 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     return item.chatId === chat.id && item.threadId === threadId;
   };
   /** People who wrote privately through `queue` (not alice, bob or mallory), by chat id. */
-  const strangers = new Map<number, TgUser>();
+  const strangers = new Map<number, User>();
+  /** The chat a method is addressed to; throws what Telegram answers for a blocked user, a gone chat or a migrated group. */
   const findChat = (id: unknown): TgChat => {
     const n = Number(id);
     if (n === group.id) return group;
+    if (supergroupOfBasic && n === supergroupOfBasic.id) return supergroupOfBasic;
+    if (n === basicGroup.id) {
+      // Client.cpp, check_chat_access: a deactivated basic group that was upgraded refuses writes so.
+      if (supergroupOfBasic) throw new ApiError(400, 'Bad Request: group chat was upgraded to a supergroup chat', { migrate_to_chat_id: supergroupOfBasic.id });
+      return basicGroup;
+    }
     const user = Object.values(people).find((p) => p.id === n) ?? strangers.get(n);
     if (!user) throw badRequest('chat not found');
     if (blocked.has(n)) throw new ApiError(403, 'Forbidden: bot was blocked by the user');
-    return { id: user.id, type: 'private', first_name: user.first_name, username: user.username };
+    return { id: user.id, type: 'private', first_name: user.first_name, ...(user.username === undefined ? {} : { username: user.username }) };
   };
-  const threadFor = (chat: TgChat, params: Json): number | undefined => {
+  const threadFor = (chat: TgChat, params: { message_thread_id?: number | undefined }): number | undefined => {
     if (params.message_thread_id === undefined || chat.type === 'private') return undefined;
     const id = Number(params.message_thread_id);
-    if (id !== topicId) throw badRequest('message thread not found');
+    if (id !== topicId || chat.id !== group.id) throw badRequest('message thread not found');
     return id;
   };
 
+  // ---- flood control ---------------------------------------------------------------------
+
+  function take(key: string, capacity: number, perSecond: number, at: number): number {
+    let bucket = buckets.get(key);
+    if (!bucket) buckets.set(key, (bucket = { tokens: capacity, at, capacity, perSecond }));
+    bucket.tokens = Math.min(bucket.capacity, bucket.tokens + ((at - bucket.at) / 1000) * bucket.perSecond);
+    bucket.at = at;
+    if (bucket.tokens >= 1) return 0;
+    return ((1 - bucket.tokens) / bucket.perSecond) * 1000; // ms until a token
+  }
+  function refund(key: string): void {
+    const bucket = buckets.get(key);
+    if (bucket) bucket.tokens -= 1;
+  }
+
+  /** Opens a flood wait for a chat and returns the 429 to answer. */
+  function floodWait(chatId: number, method: string, seconds: number): ApiError {
+    const at = Date.now();
+    waitUntil.set(chatId, at + seconds * 1000);
+    floodWaits.push({ chatId, method, at, retryAfter: seconds });
+    return tooManyRequests(seconds);
+  }
+
+  /**
+   * Flood control for a call addressed to `chatId`: inside a wait, 429 again with what is left of
+   * it (and counted); over the chat's (or group's) rate, a new wait.
+   */
+  function floodCheck(chatId: number, method: string): void {
+    const at = Date.now();
+    const until = waitUntil.get(chatId);
+    if (until !== undefined && at < until) {
+      insideWait.set(chatId, (insideWait.get(chatId) ?? 0) + 1);
+      throw tooManyRequests(Math.max(1, Math.ceil((until - at) / 1000)));
+    }
+    if (!flood) return;
+    // A chat action is not a message: it has a bucket of its own (same rate), so "typing…" does
+    // not use up the messages' allowance; a wait, once given, holds every call to the chat.
+    if (method === 'sendChatAction') {
+      const waitMs = take(`action:${chatId}`, flood.burst, flood.perSecond, at);
+      if (waitMs > 0) throw floodWait(chatId, method, flood.retryAfterSeconds ?? Math.max(1, Math.ceil(waitMs / 1000)));
+      refund(`action:${chatId}`);
+      return;
+    }
+    const keys: Array<[string, number, number]> = [[`chat:${chatId}`, flood.burst, flood.perSecond]];
+    if (chatId < 0) keys.push([`group:${chatId}`, flood.groupPerMinute, flood.groupPerMinute / 60]);
+    const waitMs = Math.max(...keys.map(([key, capacity, perSecond]) => take(key, capacity, perSecond, at)));
+    if (waitMs > 0) throw floodWait(chatId, method, flood.retryAfterSeconds ?? Math.max(1, Math.ceil(waitMs / 1000)));
+    for (const [key] of keys) refund(key);
+  }
+
+  // ---- privacy mode ----------------------------------------------------------------------
+
+  /**
+   * Whether a group message reaches a bot in privacy mode (core.telegram.org/bots/features#privacy-mode):
+   * commands meant for it (`/cmd@bot`, or a general `/cmd`), messages that mention it, replies
+   * to its messages, and service messages. Everything else people say in a group it never sees.
+   */
+  function seenInPrivacyMode(message: Message): boolean {
+    const text = message.text ?? message.caption;
+    const hasContent = text !== undefined || ['photo', 'document', 'voice', 'audio', 'video', 'video_note', 'sticker', 'animation'].some((key) => key in message);
+    if (!hasContent) return true; // a service message (member joined, topic created, migrated…)
+    for (const entity of message.entities ?? message.caption_entities ?? []) {
+      const part = (text ?? '').slice(entity.offset, entity.offset + entity.length).toLowerCase();
+      if (entity.type === 'bot_command' && (!part.includes('@') || part.endsWith(`@${bot.username.toLowerCase()}`))) return true;
+      if (entity.type === 'mention' && part === `@${bot.username.toLowerCase()}`) return true;
+      if (entity.type === 'text_mention' && entity.user.id === bot.id) return true;
+    }
+    return message.reply_to_message?.from?.id === bot.id;
+  }
+
   function messageFrom(user: PeerUser, place: Place, text: string, extra: Json = {}): TgMessage {
     const { chat, threadId } = placeOf(place);
-    const message: TgMessage = { message_id: nextId(chat.id), from: people[user], chat, date: now(), ...extra };
-    if (text !== '') {
-      const command = /^\/[A-Za-z0-9_]+(@[A-Za-z0-9_]+)?/.exec(text);
-      const key = extra.caption !== undefined ? 'caption' : 'text';
-      message[key] = text;
-      if (command) message[key === 'text' ? 'entities' : 'caption_entities'] = [{ type: 'bot_command', offset: 0, length: command[0].length }];
-    }
+    const message = withText({ message_id: nextId(chat.id), from: people[user], chat, date: now(), ...extra } as TgMessage, text, extra);
     if (threadId !== undefined) Object.assign(message, { message_thread_id: threadId, is_topic_message: true, reply_to_message: topicCreated });
     userMessages.add(`${chat.id}:${message.message_id}`);
     return message;
   }
 
+  function messageIn(user: PeerUser, chatId: number, text: string, extra: Json = {}): TgMessage {
+    const chat = chatId === basicGroup.id ? basicGroup : chatId === supergroupOfBasic?.id ? supergroupOfBasic : undefined;
+    if (!chat) throw new Error(`messageIn: no such group ${chatId} (the basic group, or the supergroup it was migrated to)`);
+    const message = withText({ message_id: nextId(chat.id), from: people[user], chat, date: now(), ...extra } as TgMessage, text, extra);
+    userMessages.add(`${chat.id}:${message.message_id}`);
+    return message;
+  }
+
+  /** Puts the text (or caption) and a command's entity on a message, as Telegram's clients do. */
+  function withText(message: TgMessage, text: string, extra: Json): TgMessage {
+    if (text === '') return message;
+    const command = /^\/[A-Za-z0-9_]+(@[A-Za-z0-9_]+)?/.exec(text);
+    const entities: MessageEntity[] | undefined = command ? [{ type: 'bot_command', offset: 0, length: command[0].length }] : undefined;
+    if (extra.caption !== undefined) Object.assign(message, { caption: text }, entities ? { caption_entities: entities } : {});
+    else Object.assign(message, { text }, entities ? { entities } : {});
+    return message;
+  }
+
+  function fileMessage(user: PeerUser, place: Place, file: { name: string; mime: string; data: Uint8Array }, caption?: string, kind: 'document' | 'photo' | 'voice' = 'document'): TgMessage {
+    const data = Buffer.from(file.data);
+    const extra: Json = caption === undefined ? {} : { caption };
+    if (kind === 'photo') {
+      const big = storeFile(data, 'photos', file.name);
+      extra.photo = [{ ...storeFile(data.subarray(0, Math.min(16, data.length)), 'photos', file.name), width: 90, height: 90 }, { ...big, width: 800, height: 600 }];
+    } else if (kind === 'voice') extra.voice = { ...storeFile(data, 'voice', file.name), duration: 1, mime_type: file.mime };
+    else extra.document = { ...storeFile(data, 'documents', file.name), file_name: file.name, mime_type: file.mime };
+    return messageFrom(user, place, caption ?? '', extra);
+  }
+
   function queue(update: Omit<Update, 'update_id'>): number {
+    const written = update.message ?? update.edited_message;
     // A person beyond alice, bob and mallory who writes privately: their chat exists from then on.
-    const written = update.message;
-    if (written?.from && written.chat.type === 'private' && !Object.values(people).some((p) => p.id === written.chat.id)) {
-      strangers.set(written.chat.id, written.from);
-      userMessages.add(`${written.chat.id}:${written.message_id}`);
+    if (update.message?.from && update.message.chat.type === 'private' && !Object.values(people).some((p) => p.id === update.message!.chat.id)) {
+      strangers.set(update.message.chat.id, update.message.from);
+      userMessages.add(`${update.message.chat.id}:${update.message.message_id}`);
     }
-    const full = { update_id: nextUpdateId++, ...update };
+    if (written && written.chat.type !== 'private' && !bot.can_read_all_group_messages && !seenInPrivacyMode(written)) return 0;
+    const full: Update = { update_id: nextUpdateId++, ...update };
     lastUpdateId = full.update_id;
     updates.push(full);
     if (webhookSet) void pushWebhook();
@@ -212,7 +421,7 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
 
   // ---- getUpdates ------------------------------------------------------------------------
 
-  const reply = (res: ServerResponse, status: number, body: Json): void => {
+  const reply = <T>(res: ServerResponse, status: number, body: ApiSuccess<T> | TgApiError): void => {
     if (res.writableEnded || res.destroyed) return;
     const text = JSON.stringify(body);
     res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
@@ -230,7 +439,7 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     return batch;
   }
 
-  function getUpdates(params: Json, res: ServerResponse): void {
+  function getUpdates(params: Args<'getUpdates'>, res: ServerResponse): void {
     if (webhookSet) return fail(res, new ApiError(409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"));
     if (stalled) {
       const poll: Poll = { params, res };
@@ -251,7 +460,7 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     const poll: Poll = { params, res };
     poll.timer = setTimeout(() => {
       waiting = waiting.filter((p) => p !== poll);
-      reply(res, 200, { ok: true, result: [] });
+      reply<Update[]>(res, 200, { ok: true, result: [] });
     }, timeout * 1000);
     waiting.push(poll);
     res.on('close', () => {
@@ -276,7 +485,7 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
       res.socket?.destroy();
       return;
     }
-    reply(res, 200, { ok: true, result: batch });
+    reply<Update[]>(res, 200, { ok: true, result: batch });
   }
 
   // ---- webhook delivery -----------------------------------------------------------------
@@ -305,7 +514,7 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     }
   }
 
-  async function postToBot(update: Omit<Update, 'update_id'> & { update_id?: number }, secret: string | undefined): Promise<number> {
+  async function postToBot(update: Update, secret: string | undefined): Promise<number> {
     const path = new URL(webhookSet?.url ?? webhookConfig!.url).pathname;
     const response = await fetch(`http://${webhookConfig!.listen}${path}`, {
       method: 'POST',
@@ -327,15 +536,11 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
 
   const htmlHook = { rejectHtml: (): boolean => htmlRejections > 0 && htmlRejections-- > 0 };
 
-  function sendMessage(params: Json): TgMessage {
-    if (rateLimited.n > 0) {
-      rateLimited.n--;
-      throw new ApiError(429, `Too Many Requests: retry after ${rateLimited.retryAfter}`, { retry_after: rateLimited.retryAfter });
-    }
+  function sendMessage(params: Args<'sendMessage'>): Result<'sendMessage'> {
     const chat = findChat(params.chat_id);
     const threadId = threadFor(chat, params);
     const { text, html } = visible(params.text, params.parse_mode, htmlHook);
-    const replyParameters = params.reply_parameters as { message_id?: number; allow_sending_without_reply?: boolean } | undefined;
+    const replyParameters = params.reply_parameters;
     const replyTo = replyParameters?.message_id;
     if (replyTo !== undefined && !userMessages.has(`${chat.id}:${replyTo}`) && !sent.some((m) => m.chatId === chat.id && m.messageId === replyTo) && !replyParameters?.allow_sending_without_reply) {
       throw badRequest('message to be replied not found');
@@ -345,7 +550,7 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     return { message_id: record.messageId, from: bot, chat, date: now(), text, ...(threadId === undefined ? {} : { message_thread_id: threadId, is_topic_message: true }) };
   }
 
-  function editMessageText(params: Json): TgMessage {
+  function editMessageText(params: Args<'editMessageText'>): Result<'editMessageText'> {
     const chat = findChat(params.chat_id);
     const record = sent.find((m) => m.chatId === chat.id && m.messageId === Number(params.message_id));
     if (!record) throw badRequest('message to edit not found');
@@ -357,10 +562,10 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     return { message_id: record.messageId, from: bot, chat, date: now(), edit_date: now(), text };
   }
 
-  function sendDocument(params: Json, parts: Map<string, Part>): TgMessage {
+  function sendDocument(params: Args<'sendDocument'>, parts: Map<string, Part>): Result<'sendDocument'> {
     const chat = findChat(params.chat_id);
     const threadId = threadFor(chat, params);
-    const ref = String(params.document ?? '');
+    const ref = typeof params.document === 'string' ? params.document : '';
     const part = ref.startsWith('attach://') ? parts.get(ref.slice('attach://'.length)) : parts.get('document');
     if (!part?.filename) throw badRequest('there is no document in the request');
     files.push({ chatId: chat.id, threadId, name: part.filename });
@@ -369,46 +574,67 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     return { message_id: nextId(chat.id), from: bot, chat, date: now(), document, ...(caption ? { caption } : {}) };
   }
 
+  function getFile(params: Args<'getFile'>): File {
+    const file = stored.get(String(params.file_id ?? ''));
+    if (!file) throw badRequest('invalid file_id');
+    if (file.size > MAX_DOWNLOAD) throw badRequest('file is too big'); // Client::do_get_file (no --local)
+    return { file_id: String(params.file_id), file_unique_id: `U${String(params.file_id).slice(1, 9)}`, file_size: file.size, file_path: file.path };
+  }
+
+  function setWebhook(params: Args<'setWebhook'>): true {
+    const url = String(params.url ?? '');
+    if (!/^https:\/\//.test(url)) throw badRequest('bad webhook: An HTTPS URL must be provided for webhook');
+    // Client.cpp, process_set_webhook_query: at most 256 characters of td::is_base64url_characters.
+    const secret = params.secret_token === undefined ? '' : String(params.secret_token);
+    if (secret.length > 256) throw badRequest('secret token is too long');
+    if (!/^[A-Za-z0-9_-]*$/.test(secret)) throw badRequest('secret token contains unallowed characters');
+    webhookSet = { url, secret: secret === '' ? undefined : secret };
+    for (const poll of waiting) fail(poll.res, new ApiError(409, 'Conflict: terminated by setWebhook request'));
+    waiting = [];
+    void pushWebhook();
+    return true;
+  }
+
   function call(method: string, params: Json, parts: Map<string, Part>): unknown {
+    if (CHAT_METHODS.has(method)) {
+      // The order Telegram checks in: the chat (gone, blocked, migrated), then flood control.
+      const chat = findChat(params.chat_id);
+      floodCheck(chat.id, method);
+    }
     switch (method) {
       case 'getMe':
-        return { ...bot, can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false };
+        return bot satisfies Result<'getMe'>;
       case 'deleteWebhook':
-        if (params.drop_pending_updates === true) updates = [];
+        if ((params as Args<'deleteWebhook'>).drop_pending_updates === true) updates = [];
         webhookSet = undefined;
         return true;
-      case 'setWebhook': {
-        const url = String(params.url ?? '');
-        if (!/^https:\/\//.test(url)) throw badRequest('bad webhook: An HTTPS URL must be provided for webhook');
-        webhookSet = { url, secret: params.secret_token === undefined ? undefined : String(params.secret_token) };
-        for (const poll of waiting) fail(poll.res, new ApiError(409, 'Conflict: terminated by setWebhook request'));
-        waiting = [];
-        void pushWebhook();
-        return true;
-      }
+      case 'setWebhook':
+        return setWebhook(params as Args<'setWebhook'>);
       case 'getWebhookInfo':
-        return { url: webhookSet?.url ?? '', has_custom_certificate: false, pending_update_count: updates.length };
+        return { url: webhookSet?.url ?? '', has_custom_certificate: false, pending_update_count: updates.length } satisfies WebhookInfo;
       case 'sendMessage':
-        return sendMessage(params);
+        if (rateLimited.n > 0) {
+          rateLimited.n--;
+          throw floodWait(findChat(params.chat_id).id, method, rateLimited.retryAfter);
+        }
+        return sendMessage(params as Args<'sendMessage'>);
       case 'editMessageText':
-        return editMessageText(params);
+        return editMessageText(params as Args<'editMessageText'>);
       case 'sendChatAction': {
-        const chat = findChat(params.chat_id);
-        typing.push({ chatId: chat.id, threadId: threadFor(chat, params) });
+        const args = params as Args<'sendChatAction'>;
+        const chat = findChat(args.chat_id);
+        typing.push({ chatId: chat.id, threadId: threadFor(chat, args) });
         return true;
       }
-      case 'getFile': {
-        const file = stored.get(String(params.file_id ?? ''));
-        if (!file) throw badRequest('invalid file_id');
-        return { file_id: params.file_id, file_unique_id: `U${String(params.file_id).slice(1, 9)}`, file_size: file.size, file_path: file.path };
-      }
+      case 'getFile':
+        return getFile(params as Args<'getFile'>);
       case 'sendDocument':
-        return sendDocument(params, parts);
+        return sendDocument(params as Args<'sendDocument'>, parts);
       case 'setMyCommands':
       case 'deleteMyCommands':
         return true;
       default:
-        throw new ApiError(404, 'Not Found');
+        throw new ApiError(404, 'Not Found: method not found');
     }
   }
 
@@ -445,7 +671,7 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     }
     const record: ApiCall = { method, params, status: 200, at: Date.now() };
     calls.push(record);
-    if (method === 'getUpdates') return getUpdates(params, res);
+    if (method === 'getUpdates') return getUpdates(params as Args<'getUpdates'>, res);
     try {
       reply(res, 200, { ok: true, result: call(method, params, parts) });
     } catch (error) {
@@ -478,6 +704,7 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     bot,
     groupId: group.id,
     topicId,
+    basicGroupId: basicGroup.id,
     calls,
     get sent() {
       return sent;
@@ -493,6 +720,13 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     get pollsWaiting() {
       return waiting.length + held.length;
     },
+    get floodWaits() {
+      return floodWaits;
+    },
+    callsInsideWait(chatId) {
+      if (chatId !== undefined) return insideWait.get(chatId) ?? 0;
+      return [...insideWait.values()].reduce((a, b) => a + b, 0);
+    },
     configSection() {
       const lines = [`[channels.telegram]`, `token = "${token}"`, `api_root = "${apiRoot}"`];
       if (webhookConfig) lines.push(`webhook = { url = "${webhookConfig.url}", listen = "${webhookConfig.listen}", secret = "${webhookConfig.secret}" }`);
@@ -506,17 +740,12 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
       queue({ message });
     },
     async postFile(user, place, file, caption, kind = 'document') {
-      const data = Buffer.from(file.data);
-      const extra: Json = caption === undefined ? {} : { caption };
-      if (kind === 'photo') {
-        const big = storeFile(data, 'photos', file.name);
-        extra.photo = [{ ...storeFile(data.subarray(0, Math.min(16, data.length)), 'photos', file.name), width: 90, height: 90 }, { ...big, width: 800, height: 600 }];
-      } else if (kind === 'voice') extra.voice = { ...storeFile(data, 'voice', file.name), duration: 1, mime_type: file.mime };
-      else extra.document = { ...storeFile(data, 'documents', file.name), file_name: file.name, mime_type: file.mime };
-      queue({ message: messageFrom(user, place, caption ?? '', extra) });
+      queue({ message: fileMessage(user, place, file, caption, kind) });
     },
+    fileMessage,
     queue,
     messageFrom,
+    messageIn,
     deliveries: (updateId) => delivered.get(updateId) ?? 0,
     botMessages(place): BotMessage[] {
       return sent.filter(inPlace(place)).map((m) => ({ text: m.text, edits: m.edits }));
@@ -535,6 +764,10 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
       dropDelivery = false;
       blocked.clear();
       stalled = stallAfterDelivery = false;
+      buckets.clear();
+      waitUntil.clear();
+      insideWait.clear();
+      floodWaits = [];
     },
     dropPolls() {
       const polls = [...waiting, ...held];
@@ -569,6 +802,18 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     },
     block(user) {
       blocked.add(people[user].id);
+    },
+    migrateGroup() {
+      if (supergroupOfBasic) return supergroupOfBasic.id;
+      const supergroup: Chat.SupergroupChat = { id: -1_009_876_543_210, type: 'supergroup', title: basicGroup.title };
+      const by = people.alice;
+      // The old group's last message, then the new supergroup's first (Client.cpp, messageChatUpgradeTo / messageChatUpgradeFrom).
+      const to: TgMessage & Message.MigrateToChatIdMessage = { message_id: nextId(basicGroup.id), from: by, chat: basicGroup, date: now(), migrate_to_chat_id: supergroup.id };
+      supergroupOfBasic = supergroup;
+      const from: TgMessage & Message.MigrateFromChatIdMessage = { message_id: nextId(supergroup.id), from: by, chat: supergroup, date: now(), migrate_from_chat_id: basicGroup.id };
+      queue({ message: to });
+      queue({ message: from });
+      return supergroup.id;
     },
     webhookRequest: (update, secret) => postToBot({ update_id: nextUpdateId++, ...update }, secret),
     async close() {
@@ -632,6 +877,8 @@ export function parseTelegramHtml(html: string): { text: string } | { error: str
 /** The visible text of a message as Telegram would store it (HTML parsed, trimmed, length checked). */
 function visible(raw: unknown, parseMode: unknown, options: { rejectHtml: () => boolean } = { rejectHtml: () => false }): { text: string; html: string | undefined } {
   const source = typeof raw === 'string' ? raw : raw === undefined ? '' : String(raw);
+  // Client::get_formatted_text refuses the raw text before it parses any entity.
+  if (Buffer.byteLength(source, 'utf8') > RAW_LIMIT) throw badRequest('text is too long');
   let text = source;
   if (String(parseMode ?? '').toLowerCase() === 'html') {
     if (options.rejectHtml()) throw badRequest(`can't parse entities: Unsupported start tag "x" at byte offset 0`);
