@@ -311,6 +311,9 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     if (bucket) bucket.tokens -= 1;
   }
 
+  /** The chat contract's flood test: the next call to this chat (any method) opens a wait of that many seconds. */
+  const floodNext = new Map<number, number>();
+
   /** Opens a flood wait for a chat and returns the 429 to answer. */
   function floodWait(chatId: number, method: string, seconds: number): ApiError {
     const at = Date.now();
@@ -329,6 +332,11 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     if (until !== undefined && at < until) {
       insideWait.set(chatId, (insideWait.get(chatId) ?? 0) + 1);
       throw tooManyRequests(Math.max(1, Math.ceil((until - at) / 1000)));
+    }
+    const forced = floodNext.get(chatId);
+    if (forced !== undefined) {
+      floodNext.delete(chatId);
+      throw floodWait(chatId, method, forced);
     }
     if (!flood) return;
     // A chat action is not a message: it has a bucket of its own (same rate), so "typing…" does
@@ -751,6 +759,11 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
       return sent.filter(inPlace(place)).map((m) => ({ text: m.text, edits: m.edits }));
     },
     botFiles: (place) => files.filter(inPlace(place)).map((f) => f.name),
+    flood: {
+      // retry_after is whole seconds on Telegram
+      waitNext: (place, ms) => void floodNext.set(placeOf(place).chat.id, Math.max(1, Math.ceil(ms / 1000))),
+      callsInsideWait: (place) => insideWait.get(placeOf(place).chat.id) ?? 0,
+    },
     typing: (place) => typing.filter(inPlace(place)).length,
     reset() {
       sent = [];
@@ -767,6 +780,7 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
       buckets.clear();
       waitUntil.clear();
       insideWait.clear();
+      floodNext.clear();
       floodWaits = [];
     },
     dropPolls() {
