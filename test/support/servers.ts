@@ -45,6 +45,7 @@ export const testServers: readonly TestServer[] = [
     binaries: [`${postgresBin}/initdb`, `${postgresBin}/pg_ctl`, `${postgresBin}/postgres`],
     packages: ['postgresql-15'],
   },
+  { name: 'iproute2', usedBy: 'the systemd recipe test (test/systemd-recipe.e2e.test.ts): loopback up in its own network namespace', binaries: ['/usr/sbin/ip'], packages: ['iproute2'] },
   { name: 'tmux', usedBy: 'the interactive chat tests (test/chat-tty.e2e.test.ts): a real terminal for the prompt and Ctrl-C', binaries: ['/usr/bin/tmux'], packages: ['tmux'] },
   { name: 'chromium', usedBy: 'the web console tests (test/console.e2e.test.ts): a real browser driven by playwright-core', binaries: ['/usr/bin/chromium'], packages: ['chromium'] },
 ];
