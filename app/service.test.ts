@@ -15,11 +15,24 @@ const cliPath = fileURLToPath(new URL('../dist/app/cli.js', import.meta.url));
 let dir: string;
 let configPath: string;
 
-before(() => {
-  // Not under /tmp: the unit's PrivateTmp=true would hide it, and install refuses that.
+/**
+ * An install the unit can see, as `install` would find it from its own files. Only written into
+ * the unit, never run: this checkout itself may be under /tmp or /home (CI clones anywhere),
+ * which the unit hides and `install` rightly refuses.
+ */
+const installed = { cliPath: '/opt/switchboard/dist/app/cli.js', nodePath: '/opt/switchboard/node_modules/.bin/node' };
+
+/** A directory for the test's config the unit can see: the checkout's test/artifacts, or /dev/shm when the checkout is where the unit cannot look. */
+function visibleScratch(): string {
   const artifacts = fileURLToPath(new URL('../test/artifacts/', import.meta.url));
   mkdirSync(artifacts, { recursive: true });
-  dir = mkdtempSync(join(artifacts, 'service-'));
+  const probe = { ...installed, configPath: join(artifacts, 'config.toml'), dataDir: '/var/lib/switchboard', user: false, installDir: '/opt/switchboard' };
+  return hiddenByUnit(readTemplate(), probe).length === 0 ? artifacts : '/dev/shm';
+}
+
+before(() => {
+  // Not under /tmp: the unit's PrivateTmp=true would hide it, and install refuses that.
+  dir = mkdtempSync(join(visibleScratch(), 'service-'));
   configPath = join(dir, 'etc', 'config.toml');
   mkdirSync(join(dir, 'etc'));
   writeFileSync(configPath, `data_dir = "/var/lib/switchboard"\n[provider]\nkind = "openai"\nmodel = "m"\napi_key = "\${NOT_SET_HERE}"\n[channels.terminal]\n`);
@@ -45,7 +58,7 @@ async function service(args: readonly string[], options: { root: string; home?: 
     root: options.root,
     home: options.home ?? join(options.root, 'home'),
     systemctl,
-    cliPath,
+    ...installed,
   });
   return { code, out, err, calls };
 }
@@ -56,7 +69,7 @@ test('install writes the unit with this install\'s paths, reloads, enables, and 
   assert.equal(code, 0, err);
   const unitPath = join(root, 'etc/systemd/system/switchboard.service');
   const unit = readFileSync(unitPath, 'utf8');
-  assert.ok(unit.includes(`\nExecStart=${process.execPath} ${cliPath} start --config ${configPath}\n`), unit);
+  assert.ok(unit.includes(`\nExecStart=${installed.nodePath} ${installed.cliPath} start --config ${configPath}\n`), unit);
   assert.match(unit, /^DynamicUser=yes$/m);
   assert.match(unit, /^StateDirectory=switchboard$/m);
   assert.match(unit, /^RestartPreventExitStatus=78 73$/m);
