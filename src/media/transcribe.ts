@@ -95,7 +95,7 @@ export function uploadExtension(name: string, bytes: Uint8Array): string | undef
   return RENAMED[ext];
 }
 
-const megabytes = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+const megabytes = (bytes: number): string => (bytes < 1024 * 1024 ? `${Math.round(bytes / 1024)} KB` : `${(bytes / 1024 / 1024).toFixed(1)} MB`);
 
 export function createTranscriber(options: TranscriberOptions): Transcriber {
   const url = `${options.baseUrl.replace(/\/+$/, '')}/audio/transcriptions`;
