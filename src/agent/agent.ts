@@ -95,9 +95,16 @@ export function createAgent(options: AgentOptions): TurnHandler {
     const ownImages = new Set(imageParts(message.attachments).flatMap((part) => (part.type === 'file' ? [part.path] : [])));
     const imageProblems = new Map<string, string>();
     const onImageProblem = (path: string, line: string): void => void (ownImages.has(path) && imageProblems.set(path, line));
+    // Voice notes become the person's words, in this turn's user message: history keeps the
+    // transcript, so later turns read it and nothing is transcribed twice (a re-run after a crash
+    // may). A spoken "yes" answers a pending approval like a typed one; memory recalls for, and
+    // saves, what was said (under the same per-person scope as text).
+    const heard = await transcribeWith(options.transcription, message, signal, log);
     /** Transcripts the person hears before the answer (`echo_transcript`). */
-    const echoed: string[] = [];
-    const remembered = await options.memory?.context(message, who, log);
+    const echoed = heard.echo;
+    const said = [message.text, ...heard.texts].filter((part) => part !== '').join('\n');
+    const spoken = heard.texts.length > 0 ? { ...message, text: said } : message;
+    const remembered = await options.memory?.context(spoken, who, log);
     const system = [buildSystemPrompt(options, message), ...(options.promptExtras ?? []), ...(remembered ? ['', remembered] : [])].join('\n');
     const loop = (turn: readonly ChatMessage[], iteration: number, xml: boolean): Promise<LoopOutcome> =>
       runLoop({
@@ -120,10 +127,10 @@ export function createAgent(options: AgentOptions): TurnHandler {
     const pending = await options.approvals.pending(conversation);
     const clearPending = (tx: Sql): Promise<void> => options.approvals.in(tx).clear(conversation);
     if (pending && pending.originTurn !== turnId && pending.senderId === message.sender.id) {
-      const answer = parseAnswer(message.text);
+      const answer = parseAnswer(said);
       const summaries = pending.paused.calls.flatMap((call) => (call.outcome === 'ask' ? [call.summary] : []));
       log.info({ answer: answer ?? 'other', summaries }, 'approval answered');
-      const asked = answer === 'yes' || answer === 'always' ? ('run' as const) : { declined: declinedText(answer, message.text) };
+      const asked = answer === 'yes' || answer === 'always' ? ('run' as const) : { declined: declinedText(answer, said) };
       const results = await runPrepared(pending.paused.calls, options.runner, ctx, asked);
       const calls = pending.paused.calls.map((call) => call.call);
       const turn = [...pending.paused.turn, ...resultMessages(calls, results, pending.paused.xml)];
@@ -137,13 +144,9 @@ export function createAgent(options: AgentOptions): TurnHandler {
     const stale = pending !== undefined && pending.originTurn === turnId;
     // Photos go with the turn as workspace references (history keeps the paths, never bytes).
     const images = imageParts(message.attachments);
-    // Voice notes become the person's words, in this turn's user message: history keeps the
-    // transcript, so later turns read it and nothing is transcribed twice (a re-run after a crash may).
-    const heard = await transcribeWith(options.transcription, message, signal, log);
-    echoed.push(...heard.echo);
     const content = [prompt ?? message.text, ...heard.lines].filter((part) => part !== '').join('\n\n');
     const outcome = await loop([{ role: 'user', content, ...(images.length > 0 ? { images } : {}) }], 0, xmlFallback);
-    await options.memory?.save(message, who, log);
+    await options.memory?.save(spoken, who, log);
     return finish(outcome, stale ? clearPending : undefined);
 
     function finish(outcome: LoopOutcome, before?: (tx: Sql) => Promise<void>): TurnOutput {
@@ -180,12 +183,13 @@ async function transcribeWith(
   message: TurnInput['message'],
   signal: AbortSignal,
   log: TurnInput['log'],
-): Promise<{ lines: string[]; echo: string[] }> {
+): Promise<{ lines: string[]; echo: string[]; texts: string[] }> {
   const audio = audioAttachments(message.attachments);
-  if (!transcription || audio.length === 0) return { lines: [], echo: [] };
+  if (!transcription || audio.length === 0) return { lines: [], echo: [], texts: [] };
   const transcriber = await transcription.transcriber();
   const lines: string[] = [];
   const echo: string[] = [];
+  const texts: string[] = [];
   for (const attachment of audio) {
     const what = attachment.kind === 'voice' ? 'voice note' : 'audio';
     const started = performance.now();
@@ -193,12 +197,13 @@ async function transcribeWith(
     log.info({ file: attachment.path, ok: result.ok, ms: Math.round(performance.now() - started), ...(result.ok ? { chars: result.text.length } : { reason: result.reason }) }, 'transcription');
     if (result.ok) {
       lines.push(`[${what} ${attachment.name}, transcribed — the person's words] ${result.text}`);
+      texts.push(result.text);
       if (transcription.echo) echo.push(`🎤 “${result.text}”`);
     } else {
       lines.push(`[${what} ${attachment.name} could not be transcribed: ${result.reason}. Tell the person you could not listen to it, and ask them to type the message or send it again.]`);
     }
   }
-  return { lines, echo };
+  return { lines, echo, texts };
 }
 
 function declinedText(answer: 'no' | undefined, text: string): string {
