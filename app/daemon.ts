@@ -7,13 +7,14 @@ import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { canSendFiles, type Channel, type ChannelContext } from '../src/channel.ts';
 import type { Memory } from '../src/memory.ts';
-import { createAgent, type TurnHandler } from '../src/agent/agent.ts';
+import { createAgent, type TurnHandler, type TurnTranscription } from '../src/agent/agent.ts';
 import type { Provider } from '../src/provider.ts';
 import { ApprovalStore } from '../src/agent/approvals.ts';
 import { createTurnMemory } from '../src/agent/memory-context.ts';
 import { ConfigError, loadConfig, locateConfig } from '../src/config/load.ts';
 import { tuneHeap } from './heap.ts';
-import type { ChannelPolicyConfig, Config } from '../src/config/schema.ts';
+import type { ChannelPolicyConfig, Config, TranscriptionConfig } from '../src/config/schema.ts';
+import type { Transcriber } from '../src/media/transcribe.ts';
 import { createLogger, createLogTail, type Logger } from '../src/log.ts';
 import { defaultDeliveryOptions } from '../src/runtime/delivery.ts';
 import { Runtime, type ChannelPolicy, type RuntimeOptions } from '../src/runtime/runtime.ts';
@@ -216,6 +217,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     });
   const agentFor = (from: Config, endpoint: Provider, built: BuiltTools): TurnHandler =>
     createAgent({
+      ...(from.transcription ? { transcription: turnTranscription(from.transcription, workspace, log) } : {}),
       provider: endpoint,
       runner: meterToolRunner(built.runner, metrics),
       approvals,
@@ -597,6 +599,32 @@ function noChannelError(file: string, config: Config): ConfigError {
       example: config.gateway === undefined ? '[gateway] listen = "127.0.0.1:8787"' : '[gateway] console = true',
     },
   ]);
+}
+
+/**
+ * `[transcription]` for the agent: src/media/transcribe.ts is imported on the first voice
+ * note, not at start (a daemon without voice notes loads nothing for them).
+ */
+function turnTranscription(config: TranscriptionConfig, workspace: string, log: Logger): TurnTranscription {
+  let made: Promise<Transcriber> | undefined;
+  return {
+    echo: config.echo_transcript,
+    transcriber: () =>
+      (made ??= import('../src/media/transcribe.ts').then(({ createTranscriber }) =>
+        createTranscriber({
+          baseUrl: config.base_url,
+          model: config.model,
+          ...(config.api_key === undefined ? {} : { apiKey: config.api_key }),
+          ...(config.language === undefined ? {} : { language: config.language }),
+          timeoutMs: config.timeout_seconds * 1000,
+          maxRetries: config.max_retries,
+          maxRetryAfterMs: config.retry_max_wait_seconds * 1000,
+          maxBytes: Math.round(config.max_audio_mb * 1024 * 1024),
+          workspace,
+          log: log.child({ component: 'transcription' }),
+        }),
+      )),
+  };
 }
 
 /** Whether `chat` needs the secret at this config key: not for what only `start` opens (the gateway, other channels, the cluster's store). */

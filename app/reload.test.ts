@@ -43,6 +43,10 @@ describe('diffConfig', () => {
     assert.equal(timeout.tools, true);
     const recall = diffConfig(parse(base), parse(`${base}[memory]\nrecall_limit = 9\n`));
     assert.deepEqual([recall.tools, recall.agent, recall.needsRestart], [false, true, []]);
+    const voice = `[transcription]\nkind = "openai"\nbase_url = "http://127.0.0.1:2/v1"\n`;
+    const added = diffConfig(parse(base), parse(`${base}${voice}`));
+    assert.deepEqual([added.provider, added.tools, added.agent, added.needsRestart], [false, false, true, []]);
+    assert.equal(diffConfig(parse(`${base}${voice}`), parse(`${base}${voice}echo_transcript = true\n`)).agent, true);
   });
 
   it('names the keys that need a restart and keeps their old values', () => {

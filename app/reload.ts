@@ -65,7 +65,7 @@ export function diffConfig(old: Config, next: Config): ConfigDiff {
     changed(old.agents, next.agents) ||
     changed(old.mcp, next.mcp) ||
     toolKeys.some((path) => changed(valueAt(old, path), valueAt(next, path)));
-  const agent = provider || tools || changed(old.agent, next.agent) || memoryPerTurn.some((key) => changed(old.memory[key], next.memory[key]));
+  const agent = provider || tools || changed(old.agent, next.agent) || changed(old.transcription, next.transcription) || memoryPerTurn.some((key) => changed(old.memory[key], next.memory[key]));
   return { restarted, added, removed, provider, tools, agent, needsRestart };
 }
 

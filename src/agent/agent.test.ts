@@ -10,6 +10,7 @@ import { sanitizeReply } from './sanitize.ts';
 import { createToolRunner, type ToolDecision } from './tool-runner.ts';
 import { createArgsValidator } from './validate.ts';
 import type { ToolCallingMode } from './loop.ts';
+import type { TurnMemory } from './memory-context.ts';
 import { createClockTool } from '../tools/clock.ts';
 import { openDatabase } from '../store/db.ts';
 import { sqliteDatabase } from '../store/sqlite-sql.ts';
@@ -22,6 +23,9 @@ interface MakeOptions {
   maxToolIterations?: number;
   toolTimeoutMs?: number;
   workspace?: string;
+  /** What each voice note is heard as (a fake transcriber). */
+  heard?: string;
+  memory?: TurnMemory;
 }
 
 function makeAgent(provider: Provider, options: MakeOptions = {}) {
@@ -43,6 +47,8 @@ function makeAgent(provider: Provider, options: MakeOptions = {}) {
     workspace: options.workspace ?? '/tmp',
     maxToolIterations: options.maxToolIterations ?? 10,
     toolCalling: options.toolCalling ?? 'native',
+    ...(options.memory === undefined ? {} : { memory: options.memory }),
+    ...(options.heard === undefined ? {} : { transcription: { echo: false, transcriber: async () => ({ transcribe: async () => ({ ok: true as const, text: options.heard! }) }) } }),
   });
   return { agent, approvals, committed: (output: TurnOutput) => commitTurn(database, output) };
 }
@@ -293,6 +299,29 @@ describe('agent: approvals in the conversation', () => {
     );
     assert.equal(second.messages[0]!.content, 'deploy v2 please');
     assert.equal(provider.requests.length, 2, 'the answer itself never went to the model as a message');
+  });
+
+  it('a spoken "yes" (a voice note, transcribed) answers the approval like a typed one', async () => {
+    const { tool, runs } = makeRisky();
+    const provider = scripted({ toolCalls: [{ id: 'c1', name: 'deploy', arguments: '{"cmd":"v4"}' }] }, { text: 'Deployed v4.' });
+    const { agent, committed } = makeAgent(provider, { tools: [tool], decide: askMedium, heard: 'Yes.' });
+    await committed(await agent(input('deploy v4 please', 1)));
+    const voice = input('', 2);
+    const second = await committed(await agent({ ...voice, message: { ...voice.message, attachments: [{ kind: 'voice', name: 'voice.ogg', mime: 'audio/ogg', size: 900, path: 'inbox/mem/m2/voice.ogg' }] } }));
+    assert.equal(second.reply, 'Deployed v4.');
+    assert.deepEqual(runs, ['v4']);
+  });
+
+  it("memory recalls for, and saves, a voice note's transcript", async () => {
+    const seen: string[] = [];
+    const memory: TurnMemory = {
+      context: async (said) => void seen.push(`recall:${said.text}`),
+      save: async (said) => void seen.push(`save:${said.text}`),
+    };
+    const { agent } = makeAgent(scripted({ text: 'Noted.' }), { heard: 'My sister is called Ines.', memory });
+    const voice = input('', 1);
+    await agent({ ...voice, message: { ...voice.message, attachments: [{ kind: 'voice', name: 'voice.ogg', mime: 'audio/ogg', size: 900, path: 'inbox/mem/m1/voice.ogg' }] } });
+    assert.deepEqual(seen, ['recall:My sister is called Ines.', 'save:My sister is called Ines.']);
   });
 
   it('tells the model when the person says no, and never runs the call', async () => {

@@ -13,7 +13,8 @@ import { sanitizeReply } from './sanitize.ts';
 import type { ToolRunner } from './tool-runner.ts';
 import type { TurnMemory } from './memory-context.ts';
 import { whoOf } from '../memory.ts';
-import { imageParts } from '../inbound/attachments.ts';
+import { audioAttachments, imageParts } from '../inbound/attachments.ts';
+import type { Transcriber } from '../media/transcribe.ts';
 import type { Sql } from '../store/sql.ts';
 
 export interface TurnInput {
@@ -63,6 +64,15 @@ export interface AgentOptions {
   readonly promptExtras?: readonly string[];
   /** Long-term memory around each turn; omitted = none. */
   readonly memory?: TurnMemory;
+  /** Voice notes and audio files to text (`[transcription]`); omitted = they are described only. */
+  readonly transcription?: TurnTranscription;
+}
+
+export interface TurnTranscription {
+  /** The client, made (and its module loaded) on the first voice note. */
+  readonly transcriber: () => Promise<Transcriber>;
+  /** Send the transcript to the person before the answer. */
+  readonly echo: boolean;
 }
 
 /** Builds the turn handler for the runtime. */
@@ -85,7 +95,16 @@ export function createAgent(options: AgentOptions): TurnHandler {
     const ownImages = new Set(imageParts(message.attachments).flatMap((part) => (part.type === 'file' ? [part.path] : [])));
     const imageProblems = new Map<string, string>();
     const onImageProblem = (path: string, line: string): void => void (ownImages.has(path) && imageProblems.set(path, line));
-    const remembered = await options.memory?.context(message, who, log);
+    // Voice notes become the person's words, in this turn's user message: history keeps the
+    // transcript, so later turns read it and nothing is transcribed twice (a re-run after a crash
+    // may). A spoken "yes" answers a pending approval like a typed one; memory recalls for, and
+    // saves, what was said (under the same per-person scope as text).
+    const heard = await transcribeWith(options.transcription, message, signal, log);
+    /** Transcripts the person hears before the answer (`echo_transcript`). */
+    const echoed = heard.echo;
+    const said = [message.text, ...heard.texts].filter((part) => part !== '').join('\n');
+    const spoken = heard.texts.length > 0 ? { ...message, text: said } : message;
+    const remembered = await options.memory?.context(spoken, who, log);
     const system = [buildSystemPrompt(options, message), ...(options.promptExtras ?? []), ...(remembered ? ['', remembered] : [])].join('\n');
     const loop = (turn: readonly ChatMessage[], iteration: number, xml: boolean): Promise<LoopOutcome> =>
       runLoop({
@@ -108,10 +127,10 @@ export function createAgent(options: AgentOptions): TurnHandler {
     const pending = await options.approvals.pending(conversation);
     const clearPending = (tx: Sql): Promise<void> => options.approvals.in(tx).clear(conversation);
     if (pending && pending.originTurn !== turnId && pending.senderId === message.sender.id) {
-      const answer = parseAnswer(message.text);
+      const answer = parseAnswer(said);
       const summaries = pending.paused.calls.flatMap((call) => (call.outcome === 'ask' ? [call.summary] : []));
       log.info({ answer: answer ?? 'other', summaries }, 'approval answered');
-      const asked = answer === 'yes' || answer === 'always' ? ('run' as const) : { declined: declinedText(answer, message.text) };
+      const asked = answer === 'yes' || answer === 'always' ? ('run' as const) : { declined: declinedText(answer, said) };
       const results = await runPrepared(pending.paused.calls, options.runner, ctx, asked);
       const calls = pending.paused.calls.map((call) => call.call);
       const turn = [...pending.paused.turn, ...resultMessages(calls, results, pending.paused.xml)];
@@ -125,14 +144,15 @@ export function createAgent(options: AgentOptions): TurnHandler {
     const stale = pending !== undefined && pending.originTurn === turnId;
     // Photos go with the turn as workspace references (history keeps the paths, never bytes).
     const images = imageParts(message.attachments);
-    const outcome = await loop([{ role: 'user', content: prompt ?? message.text, ...(images.length > 0 ? { images } : {}) }], 0, xmlFallback);
-    await options.memory?.save(message, who, log);
+    const content = [prompt ?? message.text, ...heard.lines].filter((part) => part !== '').join('\n\n');
+    const outcome = await loop([{ role: 'user', content, ...(images.length > 0 ? { images } : {}) }], 0, xmlFallback);
+    await options.memory?.save(spoken, who, log);
     return finish(outcome, stale ? clearPending : undefined);
 
     function finish(outcome: LoopOutcome, before?: (tx: Sql) => Promise<void>): TurnOutput {
       const sent = files.length > 0 ? { files } : {};
       // The person hears, before the answer, which of this message's photos the model could not see.
-      const told = [...ownImages].flatMap((path) => imageProblems.get(path) ?? []);
+      const told = [...echoed, ...[...ownImages].flatMap((path) => imageProblems.get(path) ?? [])];
       const withNotes = (reply: string): string => (told.length === 0 ? reply : [...told, reply].filter((part) => part !== '').join('\n\n'));
       if (outcome.kind === 'done') return { reply: withNotes(sanitizeReply(outcome.reply)), messages: outcome.turn, ...sent, ...(before ? { commit: before } : {}) };
       const next: PendingApproval = {
@@ -155,6 +175,35 @@ export function createAgent(options: AgentOptions): TurnHandler {
       };
     }
   };
+}
+
+/** Lines for the model (one per audio attachment) and, with `echo`, for the person. */
+async function transcribeWith(
+  transcription: TurnTranscription | undefined,
+  message: TurnInput['message'],
+  signal: AbortSignal,
+  log: TurnInput['log'],
+): Promise<{ lines: string[]; echo: string[]; texts: string[] }> {
+  const audio = audioAttachments(message.attachments);
+  if (!transcription || audio.length === 0) return { lines: [], echo: [], texts: [] };
+  const transcriber = await transcription.transcriber();
+  const lines: string[] = [];
+  const echo: string[] = [];
+  const texts: string[] = [];
+  for (const attachment of audio) {
+    const what = attachment.kind === 'voice' ? 'voice note' : 'audio';
+    const started = performance.now();
+    const result = await transcriber.transcribe(attachment.path!, signal);
+    log.info({ file: attachment.path, ok: result.ok, ms: Math.round(performance.now() - started), ...(result.ok ? { chars: result.text.length } : { reason: result.reason }) }, 'transcription');
+    if (result.ok) {
+      lines.push(`[${what} ${attachment.name}, transcribed — the person's words] ${result.text}`);
+      texts.push(result.text);
+      if (transcription.echo) echo.push(`🎤 “${result.text}”`);
+    } else {
+      lines.push(`[${what} ${attachment.name} could not be transcribed: ${result.reason}. Tell the person you could not listen to it, and ask them to type the message or send it again.]`);
+    }
+  }
+  return { lines, echo, texts };
 }
 
 function declinedText(answer: 'no' | undefined, text: string): string {

@@ -120,6 +120,31 @@ describe('config', () => {
     assert.equal(parseConfig(toml('$' + '{TG_SECRET}'), 't', env, { requireSecrets: false }).channels.telegram?.webhook?.secret, '${TG_SECRET}');
   });
 
+  it('[transcription]: off when absent; defaults, ${ENV} key and clear errors when present', () => {
+    assert.equal(parseConfig(minimal, 't', env).transcription, undefined);
+    const on = parseConfig(`${minimal}[transcription]\nkind = "openai"\napi_key = "\${WHISPER_KEY}"\nlanguage = "de"\n`, 't', { ...env, WHISPER_KEY: 'sk-whisper' });
+    assert.deepEqual(on.transcription, {
+      kind: 'openai',
+      base_url: 'https://api.openai.com/v1',
+      model: 'whisper-1',
+      api_key: 'sk-whisper',
+      language: 'de',
+      timeout_seconds: 120,
+      max_retries: 2,
+      retry_max_wait_seconds: 30,
+      echo_transcript: false,
+      max_audio_mb: 25,
+    });
+    const message = problems(`${minimal}[transcription]\nkind = "whisper"\nbase_url = "localhost:9000"\nlanguage = "German"\necho_transcript = "yes"\nmax_audio_mb = 0\nbogus = 1\n`);
+    assert.match(message, /transcription\.kind: .*e\.g\. \[transcription\] kind = "openai"/s);
+    assert.match(message, /transcription\.base_url: must be an http:\/\/ or https:\/\/ URL/);
+    assert.match(message, /transcription\.language: must be an ISO-639-1 language code such as "en" or "de"/);
+    assert.match(message, /transcription\.echo_transcript/);
+    assert.match(message, /transcription\.max_audio_mb/);
+    assert.match(message, /transcription\.bogus/);
+    assert.match(problems(`${minimal}[transcription]\nkind = "openai"\napi_key = "\${WHISPER_KEY}"\n`), /transcription\.api_key: .*WHISPER_KEY/);
+  });
+
   it('reports every problem at once', () => {
     const message = problems('[provider]\nkind = "x"\n[agent]\nhistory_turns = -1\nbogus = 1');
     assert.match(message, /provider\.kind/);

@@ -102,6 +102,29 @@ const Route = v.strictObject({
   vision: vision(),
 });
 
+/**
+ * Voice notes and audio files to text, through any OpenAI-compatible `/audio/transcriptions`
+ * endpoint (OpenAI, Groq, a local whisper server). Absent = off: the model gets the file's
+ * name, type and path, as before.
+ */
+const Transcription = v.strictObject({
+  kind: v.pipe(v.picklist(['openai']), v.examples(['openai' as const])),
+  base_url: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/, 'an http:// or https:// URL'), v.examples(['https://api.openai.com/v1'])), 'https://api.openai.com/v1'),
+  model: textOr('whisper-1', 'whisper-1'),
+  api_key: v.optional(text('${OPENAI_API_KEY}')),
+  /** ISO-639-1 code of the spoken language (better accuracy and speed); absent = detected. */
+  language: v.optional(v.pipe(v.string(), v.regex(/^[a-z]{2,3}$/, 'an ISO-639-1 language code such as "en" or "de"'), v.examples(['en']))),
+  timeout_seconds: positive(3600, 120),
+  /** Retries after the first try on 429, 5xx and network errors (honouring Retry-After). */
+  max_retries: int(0, 10, 2),
+  /** A Retry-After longer than this is not waited for: the voice note is reported as not transcribed. */
+  retry_max_wait_seconds: num(0, 600, 30),
+  /** Send the transcript to the person before the answer. */
+  echo_transcript: v.optional(v.pipe(v.boolean(), v.examples([false])), false),
+  /** Audio files larger than this are not sent (OpenAI takes 25 MB per request). */
+  max_audio_mb: positive(1024, 25),
+});
+
 type ToolNameList = Array<(typeof toolNames)[number]>;
 const toolNames = [
   'current_time', 'shell', 'file_read', 'file_write', 'file_edit', 'glob', 'grep', 'http_request', 'web_fetch', 'schedule', 'delegate',
@@ -447,6 +470,8 @@ export const ConfigSchema = v.strictObject({
   agent: v.optional(Agent, {}),
   provider: Provider,
   routes: v.optional(v.array(Route), []),
+  /** Absent = voice notes are described, not transcribed. */
+  transcription: v.optional(Transcription),
   security: v.optional(Security, {}),
   tools: v.optional(Tools, {}),
   memory: v.optional(MemoryConfig, {}),
@@ -464,6 +489,7 @@ export const ConfigSchema = v.strictObject({
 export type Config = v.InferOutput<typeof ConfigSchema>;
 export type EndpointConfig = v.InferOutput<typeof Fallback>;
 export type RouteConfig = v.InferOutput<typeof Route>;
+export type TranscriptionConfig = v.InferOutput<typeof Transcription>;
 export type TelegramConfig = v.InferOutput<typeof Telegram>;
 export type DiscordConfig = v.InferOutput<typeof Discord>;
 export type SlackConfig = v.InferOutput<typeof Slack>;

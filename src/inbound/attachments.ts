@@ -79,6 +79,18 @@ export function imageParts(attachments: readonly Attachment[] | undefined): Imag
   );
 }
 
+const AUDIO_NAME = /\.(oga|ogg|opus|mp3|mpga|mpeg|m4a|aac|wav|flac|webm|weba)$/i;
+
+/**
+ * The saved voice notes and audio files of a message, to transcribe: kind `voice` or `audio`,
+ * or a `file` whose MIME type or name says audio.
+ */
+export function audioAttachments(attachments: readonly Attachment[] | undefined): Attachment[] {
+  return (attachments ?? []).filter(
+    (a) => a.path !== undefined && (a.kind === 'voice' || a.kind === 'audio' || (a.kind === 'file' && (a.mime?.startsWith('audio/') === true || (a.mime?.startsWith('video/') !== true && AUDIO_NAME.test(a.name))))),
+  );
+}
+
 /** How the model is told about a message's attachments (appended to the message text). */
 export function describeAttachments(attachments: readonly Attachment[]): string {
   const lines = attachments.map((a) => {

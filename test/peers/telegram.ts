@@ -38,7 +38,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { ApiError as TgApiError, ApiMethods, ApiSuccess, Chat, File, Message, MessageEntity, Opts, ResponseParameters, Update as TgUpdate, User, UserFromGetMe, WebhookInfo } from '@grammyjs/types';
+import type { ApiError as TgApiError, ApiMethods, ApiSuccess, Chat, File, Message, MessageEntity, Opts, ResponseParameters, Update as TgUpdate, User, UserFromGetMe, Voice, WebhookInfo } from '@grammyjs/types';
 import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
 import { freePort } from '../support/net.ts';
 
@@ -121,6 +121,13 @@ export interface TelegramPeer extends ChatPeer {
   readonly webhookAnswers: readonly number[];
   /** A person posts a file of a given kind (document by default). */
   postFile(user: PeerUser, place: Place, file: { name: string; mime: string; data: Uint8Array }, caption?: string, kind?: 'document' | 'photo' | 'voice'): Promise<void>;
+  /**
+   * A person records a voice note: a Message with `voice` (Bot API "Voice": file_id,
+   * file_unique_id, duration, mime_type, file_size; https://core.telegram.org/bots/api#voice).
+   * Telegram stores voice notes as OGG/Opus under `voice/file_N.oga` (the file_path getFile
+   * returns), and a voice note has no file name.
+   */
+  postVoice(user: PeerUser, place: Place, data: Uint8Array, options?: { duration?: number; caption?: string }): Promise<void>;
   /** The message `postFile` queues, with its file stored (not queued). */
   fileMessage(user: PeerUser, place: Place, file: { name: string; mime: string; data: Uint8Array }, caption?: string, kind?: 'document' | 'photo' | 'voice'): TgMessage;
   /**
@@ -406,7 +413,10 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     if (kind === 'photo') {
       const big = storeFile(data, 'photos', file.name);
       extra.photo = [{ ...storeFile(data.subarray(0, Math.min(16, data.length)), 'photos', file.name), width: 90, height: 90 }, { ...big, width: 800, height: 600 }];
-    } else if (kind === 'voice') extra.voice = { ...storeFile(data, 'voice', file.name), duration: 1, mime_type: file.mime };
+    } else if (kind === 'voice') {
+      const voice: Voice = { ...storeFile(data, 'voice', file.name), duration: 1, mime_type: file.mime };
+      extra.voice = voice;
+    }
     else extra.document = { ...storeFile(data, 'documents', file.name), file_name: file.name, mime_type: file.mime };
     return messageFrom(user, place, caption ?? '', extra);
   }
@@ -749,6 +759,10 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     },
     async postFile(user, place, file, caption, kind = 'document') {
       queue({ message: fileMessage(user, place, file, caption, kind) });
+    },
+    async postVoice(user, place, data, options = {}) {
+      const voice: Voice = { ...storeFile(Buffer.from(data), 'voice', '.oga'), duration: options.duration ?? Math.max(1, Math.round(data.length / 2000)), mime_type: 'audio/ogg' };
+      queue({ message: messageFrom(user, place, options.caption ?? '', options.caption === undefined ? { voice } : { voice, caption: options.caption }) });
     },
     fileMessage,
     queue,
