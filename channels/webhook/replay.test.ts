@@ -37,6 +37,8 @@ async function start(config: Record<string, unknown> = {}, logger = log): Promis
   const { port } = await gateway.start();
   const turns: string[] = [];
   const controller = new AbortController();
+  let markReady = (): void => undefined;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
   const listening = channel.listen(
     async (message) => {
       if (turns.includes(message.id)) return 'duplicate';
@@ -45,8 +47,10 @@ async function start(config: Record<string, unknown> = {}, logger = log): Promis
       return 'accepted';
     },
     controller.signal,
-    { ready: () => undefined, alive: () => undefined, deaf: () => undefined },
+    { ready: () => markReady(), alive: () => undefined, deaf: () => undefined },
   );
+  // The route exists once listen says ready (it reads the channel's state first): a post before would be refused.
+  await ready;
   return {
     turns,
     post: async (key, body, signature) => {
