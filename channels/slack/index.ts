@@ -141,9 +141,11 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
         }),
       };
       current = session;
-      // Events journaled (acknowledged) by an earlier listen and not pushed yet.
-      session.intake.replay(push).catch((error: unknown) => ctx.log.error({ err: error }, 'could not read the Slack journal; its events are pushed at the next start'));
       try {
+        // Events journaled (acknowledged) by an earlier listen and not pushed yet — queued before
+        // the receiver takes a new event, so a chat's messages reach the inbox in the order said.
+        // A journal that cannot be read fails this listen (the supervisor tries again).
+        await session.intake.replay(push);
         if (receiver instanceof SocketReceiver) await receiver.start(signal, link);
         else await serveEvents(receiver, { listen: config.listen, log: ctx.log }, signal, link);
       } finally {
