@@ -859,19 +859,21 @@ const NAMED: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"' };
 /**
  * The sizes Telegram makes of a photo, smallest first: JPEG thumbnails fitting the boxes of
  * https://core.telegram.org/api/files#image-thumbnail-types (s 100, m 320, x 800, y 1280,
- * w 2560) that are smaller than the photo, then the photo itself. Telegram re-encodes that one
- * too; the peer keeps the person's bytes (within the 2560 box) so a test can compare what the
- * model received with what was sent. Undefined when the bytes do not decode (the app then sends
- * the file as a document).
+ * w 2560) that are smaller than the photo, then the photo itself. Every size is a JPEG (a PNG or
+ * WebP is converted); Telegram re-encodes a JPEG too, but the peer keeps the person's JPEG bytes
+ * (within the 2560 box) so a test can compare what the model received with what was sent.
+ * Undefined when the bytes do not decode (the app then sends the file as a document).
  */
 export async function photoSizes(data: Buffer): Promise<Array<{ data: Buffer; width: number; height: number }> | undefined> {
   const { default: sharp } = await import('sharp');
   let width: number;
   let height: number;
+  let jpeg: boolean;
   try {
     const meta = await sharp(data, { failOn: 'warning' }).metadata();
     await sharp(data, { failOn: 'warning' }).raw().toBuffer(); // the app decodes the whole photo to compress it
     ({ width, height } = meta.autoOrient ?? meta);
+    jpeg = meta.format === 'jpeg';
   } catch {
     return undefined;
   }
@@ -884,7 +886,7 @@ export async function photoSizes(data: Buffer): Promise<Array<{ data: Buffer; wi
     }),
   );
   if (long > 2560) return thumbs;
-  return [...thumbs, { data, width, height }];
+  return [...thumbs, { data: jpeg ? data : await sharp(data, { autoOrient: true }).flatten({ background: '#ffffff' }).jpeg({ quality: 87 }).toBuffer(), width, height }];
 }
 
 export function parseTelegramHtml(html: string): { text: string } | { error: string } {
