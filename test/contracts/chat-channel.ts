@@ -3,7 +3,9 @@
  * 127.0.0.1 and a local peer playing the platform. Every chat adapter (Telegram, Discord,
  * Slack, …) runs it through its own {@link ChatPeer}: DM round trip, mention gating in groups,
  * threads / topics as their own conversations, long replies split in order, streaming edits,
- * the pairing flow, denied senders, chat commands and attachments.
+ * the pairing flow, denied senders, chat commands and attachments — photos among them: a photo
+ * reaches the model as an image part (the prepared bytes of what was sent), with or without a
+ * caption; a damaged image and a file over the size limit are answered, not dropped.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
