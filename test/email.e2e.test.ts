@@ -6,6 +6,7 @@
  * arrives, and a SIGKILL mid-turn.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +16,8 @@ import type { Channel, ChannelContext, InboundMessage } from '../src/channel.ts'
 import type { EmailConfig } from '../src/config/schema.ts';
 import { refOf } from '../src/conversation.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
+import { createImagePreparer, IMAGE_LIMITS } from '../src/media/image.ts';
+import { cameraJpeg } from './support/photos.ts';
 import { runChannelContract } from './contracts/channel.ts';
 import { runChatChannelContract, type PeerUser, type Place } from './contracts/chat-channel.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
@@ -30,6 +33,7 @@ requireServers('dovecot', 'postfix');
 
 const dm: Place = { kind: 'dm', user: 'alice' };
 const env = { TEST_MODEL_KEY: 'sk-email' };
+const sha256 = (data: Uint8Array): string => createHash('sha256').update(data).digest('hex');
 
 // One mail system for the whole file (starting one costs about a second); every test starts its
 // own threads (peer.reset) and every mail is handled (\Seen) before a test ends.
@@ -278,6 +282,35 @@ describe('email with the daemon', () => {
     assert.equal(again.inReplyTo, second);
     assert.deepEqual(again.references, [first, reply.messageId, second]);
     assert.equal(again.text, 'echo: Pizza sounds good. What time?');
+    await stop();
+  });
+
+  it('shows the model the photos an HTML mail carries inline (cid:, multipart/related) as well as attached ones', async () => {
+    await start();
+    model.script({ text: 'Two photos of a fern.' });
+    const inline = await cameraJpeg(640, 480);
+    const attached = await cameraJpeg(400, 300);
+    const preparer = createImagePreparer();
+    const expected = await Promise.all([inline, attached].map(async (photo) => {
+      const prepared = await preparer.prepare(photo, IMAGE_LIMITS.openai);
+      assert.ok(prepared.ok);
+      return sha256(prepared.data);
+    }));
+    // As mail clients send a pasted picture (nodemailer: an attachment with a cid goes into multipart/related, Content-Disposition inline).
+    const first = await peer.mail('alice', {
+      subject: 'Which plant?',
+      text: 'Pasted below, and one attached.',
+      html: '<p>Pasted below, and one attached.</p><p><img src="cid:pasted-1@mail.example"></p>',
+      attachments: [
+        { cid: 'pasted-1@mail.example', contentType: 'image/jpeg', content: inline, contentDisposition: 'inline' },
+        { filename: 'leaf.jpg', contentType: 'image/jpeg', content: attached },
+      ],
+    });
+    await until(() => botMailsTo('alice', peer, first).length === 1, 'the reply', 15_000, log);
+    const content: unknown = model.requests[0]!.body.messages.at(-1)!.content;
+    assert.ok(Array.isArray(content), `the message has image parts: ${JSON.stringify(content).slice(0, 500)}`);
+    const images = (content as Array<{ type: string; image_url?: { url: string } }>).flatMap((part) => (part.type === 'image_url' ? [Buffer.from(part.image_url!.url.replace(/^data:image\/jpeg;base64,/, ''), 'base64')] : []));
+    assert.deepEqual(images.map(sha256).sort(), [...expected].sort(), 'both photos, each as the preparer makes it');
     await stop();
   });
 

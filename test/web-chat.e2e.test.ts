@@ -4,9 +4,12 @@
  * just `[gateway]` (console on by default). The daemon starts and is ready with the `web`
  * channel, and the chat answers (the scripted model). A command's reply is drawn below the
  * command — also when the reply reaches the page before the answer to its post does — and the
- * conversation reads in the same order after a reload, commands and their replies included.
+ * conversation reads in the same order after a reload, commands and their replies included. A
+ * photo picked in the page (with text, and alone) reaches the model as an image part whose bytes
+ * are what the image preparer makes of it.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { requireServers } from './support/servers.ts';
 
@@ -16,6 +19,9 @@ const { chromium } = await import('playwright-core');
 const { startFakeOpenAI } = await import('./fixtures/fake-openai.ts');
 const { startDaemon, tempConfig } = await import('./support/cli.ts');
 const { freePort } = await import('./support/net.ts');
+const { cameraJpeg } = await import('./support/photos.ts');
+const { createImagePreparer, IMAGE_LIMITS } = await import('../src/media/image.ts');
+const sha256 = (data: Uint8Array): string => createHash('sha256').update(data).digest('hex');
 
 type Browser = Awaited<ReturnType<typeof chromium.launch>>;
 type Page = Awaited<ReturnType<Browser['newPage']>>;
@@ -131,6 +137,38 @@ describe('the browser chat as the only channel (real browser)', () => {
     await page.reload();
     await answered('echo: and after the status?');
     assert.deepEqual(await drawn(), expected(status), 'after a reload: the same order, the command and its reply included');
+    assert.deepEqual(pageProblems, []);
+  });
+
+  it('sends a photo picked in the chat page to the model as an image part, with the text', async () => {
+    const photo = await cameraJpeg(800, 600);
+    const prepared = await createImagePreparer().prepare(photo, IMAGE_LIMITS.openai);
+    assert.ok(prepared.ok);
+    const before = model.requests.length;
+    model.script({ text: 'That is a fern.' });
+    await page.goto(`${base}/#/chat`);
+    await answered('echo: and after the status?');
+    await page.locator('input[type="file"]').setInputFiles({ name: 'plant.jpg', mimeType: 'image/jpeg', buffer: photo });
+    await page.getByText('plant.jpg').waitFor();
+    await say('what plant is this?');
+    await answered('That is a fern.');
+    const request = model.requests[before]!;
+    const content: unknown = [...request.body.messages].reverse().find((m) => m.role === 'user')!.content;
+    assert.ok(Array.isArray(content), `the message carries parts: ${JSON.stringify(content).slice(0, 300)}`);
+    const parts = content as Array<{ type: string; text?: string; image_url?: { url: string } }>;
+    const images = parts.flatMap((part) => (part.type === 'image_url' ? [part.image_url!.url] : []));
+    assert.equal(images.length, 1, 'one image part');
+    assert.equal(sha256(Buffer.from(images[0]!.replace(/^data:image\/jpeg;base64,/, ''), 'base64')), sha256(prepared.data), 'the prepared bytes of the photo picked in the page');
+    assert.match(parts.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join(''), /what plant is this\?/, 'the text goes with it');
+
+    // A photo alone, no text: still a turn.
+    model.script({ text: 'The same fern.' });
+    await page.locator('input[type="file"]').setInputFiles({ name: 'again.jpg', mimeType: 'image/jpeg', buffer: photo });
+    await page.getByText('again.jpg').waitFor();
+    await page.getByRole('button', { name: 'Send', disabled: false }).click();
+    await answered('The same fern.');
+    const alone: unknown = [...model.requests.at(-1)!.body.messages].reverse().find((m) => m.role === 'user')!.content;
+    assert.ok(Array.isArray(alone) && (alone as Array<{ type: string }>).some((part) => part.type === 'image_url'), 'the photo without text reached the model');
     assert.deepEqual(pageProblems, []);
   });
 });

@@ -166,20 +166,33 @@ async function threadOf(options: ReceiveOptions, mail: ParsedMail, sender: strin
   return named.length === 0 ? undefined : options.findSentThread(named, sender);
 }
 
-/** Saves the mail's files (not images embedded in its HTML) in the workspace. */
+/**
+ * Saves the mail's files in the workspace: its attachments, and the images its HTML shows inline
+ * (multipart/related parts referenced as `cid:`, RFC 2392; mailparser marks them `related`), which
+ * are photos the model sees like any other. Other related parts (fonts, style sheets) are the
+ * HTML's furniture, not files the person sent. An inline image without a name gets one from its
+ * position, so two of them never share a path.
+ */
 function saveAttachments(ctx: ChannelContext, mail: ParsedMail, messageId: string): Promise<Attachment[]> {
-  const files = mail.attachments.filter((file) => !(file.related && file.contentDisposition !== 'attachment'));
+  const image = (file: ParsedMail['attachments'][number]): boolean => file.contentType.toLowerCase().startsWith('image/');
+  const files = mail.attachments.filter((file) => image(file) || !(file.related && file.contentDisposition !== 'attachment'));
   return Promise.all(
-    files.map((file) =>
-      ctx.attachments.save({
+    files.map((file, i) => {
+      const name = file.filename ?? (image(file) ? `inline-${i + 1}.${inlineExtension(file.contentType)}` : undefined);
+      return ctx.attachments.save({
         channel: ctx.name,
         messageId,
-        kind: 'file',
-        ...(file.filename ? { name: file.filename } : {}),
+        kind: image(file) ? 'photo' : 'file',
+        ...(name ? { name } : {}),
         mime: file.contentType,
         size: file.size,
         download: async () => new Uint8Array(file.content),
-      }),
-    ),
+      });
+    }),
   );
+}
+
+function inlineExtension(mime: string): string {
+  const subtype = mime.toLowerCase().split('/')[1]?.split(/[;+]/)[0]?.replace(/[^a-z0-9]/g, '') ?? '';
+  return subtype === 'jpeg' ? 'jpg' : subtype || 'bin';
 }

@@ -7,7 +7,9 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { SendError, type InboundMessage, type PushResult } from '../../src/channel.ts';
 import { createAttachmentStore } from '../../src/inbound/attachments.ts';
 import type { Place } from '../../test/contracts/chat-channel.ts';
-import { startTelegramPeer, type TelegramPeer } from '../../test/peers/telegram.ts';
+import sharp from 'sharp';
+import { photoSizes, startTelegramPeer, type TelegramPeer } from '../../test/peers/telegram.ts';
+import { alphaPng } from '../../test/support/photos.ts';
 import { testLogger } from '../../test/support/log.ts';
 import { createTelegramChannel, type TelegramChannel } from './index.ts';
 import { testChannelState } from '../../test/support/channel-state.ts';
@@ -214,6 +216,20 @@ describe('telegram channel against the Bot API peer', () => {
     assert.equal(photo!.attachments![0]!.size, 500, 'the largest size, not the thumbnail');
     assert.equal(big!.attachments![0]!.path, undefined);
     assert.match(big!.attachments![0]!.note!, /not downloaded/);
+  });
+
+  it("saves a photo's largest size within the attachment limit when the full size is over it", async () => {
+    // A PNG sent as a photo: the peer makes Telegram's sizes of it (100×75, 320×240 JPEGs, then 800×600).
+    const png = await alphaPng(800, 600);
+    const sizes = (await photoSizes(png))!;
+    assert.deepEqual(sizes.map((size) => size.data.length < 1000), [true, true, false], 'the full size is over the 1000-byte limit of this suite, the thumbnails are not');
+    await peer.postFile('alice', dm, { name: 'screen.png', mime: 'image/png', data: png }, 'this screen');
+    await until(() => bot.pushed.length === 1, 'the photo message');
+    const [saved] = bot.pushed[0]!.attachments!;
+    assert.equal(saved!.kind, 'photo');
+    assert.ok(saved!.path, `saved, not described as over the limit: ${JSON.stringify(saved)}`);
+    const meta = await sharp(readFileSync(join(workspace, saved!.path))).metadata();
+    assert.deepEqual([meta.format, meta.width, meta.height], ['jpeg', 320, 240], 'the 320 px size, the largest within the limit');
   });
 
   it('splits by visible length AND by 32 KiB of raw HTML: markup-heavy text Telegram would refuse arrives whole, formatted', async () => {

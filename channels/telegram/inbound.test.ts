@@ -98,4 +98,17 @@ describe('telegram inbound normalisation', () => {
     assert.deepEqual(doc.files, [{ kind: 'file', fileId: 'd', name: 'report.pdf', mime: 'application/pdf', size: 5 }]);
     assert.deepEqual(filesOf(msg({ voice: { file_id: 'v', file_unique_id: 'v', duration: 2 } })), [{ kind: 'voice', fileId: 'v', mime: 'audio/ogg' }]);
   });
+
+  it("takes a photo's largest size within the download limit, else the largest (described as over it)", () => {
+    const sizes = {
+      photo: [
+        { file_id: 's', file_unique_id: 's', width: 90, height: 68, file_size: 2_000 },
+        { file_id: 'x', file_unique_id: 'x', width: 800, height: 600, file_size: 90_000 },
+        { file_id: 'w', file_unique_id: 'w', width: 2560, height: 1920, file_size: 900_000 },
+      ],
+    };
+    assert.equal(filesOf(msg(sizes), 500_000)[0]!.fileId, 'x');
+    assert.equal(filesOf(msg(sizes), 1_000)[0]!.fileId, 'w', 'none fits: the largest, which the store describes as over the limit');
+    assert.equal(filesOf(msg(sizes))[0]!.fileId, 'w');
+  });
 });

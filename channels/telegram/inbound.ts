@@ -3,7 +3,7 @@
  * whether the bot was addressed, mention stripping and the files that came with it.
  * Pure functions, no I/O: the channel downloads the files this describes.
  */
-import type { Message, MessageEntity } from 'grammy/types';
+import type { Message, MessageEntity, PhotoSize } from 'grammy/types';
 import type { Attachment, InboundMessage } from '../../src/channel.ts';
 import { expectShape, isRecord, MalformedPayload } from '../../src/inbound/malformed.ts';
 
@@ -36,6 +36,11 @@ export interface NormaliseOptions {
   readonly account: string;
   /** The agent's name: a group message starting with it is addressed to the bot. */
   readonly assistantName: string;
+  /**
+   * The most bytes a file may have to be downloaded (the attachment limit, capped by the 20 MB
+   * getFile allows): a photo's largest size within it is taken. @default no limit
+   */
+  readonly maxFileBytes?: number;
 }
 
 /**
@@ -107,7 +112,7 @@ export function normalise(msg: Message, bot: BotIdentity, options: NormaliseOpti
   checkMessage(msg);
   const from = msg.from;
   if (!from || from.is_bot) return undefined; // the bot itself, other bots, anonymous admins (GroupAnonymousBot)
-  const files = filesOf(msg);
+  const files = filesOf(msg, options.maxFileBytes);
   const raw = msg.text ?? msg.caption ?? '';
   if (raw === '' && files.length === 0) return undefined; // joins, pins, topic creation…: nothing to answer
   const entities = msg.entities ?? msg.caption_entities ?? [];
@@ -172,8 +177,13 @@ function cleanText(text: string, entities: readonly MessageEntity[], bot: BotIde
   return result.trim();
 }
 
-/** The files a message carries (the largest size of a photo). */
-export function filesOf(msg: Message): FileRef[] {
+/**
+ * The files a message carries. Of a photo, Telegram sends every size it made (PhotoSize[]:
+ * thumbnails in boxes of 90 to 2560 px, https://core.telegram.org/api/files#image-thumbnail-types);
+ * the largest whose file_size is within `maxBytes` is taken (a size that states none counts as
+ * within), else the largest, which is then described as over the limit.
+ */
+export function filesOf(msg: Message, maxBytes = Number.POSITIVE_INFINITY): FileRef[] {
   const files: FileRef[] = [];
   const add = (kind: FileRef['kind'], file: { file_id: string; file_size?: number; file_name?: string; mime_type?: string } | undefined, mime?: string): void => {
     if (!file) return;
@@ -186,8 +196,9 @@ export function filesOf(msg: Message): FileRef[] {
     });
   };
   if (msg.photo && msg.photo.length > 0) {
-    const largest = msg.photo.reduce((a, b) => (b.width * b.height > a.width * a.height || (b.width * b.height === a.width * a.height && (b.file_size ?? 0) > (a.file_size ?? 0)) ? b : a));
-    add('photo', largest, 'image/jpeg');
+    const larger = (a: PhotoSize, b: PhotoSize): PhotoSize => (b.width * b.height > a.width * a.height || (b.width * b.height === a.width * a.height && (b.file_size ?? 0) > (a.file_size ?? 0)) ? b : a);
+    const fitting = msg.photo.filter((size) => (size.file_size ?? 0) <= maxBytes);
+    add('photo', (fitting.length > 0 ? fitting : msg.photo).reduce(larger), 'image/jpeg');
   }
   add('file', msg.document); // animations come with a document too
   add('voice', msg.voice, 'audio/ogg');

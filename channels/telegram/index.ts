@@ -100,7 +100,7 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
     try {
       const message = messageOf(update);
       if (!message) return;
-      normalised = normalise(message, me, { channel: ctx.name, account, assistantName: ctx.assistantName });
+      normalised = normalise(message, me, { channel: ctx.name, account, assistantName: ctx.assistantName, maxFileBytes: Math.min(ctx.attachments.maxBytes, MAX_DOWNLOAD) });
     } catch (error) {
       log.error({ reason: describeError(error, token), update: update.update_id }, 'could not read an update; skipped');
       return;

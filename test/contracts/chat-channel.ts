@@ -3,14 +3,19 @@
  * 127.0.0.1 and a local peer playing the platform. Every chat adapter (Telegram, Discord,
  * Slack, …) runs it through its own {@link ChatPeer}: DM round trip, mention gating in groups,
  * threads / topics as their own conversations, long replies split in order, streaming edits,
- * the pairing flow, denied senders, chat commands and attachments.
+ * the pairing flow, denied senders, chat commands and attachments — photos among them: a photo
+ * reaches the model as an image part (the prepared bytes of what was sent), with or without a
+ * caption; a damaged image and a file over the size limit are answered, not dropped.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startFakeOpenAI, type FakeOpenAI } from '../fixtures/fake-openai.ts';
+import { createHash } from 'node:crypto';
+import { createImagePreparer, IMAGE_LIMITS } from '../../src/media/image.ts';
+import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../fixtures/fake-openai.ts';
 import { runCli, startDaemon, tempConfig, type Daemon } from '../support/cli.ts';
+import { cameraJpeg } from '../support/photos.ts';
 
 export type PeerUser = 'alice' | 'bob' | 'mallory';
 
@@ -104,7 +109,7 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
       }
     });
 
-    async function start(policy: { allow?: readonly string[]; mentionOnly?: boolean; stream?: boolean } = {}): Promise<void> {
+    async function start(policy: { allow?: readonly string[]; mentionOnly?: boolean; stream?: boolean; maxAttachmentMb?: number } = {}): Promise<void> {
       await stop();
       peer.reset();
       model.requests.length = 0;
@@ -113,7 +118,8 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
         ...(policy.mentionOnly === undefined ? [] : [`mention_only = ${policy.mentionOnly}`]),
         ...(policy.stream === undefined ? [] : [`stream = ${policy.stream}`]),
       ];
-      config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n${peer.configSection()}${lines.join('\n')}\n`);
+      const runtime = policy.maxAttachmentMb === undefined ? '' : `[runtime]\nmax_attachment_mb = ${policy.maxAttachmentMb}\n`;
+      config = tempConfig(model.baseUrl, `${runtime}[log]\nformat = "json"\n${peer.configSection()}${lines.join('\n')}\n`);
       daemon = startDaemon(['start', '--config', config.file], { env });
       await daemon.waitFor(/"msg":"ready"/, 'stdout', 20_000);
     }
@@ -290,6 +296,61 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
       assert.ok(path, `the model is told where the file is: ${first}`);
       assert.equal(readFileSync(join(config!.dir, 'data', 'workspace', path), 'utf8'), 'quarterly numbers\n', 'the file is in the workspace');
       assert.deepEqual(peer.botFiles(dmAlice), ['back.txt']);
+    });
+
+    /** The last user message of a request the model received: its text parts and its images (decoded from their data URLs). */
+    function lastUser(request: RecordedRequest): { text: string; images: Array<{ mime: string; data: Buffer }> } {
+      const message = [...request.body.messages].reverse().find((m) => m.role === 'user')!;
+      const content: unknown = message.content;
+      if (typeof content === 'string') return { text: content, images: [] };
+      const parts = content as Array<{ type: string; text?: string; image_url?: { url: string } }>;
+      return {
+        text: parts.flatMap((part) => (part.type === 'text' ? [part.text ?? ''] : [])).join(''),
+        images: parts.flatMap((part) => {
+          const match = part.type === 'image_url' ? /^data:([^;]+);base64,(.*)$/s.exec(part.image_url?.url ?? '') : null;
+          return match ? [{ mime: match[1]!, data: Buffer.from(match[2]!, 'base64') }] : [];
+        }),
+      };
+    }
+    const sha256 = (data: Uint8Array): string => createHash('sha256').update(data).digest('hex');
+
+    it('a photo reaches the model as an image part, with its caption; one without a caption is still a turn', { skip: lacks.files ?? false }, async () => {
+      await start({ allow: [peer.users.alice] });
+      const photo = await cameraJpeg(800, 600);
+      const prepared = await createImagePreparer().prepare(photo, IMAGE_LIMITS.openai);
+      assert.ok(prepared.ok, 'the test photo prepares');
+      model.script({ text: 'a fern' }, { text: 'the same fern, again' });
+      await peer.postFile('alice', dmAlice, { name: 'plant.jpg', mime: 'image/jpeg', data: photo }, 'what is this plant?');
+      await until(() => texts(dmAlice).includes('a fern'), 'the answer to the photo', 20_000);
+      const first = lastUser(model.requests[0]!);
+      assert.match(first.text, /what is this plant\?/, 'the caption stays with the photo');
+      assert.equal(first.images.length, 1, `one image part: ${first.text}`);
+      assert.equal(first.images[0]!.mime, prepared.mime);
+      assert.equal(sha256(first.images[0]!.data), sha256(prepared.data), 'the bytes are the prepared photo the person sent');
+
+      await peer.postFile('alice', dmAlice, { name: 'again.jpg', mime: 'image/jpeg', data: photo });
+      await until(() => texts(dmAlice).includes('the same fern, again'), 'the answer to the photo without a caption', 20_000);
+      const second = lastUser(model.requests[1]!);
+      assert.equal(second.images.length, 1, `the uncaptioned photo is a turn with its image: ${second.text}`);
+      assert.equal(sha256(second.images[0]!.data), sha256(prepared.data));
+      assert.doesNotMatch(second.text, /what is this plant/, "the first photo's caption is not the second's");
+    });
+
+    it('a damaged image and a file over the size limit each end in a reply, not silence', { skip: lacks.files ?? false }, async () => {
+      await start({ allow: [peer.users.alice], maxAttachmentMb: 1 });
+      model.script({ text: 'I see.' }, { text: 'Too big for me.' });
+      const garbage = Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919 + 13) % 251));
+      await peer.postFile('alice', dmAlice, { name: 'broken.jpg', mime: 'image/jpeg', data: garbage }, 'can you see this?');
+      await until(() => texts(dmAlice).length === 1, 'the reply to the damaged image', 20_000);
+      assert.match(texts(dmAlice)[0]!, /I could not look at broken\.jpg: its contents are not an image/, 'the person is told the image could not be read');
+      assert.match(texts(dmAlice)[0]!, /I see\./, 'and still gets the answer');
+      assert.equal(lastUser(model.requests[0]!).images.length, 0);
+      assert.match(lastUser(model.requests[0]!).text, /broken\.jpg could not be shown to you/, 'the model is told too');
+
+      await peer.postFile('alice', dmAlice, { name: 'scan.pdf', mime: 'application/pdf', data: Buffer.alloc(1536 * 1024, 0x25) }, 'and this one?');
+      await until(() => texts(dmAlice).length === 2, 'the reply to the oversized file', 20_000);
+      assert.equal(texts(dmAlice)[1], 'Too big for me.');
+      assert.match(lastUser(model.requests[1]!).text, /scan\.pdf .*not downloaded: 1\.5 MB is over the 1\.0 MB limit/, 'the model is told the file was too big');
     });
   });
 }

@@ -60,6 +60,7 @@ import {
 } from 'discord-api-types/v10';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
+import { imageDimensions } from '../support/photos.ts';
 import { RateLimiter, type BucketRoute, type DiscordRateLimits } from './discord-ratelimit.ts';
 
 export type { DiscordRateLimits } from './discord-ratelimit.ts';
@@ -601,7 +602,10 @@ export async function startDiscordPeer(options: DiscordPeerOptions = {}): Promis
 
     async postFile(who, place, upload, caption = '') {
       const channelId = channelOf(place);
-      announce(create(channelId, USERS[who], caption, { attachments: [storeFile(channelId, upload)] }));
+      // An image's attachment carries its size in pixels ("height?/width?: height/width of file (if image)",
+      // https://discord.com/developers/docs/resources/message#attachment-object); one that does not decode has none.
+      const size = upload.mime.startsWith('image/') ? await imageDimensions(upload.data) : undefined;
+      announce(create(channelId, USERS[who], caption, { attachments: [{ ...storeFile(channelId, upload), ...size }] }));
     },
 
     botMessages: (place): BotMessage[] => records.filter((r) => r.channelId === channelOf(place)).map((r) => ({ text: visibleText(r.content), edits: r.edits })),

@@ -57,6 +57,7 @@ import type {
   UploadResponse,
 } from 'matrix-js-sdk';
 import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
+import { imageDimensions } from '../support/photos.ts';
 
 const SERVER = 'localhost';
 const BOT = `@switchboard:${SERVER}`;
@@ -756,13 +757,17 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
     async postFile(user, place, file, caption) {
       const id = `m${++counter}${nonce}`;
       media.set(id, { data: Buffer.from(file.data), mime: file.mime, name: file.name });
+      // As Element sends a picture (element-hq/element-web src/ContentMessages.ts, sendContentToRoom):
+      // m.image with ImageInfo's w and h (https://spec.matrix.org/v1.11/client-server-api/#mimage);
+      // an image/* it fails to decode falls back to m.file.
+      const size = file.mime.startsWith('image/') ? await imageDimensions(file.data) : undefined;
       const content: IContent = {
         ...personContent(place, caption ?? file.name, false),
-        msgtype: file.mime.startsWith('image/') ? 'm.image' : 'm.file',
+        msgtype: size ? 'm.image' : 'm.file',
         body: caption ?? file.name,
         filename: file.name,
         url: `mxc://${SERVER}/${id}`,
-        info: { mimetype: file.mime, size: file.data.length },
+        info: { mimetype: file.mime, size: file.data.length, ...(size ? { w: size.width, h: size.height } : {}) },
       };
       postIn(roomId(place), user, content);
     },

@@ -72,6 +72,7 @@ import type {
 } from '@slack/web-api';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
+import { imageDimensions } from '../support/photos.ts';
 
 const TEAM = 'T0TEAM';
 const APP = 'A0APP';
@@ -814,7 +815,11 @@ export async function startSlackPeer(options: SlackPeerOptions = {}): Promise<Sl
     },
     async postFile(user, place, file, caption) {
       const id = nextId('F');
+      // An image's file object carries its pixel size (original_w / original_h of the File in
+      // @slack/types' message events); the peer gives them only for bytes that decode as an image.
+      const size = file.mime.startsWith('image/') ? await imageDimensions(file.data) : undefined;
       const object: SlackFile = {
+        ...(size ? { original_w: size.width, original_h: size.height } : {}),
         id,
         created: Math.floor(Date.now() / 1000),
         name: file.name,

@@ -119,7 +119,11 @@ export interface TelegramPeer extends ChatPeer {
   readonly webhook: { url: string; listen: string; secret: string } | undefined;
   /** Status codes the bot's webhook answered, in order. */
   readonly webhookAnswers: readonly number[];
-  /** A person posts a file of a given kind (document by default). */
+  /**
+   * A person posts a file of a given kind. Without a kind, as the Telegram apps do: a JPEG, PNG
+   * or WebP that decodes goes as a photo (every size Telegram makes of it, see `photoSizes`),
+   * anything else — a damaged image included, which the app cannot compress — as a document.
+   */
   postFile(user: PeerUser, place: Place, file: { name: string; mime: string; data: Uint8Array }, caption?: string, kind?: 'document' | 'photo' | 'voice'): Promise<void>;
   /**
    * A person records a voice note: a Message with `voice` (Bot API "Voice": file_id,
@@ -757,8 +761,14 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
       if (mention) message.entities = [{ type: 'mention', offset: 0, length: bot.username.length + 1 }];
       queue({ message });
     },
-    async postFile(user, place, file, caption, kind = 'document') {
-      queue({ message: fileMessage(user, place, file, caption, kind) });
+    async postFile(user, place, file, caption, kind) {
+      const sizes = kind === undefined && /^image\/(jpeg|png|webp)$/i.test(file.mime) ? await photoSizes(Buffer.from(file.data)) : undefined;
+      if (sizes) {
+        const extra: Json = { photo: sizes.map((size) => ({ ...storeFile(size.data, 'photos', 'photo.jpg'), width: size.width, height: size.height })), ...(caption === undefined ? {} : { caption }) };
+        queue({ message: messageFrom(user, place, caption ?? '', extra) });
+        return;
+      }
+      queue({ message: fileMessage(user, place, file, caption, kind ?? 'document') });
     },
     async postVoice(user, place, data, options = {}) {
       const voice: Voice = { ...storeFile(Buffer.from(data), 'voice', '.oga'), duration: options.duration ?? Math.max(1, Math.round(data.length / 2000)), mime_type: 'audio/ogg' };
@@ -860,6 +870,39 @@ const NAMED: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"' };
  * Parses text the way Telegram parses parse_mode HTML: the visible text, or the error Telegram
  * gives ("can't parse entities: …") for unknown or unbalanced tags and a bare "<".
  */
+/**
+ * The sizes Telegram makes of a photo, smallest first: JPEG thumbnails fitting the boxes of
+ * https://core.telegram.org/api/files#image-thumbnail-types (s 100, m 320, x 800, y 1280,
+ * w 2560) that are smaller than the photo, then the photo itself. Every size is a JPEG (a PNG or
+ * WebP is converted); Telegram re-encodes a JPEG too, but the peer keeps the person's JPEG bytes
+ * (within the 2560 box) so a test can compare what the model received with what was sent.
+ * Undefined when the bytes do not decode (the app then sends the file as a document).
+ */
+export async function photoSizes(data: Buffer): Promise<Array<{ data: Buffer; width: number; height: number }> | undefined> {
+  const { default: sharp } = await import('sharp');
+  let width: number;
+  let height: number;
+  let jpeg: boolean;
+  try {
+    const meta = await sharp(data, { failOn: 'warning' }).metadata();
+    await sharp(data, { failOn: 'warning' }).raw().toBuffer(); // the app decodes the whole photo to compress it
+    ({ width, height } = meta.autoOrient ?? meta);
+    jpeg = meta.format === 'jpeg';
+  } catch {
+    return undefined;
+  }
+  const long = Math.max(width, height);
+  const boxes = [100, 320, 800, 1280, 2560].filter((box) => box < long);
+  const thumbs = await Promise.all(
+    boxes.map(async (box) => {
+      const { data: bytes, info } = await sharp(data, { autoOrient: true }).resize({ width: box, height: box, fit: 'inside' }).jpeg({ quality: 80 }).toBuffer({ resolveWithObject: true });
+      return { data: bytes, width: info.width, height: info.height };
+    }),
+  );
+  if (long > 2560) return thumbs;
+  return [...thumbs, { data: jpeg ? data : await sharp(data, { autoOrient: true }).flatten({ background: '#ffffff' }).jpeg({ quality: 87 }).toBuffer(), width, height }];
+}
+
 export function parseTelegramHtml(html: string): { text: string } | { error: string } {
   const stack: string[] = [];
   let text = '';

@@ -59,3 +59,14 @@ export function bombPng(width: number, height: number): Buffer {
   const rows = deflateSync(Buffer.alloc((width * 3 + 1) * Math.min(height, 64)));
   return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', rows), chunk('IEND', Buffer.alloc(0))]);
 }
+
+/** The pixel size of an image as a platform's media server probes it (upright), or undefined when it does not decode. */
+export async function imageDimensions(data: Uint8Array): Promise<{ width: number; height: number } | undefined> {
+  try {
+    const meta = await sharp(data).metadata();
+    const { width, height } = meta.autoOrient ?? meta;
+    return width && height ? { width, height } : undefined;
+  } catch {
+    return undefined;
+  }
+}
