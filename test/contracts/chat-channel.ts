@@ -14,6 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import { createHash } from 'node:crypto';
 import { createImagePreparer, IMAGE_LIMITS } from '../../src/media/image.ts';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../fixtures/fake-openai.ts';
+import { oggOpusVoice, startFakeWhisper, type FakeWhisper } from '../fixtures/fake-whisper.ts';
 import { runCli, startDaemon, tempConfig, type Daemon } from '../support/cli.ts';
 import { cameraJpeg } from '../support/photos.ts';
 
@@ -87,6 +88,8 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
   describe(`chat channel contract: ${name}`, () => {
     let peer: ChatPeer;
     let model: FakeOpenAI;
+    /** A transcription endpoint, started by the voice test only. */
+    let whisper: FakeWhisper | undefined;
     let daemon: Daemon | undefined;
     let config: ReturnType<typeof tempConfig> | undefined;
     const dmAlice: Place = { kind: 'dm', user: 'alice' };
@@ -105,11 +108,12 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
         await stop();
         await peer?.close();
       } finally {
+        await whisper?.close();
         await model?.close();
       }
     });
 
-    async function start(policy: { allow?: readonly string[]; mentionOnly?: boolean; stream?: boolean; maxAttachmentMb?: number } = {}): Promise<void> {
+    async function start(policy: { allow?: readonly string[]; mentionOnly?: boolean; stream?: boolean; maxAttachmentMb?: number; transcription?: string } = {}): Promise<void> {
       await stop();
       peer.reset();
       model.requests.length = 0;
@@ -119,7 +123,8 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
         ...(policy.stream === undefined ? [] : [`stream = ${policy.stream}`]),
       ];
       const runtime = policy.maxAttachmentMb === undefined ? '' : `[runtime]\nmax_attachment_mb = ${policy.maxAttachmentMb}\n`;
-      config = tempConfig(model.baseUrl, `${runtime}[log]\nformat = "json"\n${peer.configSection()}${lines.join('\n')}\n`);
+      const transcription = policy.transcription === undefined ? '' : `[transcription]\nkind = "openai"\nbase_url = "${policy.transcription}"\nmodel = "whisper-1"\n`;
+      config = tempConfig(model.baseUrl, `${runtime}${transcription}[log]\nformat = "json"\n${peer.configSection()}${lines.join('\n')}\n`);
       daemon = startDaemon(['start', '--config', config.file], { env });
       await daemon.waitFor(/"msg":"ready"/, 'stdout', 20_000);
     }
@@ -334,6 +339,24 @@ export function runChatChannelContract(name: string, makePeer: () => Promise<Cha
       assert.equal(second.images.length, 1, `the uncaptioned photo is a turn with its image: ${second.text}`);
       assert.equal(sha256(second.images[0]!.data), sha256(prepared.data));
       assert.doesNotMatch(second.text, /what is this plant/, "the first photo's caption is not the second's");
+    });
+
+    it('a voice note is transcribed and the model gets the words as the person\'s, marked; a failed transcription still ends in a reply', { skip: lacks.files ?? false }, async () => {
+      whisper ??= await startFakeWhisper();
+      whisper.requests.length = 0;
+      whisper.script = [{ text: 'remind me to water the fern' }, { status: 503, message: 'overloaded' }, { status: 503, message: 'overloaded' }, { status: 503, message: 'overloaded' }];
+      await start({ allow: [peer.users.alice], transcription: whisper.baseUrl });
+      model.script({ text: 'I will.' }, { text: 'Sorry, say it again?' });
+      const voice = oggOpusVoice(2048);
+      await peer.postFile('alice', dmAlice, { name: 'note.ogg', mime: 'audio/ogg', data: voice });
+      await until(() => texts(dmAlice).includes('I will.'), 'the answer to the voice note', 20_000);
+      assert.equal(whisper.requests.length, 1, 'one transcription');
+      assert.equal(sha256(whisper.requests[0]!.bytes), sha256(voice), 'the bytes the person sent reached the endpoint');
+      assert.match(lastUser(model.requests[0]!).text, /transcribed[^\]]*\] remind me to water the fern/, 'the transcript, marked, is the person\'s words');
+
+      await peer.postFile('alice', dmAlice, { name: 'again.ogg', mime: 'audio/ogg', data: voice });
+      await until(() => texts(dmAlice).includes('Sorry, say it again?'), 'the answer when transcription fails', 30_000);
+      assert.match(lastUser(model.requests[1]!).text, /could not be transcribed/, 'the model is told, and answers');
     });
 
     it('a damaged image and a file over the size limit each end in a reply, not silence', { skip: lacks.files ?? false }, async () => {
