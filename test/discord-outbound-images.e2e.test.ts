@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startDiscordPeer, type DiscordPeer } from './peers/discord.ts';
-import { chartPng, dm, modelSends, pdf, startForPeer, type OutboundRun } from './support/outbound-images.ts';
+import { byName, chartPng, dm, modelSends, pdf, startForPeer, type OutboundRun } from './support/outbound-images.ts';
 
 describe('discord: images the model sends', () => {
   let peer: DiscordPeer;
@@ -29,7 +29,7 @@ describe('discord: images the model sends', () => {
 
   it('sends a PNG as an inline image attachment and a PDF as a file', async () => {
     await modelSends(peer, model, run, { 'chart.png': await chartPng(64, 48), 'report.pdf': pdf });
-    assert.deepEqual(attachments(), [
+    assert.deepEqual(byName(attachments(), (a) => a.filename), [
       { filename: 'chart.png', contentType: 'image/png', width: 64, height: 48, inline: true },
       { filename: 'report.pdf', contentType: 'application/pdf', inline: false },
     ]);

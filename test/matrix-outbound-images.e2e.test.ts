@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startMatrixPeer, type MatrixPeer } from './peers/matrix.ts';
-import { chartPng, dm, modelSends, pdf, startForPeer, type OutboundRun } from './support/outbound-images.ts';
+import { byName, chartPng, dm, modelSends, pdf, startForPeer, type OutboundRun } from './support/outbound-images.ts';
 
 describe('matrix: images the model sends', () => {
   let peer: MatrixPeer;
@@ -28,7 +28,7 @@ describe('matrix: images the model sends', () => {
   it('sends a PNG as an m.image with its size and dimensions, and a PDF as an m.file', async () => {
     const png = await chartPng(64, 48);
     await modelSends(peer, model, run, { 'chart.png': png, 'report.pdf': pdf });
-    const uploads = await peer.botUploads(dm);
+    const uploads = byName(await peer.botUploads(dm), (upload) => String(upload.content.body));
     assert.deepEqual(uploads.map(({ content, problems }) => ({ msgtype: content.msgtype, body: content.body, info: content.info, problems })), [
       { msgtype: 'm.image', body: 'chart.png', info: { mimetype: 'image/png', size: png.length, w: 64, h: 48 }, problems: [] },
       { msgtype: 'm.file', body: 'report.pdf', info: { mimetype: 'application/pdf', size: pdf.length }, problems: [] },

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { startSlackPeer, type SlackPeer } from './peers/slack.ts';
-import { chartPng, dm, modelSends, pdf, startForPeer, type OutboundRun } from './support/outbound-images.ts';
+import { byName, chartPng, dm, modelSends, pdf, startForPeer, type OutboundRun } from './support/outbound-images.ts';
 
 describe('slack: images the model sends', () => {
   let peer: SlackPeer;
@@ -26,8 +26,7 @@ describe('slack: images the model sends', () => {
 
   it('shares a PNG as an image shown inline and a PDF as a file', async () => {
     await modelSends(peer, model, run, { 'chart.png': await chartPng(64, 48), 'report.pdf': pdf });
-    // (sorted: a file whose upload Slack rate-limits is sent again after the next one)
-    assert.deepEqual([...peer.botUploadsIn(dm)].sort((a, b) => a.name.localeCompare(b.name)), [
+    assert.deepEqual(byName(peer.botUploadsIn(dm)), [
       { name: 'chart.png', filetype: 'png', mimetype: 'image/png', width: 64, height: 48, inline: true },
       { name: 'report.pdf', filetype: 'pdf', mimetype: 'application/pdf', inline: false },
     ]);

@@ -59,3 +59,11 @@ export async function modelSends(peer: ChatPeer, model: FakeOpenAI, run: Outboun
   const count = Object.keys(files).length;
   await until(() => peer.botFiles(dm).length >= before + count, `${count} files from the bot`, 60_000, () => JSON.stringify(peer.botFiles(dm)));
 }
+
+/**
+ * Uploads sorted by name: the agent runs the tool calls of one step in parallel
+ * (src/agent/loop.ts), so files sent by calls of the same step may arrive in either order.
+ */
+export function byName<T>(items: readonly T[], name: (item: T) => string = (item) => (item as { name: string }).name): T[] {
+  return [...items].sort((a, b) => name(a).localeCompare(name(b)));
+}
