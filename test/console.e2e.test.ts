@@ -58,7 +58,9 @@ describe('web console (real browser)', () => {
     model = await startFakeOpenAI();
     model.fallback = (request) => {
       if (request.body.messages.at(-1)?.role === 'tool') return { text: 'done with tools' };
-      const last = [...request.body.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+      // A turn with a photo is an array of parts (text, image_url) in OpenAI's format: its text is what is read.
+      const content: unknown = [...request.body.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+      const last = typeof content === 'string' ? content : (content as Array<{ text?: string }>).map((part) => part.text ?? '').join('\n');
       if (last.includes('odd fences please')) return { text: oddReply };
       if (last.includes('stream please')) return { text: streamed, deltas: streamed.split(/(?<= )/), deltaDelayMs: 250 };
       const saved = /saved at (\S+)/.exec(last);
@@ -165,6 +167,15 @@ describe('web console (real browser)', () => {
     const download = await page.request.get(new URL((await link.getAttribute('href'))!, base).href);
     assert.equal(await download.text(), 'file from the browser\n');
     await page.locator('.bubble.assistant', { hasText: 'done with tools' }).waitFor();
+    // An image the agent sends is drawn as a picture (from the same file URL), with its name to download.
+    const { chartPng } = await import('./support/outbound-images.ts');
+    await page.locator('input[type="file"]').setInputFiles({ name: 'chart.png', mimeType: 'image/png', buffer: await chartPng(64, 48) });
+    await page.getByLabel('Message').fill('please send it back');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const picture = page.locator('.bubble.assistant figure.picture img[alt="chart.png"]');
+    await picture.waitFor();
+    await until(() => picture.evaluate((img) => { const i = img as unknown as { complete: boolean; naturalWidth: number; naturalHeight: number }; return i.complete && i.naturalWidth === 64 && i.naturalHeight === 48; }), 'the picture decoded in the page');
+    await page.locator('.bubble.assistant figure.picture a[download="chart.png"]').waitFor();
     await shot('chat');
   });
 

@@ -38,6 +38,7 @@ import { makeDestroyFinal } from './gateway.ts';
 import type { BotIdentity, ChannelInfo, RawMessage, RawUser } from './inbound.ts';
 import { Intake, RecentIds } from './intake.ts';
 import { chunkContent, DISCORD_LIMIT, measureDiscord, renderDiscord } from './render.ts';
+import { nameForImage, readImageHeader } from '../../src/media/dimensions.ts';
 import { readOutboundFile } from '../../src/outbound/file.ts';
 
 export type DiscordChannel = Channel & MessageLimit & TypingIndicator & MessageEditor & FileSender & LivenessWatched & StatusNotes;
@@ -274,8 +275,13 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
         throw new SendError(`send file: ${file.name} is ${size} bytes; Discord accepts at most ${maxFileBytes} bytes per file`, { permanent: true });
       }
       const data = await readOutboundFile(file);
+      // An image is previewed inline when its content_type is image/… and its name has the image's
+      // extension: both are set from the bytes (the model may name a PNG "plot" or "plot.dat").
+      const image = readImageHeader(data);
+      const name = image ? nameForImage(file.name, image) : file.name;
+      const upload = image ? { name, data, contentType: image.mime } : { name, data };
       try {
-        await post(ref.thread ?? ref.chat, { allowed_mentions: NO_MENTIONS, attachments: [{ id: 0, filename: file.name }] }, [{ name: file.name, data }]);
+        await post(ref.thread ?? ref.chat, { allowed_mentions: NO_MENTIONS, attachments: [{ id: 0, filename: name }] }, [upload]);
       } catch (error) {
         throw toSendError(error, 'send file');
       }

@@ -28,10 +28,11 @@ import {
 } from '../../src/channel.ts';
 import type { MatrixConfig } from '../../src/config/schema.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
+import { readImageHeaderOfFile } from '../../src/media/dimensions.ts';
 import { MatrixApi } from './client.ts';
 import { describeError, matrixFailure, toSendError } from './errors.ts';
 import { Bounded, Intake, type MatrixStats } from './intake.ts';
-import { editContent, fileContent, MATRIX_LIMIT, measure, relation, textContent, type Content } from './render.ts';
+import { editContent, fileContent, imageContent, MATRIX_LIMIT, measure, relation, textContent, type Content } from './render.ts';
 import { Rooms } from './rooms.ts';
 import { SessionStore, SyncTokenStore } from './state.ts';
 import { FIRST_SYNC_TIMEOUT_MS, localSlack, runSync } from './sync.ts';
@@ -232,7 +233,9 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
       await ready();
       const limit = await homeserverUploadLimit();
       if (limit !== undefined && size > limit) return describeTooLarge(ref, file, size, limit, 'this homeserver');
-      const mime = MIME[extname(file.name).toLowerCase()] ?? 'application/octet-stream';
+      // The bytes say whether it is an image (src/media/dimensions.ts reads the header, no decoding), not the name.
+      const image = await readImageHeaderOfFile(file.path);
+      const mime = image?.mime ?? MIME[extname(file.name).toLowerCase()] ?? 'application/octet-stream';
       let url: string;
       try {
         url = await api.upload(new Uint8Array(await readFile(file.path)), file.name, mime);
@@ -242,7 +245,8 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
         return describeTooLarge(ref, file, size, undefined, 'this homeserver');
       }
       const relates = relationFor(ref);
-      await post(ref.chat, () => ({ ...fileContent({ name: file.name, url, mime, size }), ...(relates ? { 'm.relates_to': relates } : {}) }), undefined, 'sendFile');
+      const content = image ? imageContent({ name: file.name, url, mime, size, width: image.width, height: image.height }) : fileContent({ name: file.name, url, mime, size });
+      await post(ref.chat, () => ({ ...content, ...(relates ? { 'm.relates_to': relates } : {}) }), undefined, 'sendFile');
     },
   };
   return channel;

@@ -65,6 +65,23 @@ export function fileContent(file: { name: string; url: string; mime: string; siz
   return { msgtype: 'm.file', body: file.name, filename: file.name, url: file.url, info: { mimetype: file.mime, size: file.size }, 'm.mentions': {} };
 }
 
+/**
+ * An image clients show inline: `m.image` with info {mimetype, size, w, h}
+ * (matrix-org/matrix-spec data/event-schemas/schema/m.room.message$m.image.yaml and
+ * core-event-schema/msgtype_infos/image_info.yaml; `body` is the file name when `filename` is
+ * the same, so no caption).
+ */
+export function imageContent(file: { name: string; url: string; mime: string; size: number; width: number; height: number }): Content {
+  return {
+    msgtype: 'm.image',
+    body: file.name,
+    filename: file.name,
+    url: file.url,
+    info: { mimetype: file.mime, size: file.size, w: file.width, h: file.height },
+    'm.mentions': {},
+  };
+}
+
 const utf8 = new TextEncoder();
 
 /**

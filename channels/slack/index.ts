@@ -30,6 +30,7 @@ import type { Channel, ChannelContext, FileSender, ListenLink, LivenessWatched, 
 import { SendError } from '../../src/channel.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
 import type { SlackConfig } from '../../src/config/schema.ts';
+import { nameForImage, readImageHeader } from '../../src/media/dimensions.ts';
 import { readOutboundFile } from '../../src/outbound/file.ts';
 import { createBoltApp } from './app.ts';
 import { toSendError } from './errors.ts';
@@ -173,11 +174,15 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
 
     async sendFile(ref: ConversationRef, file: OutboundFile): Promise<void> {
       const data = await readOutboundFile(file);
+      // Slack types a file by its name's extension (https://api.slack.com/types/file, "File types"):
+      // an image the model named "plot" or "plot.dat" gets its real extension, so it shows inline.
+      const image = readImageHeader(data);
+      const filename = image ? nameForImage(file.name, image) : file.name;
       try {
-        const slot = await web.files.getUploadURLExternal({ token, filename: file.name, length: data.length });
+        const slot = await web.files.getUploadURLExternal({ token, filename, length: data.length });
         if (!slot.upload_url || !slot.file_id) throw new SendError('files.getUploadURLExternal gave no upload URL');
         // The upload URL is pre-signed: no token goes with the bytes.
-        const uploaded = await fetch(slot.upload_url, { method: 'POST', body: data, headers: { 'content-type': 'application/octet-stream' }, signal: AbortSignal.timeout(120_000) });
+        const uploaded = await fetch(slot.upload_url, { method: 'POST', body: data, headers: { 'content-type': image?.mime ?? 'application/octet-stream' }, signal: AbortSignal.timeout(120_000) });
         await uploaded.body?.cancel();
         if (uploaded.status === 429) {
           const seconds = Number.parseInt(uploaded.headers.get('retry-after') ?? '', 10);
@@ -186,7 +191,7 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext, opt
         if (!uploaded.ok) throw new SendError(`file upload: HTTP ${uploaded.status}`, { permanent: uploaded.status >= 400 && uploaded.status < 500 });
         await web.files.completeUploadExternal({
           token,
-          files: [{ id: slot.file_id, title: file.name }],
+          files: [{ id: slot.file_id, title: filename }],
           channel_id: ref.chat,
           ...(ref.thread ? { thread_ts: ref.thread } : {}),
         });

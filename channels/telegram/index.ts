@@ -8,6 +8,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { Api, InputFile } from 'grammy';
+import { readImageHeaderOfFile, type ImageHeader } from '../../src/media/dimensions.ts';
 import type { Update } from 'grammy/types';
 import type { Logger } from 'pino';
 import {
@@ -285,12 +286,42 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
       );
       if (size === undefined) throw new SendError(`sendDocument: ${file.name} does not exist`, { permanent: true });
       if (size > MAX_UPLOAD) throw new SendError(`sendDocument: ${file.name} is over Telegram's 50 MB limit for bots`, { permanent: true });
+      const method = uploadMethod(await readImageHeaderOfFile(file.path), size);
       try {
-        await inChat(ref, (chat) => uploads.sendDocument(chat, new InputFile(file.path, file.name), threadOf(ref)));
+        await inChat(ref, async (chat): Promise<unknown> => {
+          const input = new InputFile(file.path, file.name);
+          if (method === 'sendPhoto') return uploads.sendPhoto(chat, input, threadOf(ref));
+          if (method === 'sendAnimation') return uploads.sendAnimation(chat, input, threadOf(ref));
+          return uploads.sendDocument(chat, input, threadOf(ref));
+        });
       } catch (error) {
-        throw toSendError(error, 'sendDocument', token);
+        throw toSendError(error, method, token);
       }
     },
   };
   return channel;
+}
+
+/**
+ * Bot API, sendPhoto (https://core.telegram.org/bots/api#sendphoto): "The photo must be at most
+ * 10 MB in size. The photo's width and height must not exceed 10000 in total. Width and height
+ * ratio must be at most 20." (the same in TDLib's inputMessagePhoto, tdlib/td td_api.tl; over
+ * them Telegram answers PHOTO_INVALID_DIMENSIONS / PHOTO_SAVE_FILE_INVALID).
+ */
+export const PHOTO_LIMITS = { maxBytes: 10 * 1024 * 1024, maxWidthPlusHeight: 10_000, maxRatio: 20 } as const;
+
+/**
+ * How a file goes out: a JPEG or PNG within sendPhoto's limits as a photo (shown inline,
+ * re-encoded by Telegram); a GIF as an animation (sendAnimation: "GIF or H.264/MPEG-4 AVC video
+ * without sound", up to 50 MB); everything else — WebP (which Telegram shows as a sticker-like
+ * file), an image over the photo limits, a PDF — as a document, byte for byte. The kind comes
+ * from the bytes (src/media/sniff.ts), never from the name.
+ */
+export function uploadMethod(header: ImageHeader | undefined, size: number): 'sendPhoto' | 'sendAnimation' | 'sendDocument' {
+  if (!header) return 'sendDocument';
+  if (header.format === 'gif') return 'sendAnimation';
+  if (header.format !== 'jpeg' && header.format !== 'png') return 'sendDocument';
+  const { width, height } = header;
+  const fits = size <= PHOTO_LIMITS.maxBytes && width + height <= PHOTO_LIMITS.maxWidthPlusHeight && Math.max(width, height) <= PHOTO_LIMITS.maxRatio * Math.min(width, height);
+  return fits ? 'sendPhoto' : 'sendDocument';
 }

@@ -12,6 +12,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Channel, ChannelContext, FileSender, MessageEditor, OutboundFile, OutboundMessage, Push } from '../../src/channel.ts';
 import { conversationKey, type ConversationRef } from '../../src/conversation.ts';
 import type { ChatEvent, ChatPort, ChatUpload } from '../../src/console/deps.ts';
+import { readImageHeaderOfFile } from '../../src/media/dimensions.ts';
 
 /** The account part of every web conversation key. */
 export const webAccount = 'console';
@@ -27,7 +28,7 @@ export interface WebChannelOptions {
 
 export function createWebChannel(ctx: ChannelContext, options: WebChannelOptions = {}): WebChannel {
   const listeners = new Map<string, Set<(event: ChatEvent) => void>>();
-  const files = new Map<string, { path: string; name: string; operator: string }>();
+  const files = new Map<string, { path: string; name: string; operator: string; mime?: string }>();
   let push: Push | undefined;
 
   const emit = (operator: string, event: ChatEvent): void => {
@@ -72,8 +73,10 @@ export function createWebChannel(ctx: ChannelContext, options: WebChannelOptions
     async sendFile(ref: ConversationRef, file: OutboundFile) {
       const id = newId();
       if (files.size >= maxFiles) files.delete(files.keys().next().value!);
-      files.set(id, { path: file.path, name: file.name, operator: ref.chat });
-      emit(ref.chat, { type: 'file', id, name: file.name, url: `/api/console/chat/file?id=${id}`, at: Date.now() });
+      // An image (by its bytes, not its name) is drawn in the page; anything else is a download link.
+      const image = await readImageHeaderOfFile(file.path);
+      files.set(id, { path: file.path, name: file.name, operator: ref.chat, ...(image ? { mime: image.mime } : {}) });
+      emit(ref.chat, { type: 'file', id, name: file.name, url: `/api/console/chat/file?id=${id}`, at: Date.now(), ...(image ? { image: { width: image.width, height: image.height } } : {}) });
     },
 
     async post(operator: string, text: string, uploads: readonly ChatUpload[], clientId?: string) {
@@ -120,7 +123,7 @@ export function createWebChannel(ctx: ChannelContext, options: WebChannelOptions
 
     file(operator, id) {
       const file = files.get(id);
-      return file && file.operator === operator ? { path: file.path, name: file.name } : undefined;
+      return file && file.operator === operator ? { path: file.path, name: file.name, ...(file.mime ? { mime: file.mime } : {}) } : undefined;
     },
 
     conversation: (operator) => conversationKey({ channel: ctx.name, account: webAccount, chat: operator }),

@@ -45,7 +45,7 @@ export interface Overview {
 export type ChatEvent =
   | { type: 'message'; id: string; text: string; at: number }
   | { type: 'draft'; id: string; text: string; at: number }
-  | { type: 'file'; id: string; name: string; url: string; at: number };
+  | { type: 'file'; id: string; name: string; url: string; at: number; image?: { width: number; height: number } };
 
 export interface LogLine {
   seq: number;

@@ -88,7 +88,8 @@ export const chatRoutes: readonly ApiRoute[] = [
       }
       response.writeHead(200, {
         ...securityHeaders,
-        'content-type': 'application/octet-stream',
+        // an image the channel recognised by its bytes (JPEG, PNG, GIF, WebP: never SVG, which can hold script) is served as itself for the page's <img>
+        'content-type': file.mime ?? 'application/octet-stream',
         'content-length': size,
         'content-disposition': attachmentDisposition(file.name),
         'cache-control': 'no-store',

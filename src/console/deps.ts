@@ -61,7 +61,15 @@ export interface ConfigPort {
 export type ChatEvent =
   | { readonly type: 'message'; readonly id: string; readonly text: string; readonly at: number }
   | { readonly type: 'draft'; readonly id: string; readonly text: string; readonly at: number }
-  | { readonly type: 'file'; readonly id: string; readonly name: string; readonly url: string; readonly at: number };
+  | {
+      readonly type: 'file';
+      readonly id: string;
+      readonly name: string;
+      readonly url: string;
+      readonly at: number;
+      /** Set when the file is a JPEG, PNG, GIF or WebP (by its bytes): the page shows it as a picture. */
+      readonly image?: { readonly width: number; readonly height: number };
+    };
 
 /** A file the operator sends with a chat message. */
 export interface ChatUpload {
@@ -82,7 +90,8 @@ export interface ChatPort {
   /** Live events for one operator's conversation; returns the unsubscribe. */
   subscribe(operator: string, listener: (event: ChatEvent) => void): () => void;
   /** A file the agent sent to this operator, by id (undefined when unknown or not theirs). */
-  file(operator: string, id: string): { path: string; name: string } | undefined;
+  /** A file sent to `operator`; `mime` set for an image (by its bytes), which the route serves as that type. */
+  file(operator: string, id: string): { path: string; name: string; mime?: string } | undefined;
   /** The conversation key of an operator's chat. */
   conversation(operator: string): string;
 }

@@ -59,6 +59,7 @@ import {
   type RESTPostAPIChannelMessageJSONBody,
 } from 'discord-api-types/v10';
 import { WebSocketServer, type WebSocket } from 'ws';
+import sharp from 'sharp';
 import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
 import { imageDimensions } from '../support/photos.ts';
 import { RateLimiter, type BucketRoute, type DiscordRateLimits } from './discord-ratelimit.ts';
@@ -72,6 +73,14 @@ export interface BotRecord {
   content: string;
   edits: number;
   readonly files: string[];
+  /**
+   * The attachments as Discord stored them (resources/message.mdx, "Attachment Object":
+   * `content_type` the media type, `width` / `height` "if image or video"), and whether a
+   * client shows each inline as an image: an image/* content_type and a file name with an
+   * image extension (Discord clients pick the preview by the name's extension — observed client
+   * behaviour; the API docs do not state it).
+   */
+  readonly attachments: ReadonlyArray<{ readonly filename: string; readonly contentType: string | undefined; readonly width?: number; readonly height?: number; readonly inline: boolean }>;
   /** The message it answers (message_reference), if any. */
   readonly reference?: string;
   readonly allowedMentions?: unknown;
@@ -393,11 +402,12 @@ export async function startDiscordPeer(options: DiscordPeerOptions = {}): Promis
 
   const channelOf = (place: Place): string => (place.kind === 'dm' ? DMS[place.user] : place.kind === 'group' ? GROUP : THREAD);
 
-  function storeFile(channelId: string, upload: { name: string; mime: string; data: Uint8Array }): APIAttachment {
+  function storeFile(channelId: string, upload: { name: string; mime: string; data: Uint8Array; width?: number; height?: number }): APIAttachment {
     const id = snowflake();
     files.set(`${channelId}/${id}/${upload.name}`, { data: upload.data, mime: upload.mime });
     const url = `${base}/attachments/${channelId}/${id}/${encodeURIComponent(upload.name)}`;
-    return { id, filename: upload.name, size: upload.data.length, content_type: upload.mime, url, proxy_url: url };
+    const size = upload.width && upload.height ? { width: upload.width, height: upload.height } : {};
+    return { id, filename: upload.name, size: upload.data.length, ...(upload.mime ? { content_type: upload.mime } : {}), url, proxy_url: url, ...size };
   }
 
   // ---- REST ----
@@ -537,7 +547,12 @@ export async function startDiscordPeer(options: DiscordPeerOptions = {}): Promis
     }
     const referenceId = body.message_reference?.message_id;
     const referenced = referenceId ? messages.get(channelId)?.find((message) => message.id === referenceId) : undefined;
-    const attachments = uploads.map((upload) => storeFile(channelId, upload));
+    // Discord reads an image's size (Attachment Object: width / height "if image or video").
+    const measured = await Promise.all(uploads.map(async (upload) => {
+      const meta = upload.mime.startsWith('image/') ? await sharp(upload.data).metadata().catch(() => undefined) : undefined;
+      return meta?.width && meta.height ? { ...upload, width: meta.width, height: meta.height } : upload;
+    }));
+    const attachments = measured.map((upload) => storeFile(channelId, upload));
     const reference: APIMessageReference | undefined = referenced
       ? { type: MessageReferenceType.Default, message_id: referenced.id, channel_id: channelId, ...(guildChannel(channelId) ? { guild_id: GUILD } : {}) }
       : undefined;
@@ -549,6 +564,10 @@ export async function startDiscordPeer(options: DiscordPeerOptions = {}): Promis
     if (nonceKey) nonces.set(nonceKey, message);
     records.push({
       id: message.id, channelId, content, edits: 0, files: uploads.map((upload) => upload.name),
+      attachments: attachments.map((a) => ({
+        filename: a.filename, contentType: a.content_type, ...(a.width ? { width: a.width } : {}), ...(a.height ? { height: a.height } : {}),
+        inline: (a.content_type ?? '').startsWith('image/') && /\.(png|jpe?g|gif|webp)$/i.test(a.filename),
+      })),
       ...(referenced ? { reference: referenced.id } : {}), ...(body.allowed_mentions === undefined ? {} : { allowedMentions: body.allowed_mentions }),
     });
     send(res, 200, message);

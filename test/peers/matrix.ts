@@ -56,6 +56,8 @@ import type {
   StateEvents,
   UploadResponse,
 } from 'matrix-js-sdk';
+import type { FileContent, ImageContent } from 'matrix-js-sdk/lib/@types/media.js';
+import sharp from 'sharp';
 import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
 import { imageDimensions } from '../support/photos.ts';
 
@@ -192,6 +194,17 @@ export interface MatrixPeer extends ChatPeer {
   roomId(place: Place): string;
   /** A `[channels.matrix]` section that logs in with the password instead of a token. */
   passwordConfigSection(): string;
+  /**
+   * The files the bot posted in a place (m.image, m.file, m.audio, m.video), in order, as a client
+   * reads them: the content, and the problems a client would have with it against the spec's
+   * event schemas (matrix-org/matrix-spec data/event-schemas/schema/m.room.message$m.image.yaml,
+   * m.room.message$m.file.yaml, core-event-schema/msgtype_infos/image_info.yaml: `msgtype` and
+   * `body` required strings, `url` an mxc:// URI of media on this server, `info.mimetype` a
+   * string, `info.size`, `info.w`, `info.h` integers) and against the media itself (size and
+   * MIME type as uploaded; w × h as the image decodes). Empty problems: a client shows it right,
+   * an m.image inline.
+   */
+  botUploads(place: Place): Promise<Array<{ readonly content: ImageContent | FileContent; readonly problems: readonly string[] }>>;
   /** A person posts in any room. Returns the event id. */
   postIn(roomId: string, user: PeerUser, content: IContent): string;
   /** An m.room.encrypted event from a person (what a client with E2EE posts). */
@@ -313,6 +326,7 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
     return result;
   };
   const relatesTo = (event: PeerEvent): Json | undefined => event.content['m.relates_to'] as Json | undefined;
+  const uploadProblems = (content: IContent): Promise<string[]> => checkUpload(content, media);
   const isBotMessage = (event: PeerEvent): boolean => event.sender === BOT && event.type === 'm.room.message' && relatesTo(event)?.rel_type !== 'm.replace';
   const inPlace = (place: Place, stored: Stored): boolean => {
     if (stored.roomId !== roomId(place)) return false;
@@ -821,6 +835,10 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
       stream
         .filter((s) => s.pos > resetPos && inPlace(place, s) && isBotMessage(s.event) && ['m.file', 'm.image', 'm.audio', 'm.video'].includes(s.event.content.msgtype as string))
         .map((s) => String(s.event.content.filename ?? s.event.content.body)),
+    async botUploads(place) {
+      const events = stream.filter((s) => s.pos > resetPos && inPlace(place, s) && isBotMessage(s.event) && ['m.file', 'm.image', 'm.audio', 'm.video'].includes(s.event.content.msgtype as string));
+      return Promise.all(events.map(async ({ event }) => ({ content: event.content as ImageContent | FileContent, problems: await uploadProblems(event.content) })));
+    },
     typing: (place) => typing.get(roomId(place)) ?? 0,
     reset() {
       resetPos = stream.length;
@@ -916,4 +934,30 @@ export function htmlToText(html: string): string {
 /** The text a client shows for a message content: its HTML when it has some, else its body. */
 export function visibleText(content: IContent): string {
   return content.format === 'org.matrix.custom.html' && typeof content.formatted_body === 'string' ? htmlToText(content.formatted_body) : String(content.body ?? '');
+}
+
+const isInteger = (value: unknown): boolean => typeof value === 'number' && Number.isInteger(value) && value >= 0;
+
+/** What a client would find wrong with a file event of the bot (see MatrixPeer.botUploads), against the media stored under its url. */
+async function checkUpload(content: IContent, media: ReadonlyMap<string, { data: Buffer; mime: string }>): Promise<string[]> {
+  const problems: string[] = [];
+  if (typeof content.body !== 'string') problems.push('body is not a string');
+  if (content.filename !== undefined && typeof content.filename !== 'string') problems.push('filename is not a string');
+  const url = typeof content.url === 'string' ? /^mxc:\/\/[^/]+\/(.+)$/.exec(content.url) : null;
+  const stored = url ? media.get(url[1]!) : undefined;
+  if (!stored) problems.push(`url ${String(content.url)} is not an mxc:// URI of uploaded media`);
+  const info = content.info as Record<string, unknown> | undefined;
+  if (info === undefined) return problems;
+  if (info.mimetype !== undefined && typeof info.mimetype !== 'string') problems.push('info.mimetype is not a string');
+  for (const key of ['size', 'w', 'h'] as const) if (info[key] !== undefined && !isInteger(info[key])) problems.push(`info.${key} is not an integer`);
+  if (!stored) return problems;
+  if (info.size !== undefined && info.size !== stored.data.length) problems.push(`info.size ${String(info.size)} is not the media's ${stored.data.length} bytes`);
+  if (info.mimetype !== undefined && info.mimetype !== stored.mime) problems.push(`info.mimetype ${String(info.mimetype)} is not the media's ${stored.mime}`);
+  if (content.msgtype === 'm.image') {
+    const meta = await sharp(stored.data).metadata().catch(() => undefined);
+    if (!meta?.width || !meta.height) problems.push('the media of an m.image is not an image');
+    else if (info.w !== meta.width || info.h !== meta.height) problems.push(`info.w × info.h ${String(info.w)} × ${String(info.h)} is not the image's ${meta.width} × ${meta.height}`);
+    if (typeof info.mimetype !== 'string' || !info.mimetype.startsWith('image/')) problems.push('an m.image without an image/* info.mimetype');
+  }
+  return problems;
 }

@@ -71,6 +71,7 @@ import type {
   WebAPICallResult,
 } from '@slack/web-api';
 import { WebSocketServer, type WebSocket } from 'ws';
+import sharp from 'sharp';
 import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
 import { imageDimensions } from '../support/photos.ts';
 
@@ -235,6 +236,13 @@ export interface SlackPeer extends ChatPeer {
    * a client that honours Retry-After.
    */
   callsInsideWait(chat: string): number;
+  /**
+   * Files the bot shared in a place, as Slack's file object shows them (https://api.slack.com/types/file:
+   * `filetype` and `mimetype` — Slack types a file by its name's extension, "File types" table —,
+   * `original_w` / `original_h` for images). `inline`: shown as an image in the conversation (an
+   * image type whose bytes really decode as an image; else a file card to download).
+   */
+  botUploadsIn(place: Place): ReadonlyArray<{ readonly name: string; readonly filetype: string; readonly mimetype: string; readonly width?: number; readonly height?: number; readonly inline: boolean }>;
   /** The next `count` auth.test calls are answered `invalid_auth` (kept across `reset()` until used). */
   refuseAuth(count: number): void;
   /** The next `count` conversations.replies calls fail: HTTP 500, or a 429 with Retry-After 1. */
@@ -299,8 +307,8 @@ export async function startSlackPeer(options: SlackPeerOptions = {}): Promise<Sl
 
   let messages: StoredMessage[] = [];
   let botPosts: StoredMessage[] = [];
-  let botUploads: Array<{ channel: string; thread?: string; name: string }> = [];
-  const uploads = new Map<string, { name: string; length: number; data?: Buffer }>();
+  let botUploads: Array<{ channel: string; thread?: string; name: string; filetype: string; mimetype: string; width?: number; height?: number; inline: boolean }> = [];
+  const uploads = new Map<string, { name: string; length: number; data?: Buffer; image?: { width: number; height: number } }>();
   const files = new Map<string, { object: SlackFile; data: Uint8Array }>();
   let envelopes: EnvelopeRecord[] = [];
   const conns = new Set<Conn>();
@@ -628,6 +636,9 @@ export async function startSlackPeer(options: SlackPeerOptions = {}): Promise<Sl
         data = part ? Buffer.from(await (part as Blob).arrayBuffer()) : Buffer.alloc(0);
       }
       upload.data = data;
+      // Slack processes the file after the upload (thumbnails, original_w / original_h of an image).
+      const meta = await sharp(data).metadata().catch(() => undefined);
+      if (meta?.width && meta.height) upload.image = { width: meta.width, height: meta.height };
       return void res.writeHead(200, { 'content-type': 'text/plain' }).end(`OK - ${data.length}`);
     }
     if (req.method === 'GET' && url.pathname.startsWith('/files-pri/')) {
@@ -765,7 +776,15 @@ export async function startSlackPeer(options: SlackPeerOptions = {}): Promise<Sl
         const done = list.map((f) => ({ f, upload: uploads.get(f.id) }));
         if (done.some(({ upload }) => !upload?.data)) return { ok: false, error: 'file_not_found' };
         if (args.channel_id && !known(args.channel_id)) return { ok: false, error: 'channel_not_found' };
-        for (const { upload } of done) if (args.channel_id) botUploads.push({ channel: args.channel_id, ...(args.thread_ts ? { thread: args.thread_ts } : {}), name: upload!.name });
+        for (const { upload } of done) {
+          if (!args.channel_id) continue;
+          const type = fileType(upload!.name);
+          const image = type.mimetype.startsWith('image/') ? upload!.image : undefined;
+          botUploads.push({
+            channel: args.channel_id, ...(args.thread_ts ? { thread: args.thread_ts } : {}), name: upload!.name, ...type,
+            ...(image ? { width: image.width, height: image.height } : {}), inline: image !== undefined,
+          });
+        }
         const answer: FilesCompleteUploadExternalResponse = { ok: true, files: done.map(({ f, upload }) => ({ id: f.id, name: upload!.name, title: f.title ?? upload!.name })) };
         return answer;
       }
@@ -852,6 +871,7 @@ export async function startSlackPeer(options: SlackPeerOptions = {}): Promise<Sl
     botMessages: (place) => botPosts.filter((m) => inPlace(place, m.channel, m.thread_ts)).map((m): BotMessage => ({ text: visibleText(m.text), edits: m.edits })),
     rawBotMessages: (place) => botPosts.filter((m) => inPlace(place, m.channel, m.thread_ts)).map((m) => m.text),
     botFiles: (place) => botUploads.filter((u) => inPlace(place, u.channel, u.thread)).map((u) => u.name),
+    botUploadsIn: (place) => botUploads.filter((u) => inPlace(place, u.channel, u.thread)).map(({ channel: _c, thread: _t, ...upload }) => upload),
     typing: () => 0,
     envelopes: () => envelopes,
     liveSockets: () => [...conns].filter((c) => !c.silent && c.ws.readyState === c.ws.OPEN).length,
@@ -934,4 +954,20 @@ export function visibleText(mrkdwn: string): string {
     .replace(/&lt;/g, '<')
     .replace(/&gt;/g, '>')
     .replace(/&amp;/g, '&');
+}
+
+/** Slack's "File types" (https://api.slack.com/types/file#types), the ones this peer meets: by the name's extension; anything else is "binary". */
+const FILE_TYPES: Readonly<Record<string, { filetype: string; mimetype: string }>> = {
+  png: { filetype: 'png', mimetype: 'image/png' },
+  jpg: { filetype: 'jpg', mimetype: 'image/jpeg' },
+  jpeg: { filetype: 'jpg', mimetype: 'image/jpeg' },
+  gif: { filetype: 'gif', mimetype: 'image/gif' },
+  webp: { filetype: 'webp', mimetype: 'image/webp' },
+  pdf: { filetype: 'pdf', mimetype: 'application/pdf' },
+  txt: { filetype: 'text', mimetype: 'text/plain' },
+};
+
+function fileType(name: string): { filetype: string; mimetype: string } {
+  const ext = /\.([A-Za-z0-9]+)$/.exec(name)?.[1]?.toLowerCase();
+  return (ext ? FILE_TYPES[ext] : undefined) ?? { filetype: 'binary', mimetype: 'application/octet-stream' };
 }

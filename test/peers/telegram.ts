@@ -38,8 +38,9 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { ApiError as TgApiError, ApiMethods, ApiSuccess, Chat, File, Message, MessageEntity, Opts, ResponseParameters, Update as TgUpdate, User, UserFromGetMe, Voice, WebhookInfo } from '@grammyjs/types';
+import type { Animation, ApiError as TgApiError, ApiMethods, ApiSuccess, Chat, File, Message, MessageEntity, Opts, PhotoSize, ResponseParameters, Update as TgUpdate, User, UserFromGetMe, Voice, WebhookInfo } from '@grammyjs/types';
 import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
+import sharp from 'sharp';
 import { freePort } from '../support/net.ts';
 
 /** A request body as parsed, before a method reads it as its own parameters. */
@@ -65,6 +66,13 @@ export interface SentMessage {
   edits: number;
   readonly replyTo: number | undefined;
 }
+
+/**
+ * A file the bot sent, as the chat shows it: `photo` (sendPhoto: inline, re-encoded by Telegram),
+ * `animation` (sendAnimation) or `document` (sendDocument: a file to download). Width and height
+ * of a photo or animation as the server decoded them.
+ */
+export interface BotUpload { readonly name: string; readonly kind: 'photo' | 'animation' | 'document'; readonly width?: number; readonly height?: number; readonly size: number }
 
 export interface ApiCall { readonly method: string; readonly params: Json; status: number; readonly at: number }
 
@@ -115,6 +123,8 @@ export interface TelegramPeer extends ChatPeer {
   readonly calls: readonly ApiCall[];
   /** Everything the bot posted (all chats), in order. */
   readonly sent: readonly SentMessage[];
+  /** Files the bot sent to a place, in order, with how they were sent (photo, animation, document). */
+  botUploads(place: Place): readonly BotUpload[];
   /** The webhook settings in the config section (webhook mode). */
   readonly webhook: { url: string; listen: string; secret: string } | undefined;
   /** Status codes the bot's webhook answered, in order. */
@@ -214,7 +224,7 @@ const tooManyRequests = (seconds: number): ApiError => new ApiError(429, `Too Ma
 const now = (): number => Math.floor(Date.now() / 1000);
 
 /** Methods addressed to a chat (chat_id): the ones flood control, blocking and migration apply to. */
-const CHAT_METHODS = new Set(['sendMessage', 'editMessageText', 'sendChatAction', 'sendDocument', 'sendPhoto', 'sendVoice', 'sendAudio', 'sendVideo', 'setMessageReaction', 'deleteMessage']);
+const CHAT_METHODS = new Set(['sendMessage', 'editMessageText', 'sendChatAction', 'sendDocument', 'sendPhoto', 'sendAnimation', 'sendVoice', 'sendAudio', 'sendVideo', 'setMessageReaction', 'deleteMessage']);
 
 /** A token bucket: `capacity` tokens, refilled at `perSecond`. */
 interface Bucket { tokens: number; at: number; readonly capacity: number; readonly perSecond: number }
@@ -249,7 +259,7 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
   const delivered = new Map<number, number>();
   const calls: ApiCall[] = [];
   let sent: SentMessage[] = [];
-  let files: Array<{ chatId: number; threadId: number | undefined; name: string }> = [];
+  let files: Array<{ chatId: number; threadId: number | undefined } & BotUpload> = [];
   let typing: Array<{ chatId: number; threadId: number | undefined }> = [];
   const userMessages = new Set<string>();
   const stored = new Map<string, { data: Buffer; path: string; size: number }>();
@@ -590,10 +600,69 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     const ref = typeof params.document === 'string' ? params.document : '';
     const part = ref.startsWith('attach://') ? parts.get(ref.slice('attach://'.length)) : parts.get('document');
     if (!part?.filename) throw badRequest('there is no document in the request');
-    files.push({ chatId: chat.id, threadId, name: part.filename });
+    files.push({ chatId: chat.id, threadId, name: part.filename, kind: 'document', size: part.data.length });
     const document = { ...storeFile(part.data, 'documents', part.filename), file_name: part.filename, mime_type: part.type ?? 'application/octet-stream' };
     const caption = params.caption === undefined ? undefined : visible(params.caption, params.parse_mode).text;
     return { message_id: nextId(chat.id), from: bot, chat, date: now(), document, ...(caption ? { caption } : {}) };
+  }
+
+  /** The uploaded part a file parameter names (`attach://<name>`, or the part named like the parameter). */
+  function uploaded(ref: unknown, field: string, parts: Map<string, Part>): Part | undefined {
+    const name = typeof ref === 'string' && ref.startsWith('attach://') ? ref.slice('attach://'.length) : field;
+    return parts.get(name);
+  }
+
+  /** Width and height as the server's decoder sees them; undefined when the bytes are no image. */
+  async function decoded(data: Buffer): Promise<{ width: number; height: number; format: string } | undefined> {
+    const meta = await sharp(data).metadata().catch(() => undefined);
+    return meta?.width && meta.height && meta.format ? { width: meta.width, height: meta.height, format: meta.format } : undefined;
+  }
+
+  /**
+   * sendPhoto (https://core.telegram.org/bots/api#sendphoto): "The photo must be at most 10 MB in
+   * size. The photo's width and height must not exceed 10000 in total. Width and height ratio
+   * must be at most 20." — the limits of TDLib's inputMessagePhoto (tdlib/td, td_api.tl; tdlib/td
+   * issue #2544), answered as Telegram does: 400 PHOTO_SAVE_FILE_INVALID over 10 MB,
+   * PHOTO_INVALID_DIMENSIONS over the size or ratio, IMAGE_PROCESS_FAILED for bytes that are no
+   * image. A photo is re-encoded: the answer lists PhotoSizes (a 90 px thumbnail, and the photo
+   * fitted in 1280 px, Telegram's "y" size), not the file sent.
+   */
+  async function sendPhoto(params: Args<'sendPhoto'>, parts: Map<string, Part>): Promise<Result<'sendPhoto'>> {
+    const chat = findChat(params.chat_id);
+    const threadId = threadFor(chat, params);
+    const part = uploaded(params.photo, 'photo', parts);
+    if (!part) throw badRequest('there is no photo in the request');
+    if (part.data.length > 10 * 1024 * 1024) throw badRequest('PHOTO_SAVE_FILE_INVALID');
+    const image = await decoded(part.data);
+    if (!image || !['jpeg', 'png', 'webp', 'gif'].includes(image.format)) throw badRequest('IMAGE_PROCESS_FAILED');
+    const { width, height } = image;
+    if (width + height > 10_000 || Math.max(width, height) > 20 * Math.min(width, height)) throw badRequest('PHOTO_INVALID_DIMENSIONS');
+    files.push({ chatId: chat.id, threadId, name: part.filename ?? 'photo', kind: 'photo', width, height, size: part.data.length });
+    const fit = (edge: number): { width: number; height: number } => {
+      const scale = Math.min(1, edge / Math.max(width, height));
+      return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) };
+    };
+    const stored = storeFile(part.data, 'photos', 'photo.jpg');
+    const photo: PhotoSize[] = [{ ...storeFile(part.data.subarray(0, 16), 'photos', 'thumb.jpg'), ...fit(90) }, { ...stored, ...fit(1280) }];
+    const caption = params.caption === undefined ? undefined : visible(params.caption, params.parse_mode).text;
+    return { message_id: nextId(chat.id), from: bot, chat, date: now(), photo, ...(caption ? { caption } : {}), ...(threadId === undefined ? {} : { message_thread_id: threadId, is_topic_message: true }) };
+  }
+
+  /** sendAnimation (https://core.telegram.org/bots/api#sendanimation): "GIF or H.264/MPEG-4 AVC video without sound", up to 50 MB; the message carries `animation` and, for older clients, `document`. */
+  async function sendAnimation(params: Args<'sendAnimation'>, parts: Map<string, Part>): Promise<Result<'sendAnimation'>> {
+    const chat = findChat(params.chat_id);
+    const threadId = threadFor(chat, params);
+    const part = uploaded(params.animation, 'animation', parts);
+    if (!part?.filename) throw badRequest('there is no animation in the request');
+    if (part.data.length > 50 * 1024 * 1024) throw new ApiError(413, 'Request Entity Too Large');
+    const image = await decoded(part.data);
+    const isMp4 = part.data.subarray(4, 8).toString('latin1') === 'ftyp';
+    if (image?.format !== 'gif' && !isMp4) throw badRequest('wrong file type of the animation');
+    const { width, height } = image ?? { width: 0, height: 0 };
+    files.push({ chatId: chat.id, threadId, name: part.filename, kind: 'animation', width, height, size: part.data.length });
+    const file = { ...storeFile(part.data, 'animations', part.filename), file_name: part.filename, mime_type: isMp4 ? 'video/mp4' : 'image/gif' };
+    const animation: Animation = { ...file, width, height, duration: 0 };
+    return { message_id: nextId(chat.id), from: bot, chat, date: now(), animation, document: file, ...(threadId === undefined ? {} : { message_thread_id: threadId, is_topic_message: true }) };
   }
 
   function getFile(params: Args<'getFile'>): File {
@@ -618,6 +687,7 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
   }
 
   function call(method: string, params: Json, parts: Map<string, Part>): unknown {
+    // (sendPhoto and sendAnimation answer a promise: the server decodes the image first)
     if (CHAT_METHODS.has(method)) {
       // The order Telegram checks in: the chat (gone, blocked, migrated), then flood control.
       const chat = findChat(params.chat_id);
@@ -652,6 +722,10 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
         return getFile(params as Args<'getFile'>);
       case 'sendDocument':
         return sendDocument(params as Args<'sendDocument'>, parts);
+      case 'sendPhoto':
+        return sendPhoto(params as Args<'sendPhoto'>, parts);
+      case 'sendAnimation':
+        return sendAnimation(params as Args<'sendAnimation'>, parts);
       case 'setMyCommands':
       case 'deleteMyCommands':
         return true;
@@ -695,7 +769,7 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
     calls.push(record);
     if (method === 'getUpdates') return getUpdates(params as Args<'getUpdates'>, res);
     try {
-      reply(res, 200, { ok: true, result: call(method, params, parts) });
+      reply(res, 200, { ok: true, result: await call(method, params, parts) });
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       record.status = error.code;
@@ -783,6 +857,7 @@ export async function startTelegramPeer(options: TelegramPeerOptions = {}): Prom
       return sent.filter(inPlace(place)).map((m) => ({ text: m.text, edits: m.edits }));
     },
     botFiles: (place) => files.filter(inPlace(place)).map((f) => f.name),
+    botUploads: (place) => files.filter(inPlace(place)).map(({ chatId: _chat, threadId: _thread, ...upload }) => upload),
     flood: {
       // retry_after is whole seconds on Telegram
       waitNext: (place, ms) => void floodNext.set(placeOf(place).chat.id, Math.max(1, Math.ceil(ms / 1000))),

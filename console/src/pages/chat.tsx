@@ -10,7 +10,7 @@ interface Line {
   streaming?: boolean;
   /** A message of yours whose post failed (it may still have arrived): Send tries it again, as the same message. */
   unsent?: boolean;
-  file?: { name: string; url: string };
+  file?: { name: string; url: string; image?: { width: number; height: number } };
 }
 
 const maxFileBytes = 8 * 1024 * 1024;
@@ -60,7 +60,7 @@ export function ChatPage() {
         );
       }
       setLines((current) => {
-        if (event.type === 'file') return [...current, { id: event.id, role: 'assistant', text: '', file: { name: event.name, url: event.url } }];
+        if (event.type === 'file') return [...current, { id: event.id, role: 'assistant', text: '', file: { name: event.name, url: event.url, ...(event.image ? { image: event.image } : {}) } }];
         const at = current.findIndex((line) => line.id === event.id);
         const line: Line = { id: event.id, role: 'assistant', text: event.text, streaming: event.type === 'draft' };
         if (at < 0) return [...current.map((l) => ({ ...l, streaming: false })), line];
@@ -116,7 +116,14 @@ export function ChatPage() {
         {lines.length === 0 ? <li class="muted">Say hello to the agent. Your conversation is kept like any channel’s.</li> : null}
         {lines.map((line) => (
           <li class={`bubble ${line.role}${line.streaming ? ' streaming' : ''}${line.unsent ? ' unsent' : ''}`} data-role={line.role}>
-            {line.file ? (
+            {line.file?.image ? (
+              <figure class="picture">
+                <img src={line.file.url} alt={line.file.name} width={line.file.image.width} height={line.file.image.height} />
+                <figcaption>
+                  <a href={line.file.url} download={line.file.name}>{line.file.name}</a>
+                </figcaption>
+              </figure>
+            ) : line.file ? (
               <a href={line.file.url} download={line.file.name}>File: {line.file.name}</a>
             ) : line.role === 'assistant' ? (
               <Markdown text={line.text} />
