@@ -6,6 +6,7 @@
  * either pauses the loop (the main agent) or is refused (sub-agents cannot ask).
  */
 import { ProviderError, type AssistantMessage, type ChatMessage, type Provider, type ToolCall, type ToolSpec } from '../provider.ts';
+import type { OutboundFile } from '../channel.ts';
 import type { ToolContext } from '../tool.ts';
 import { compactHistory, compactTurn, compactionNote } from './compaction.ts';
 import { resultText, type PreparedCall, type ToolRunner } from './tool-runner.ts';
@@ -114,16 +115,22 @@ export async function runPrepared(
   ctx: ToolContext,
   asked: 'run' | 'refuse' | { declined: string },
 ): Promise<string[]> {
-  return Promise.all(
-    prepared.map(async (call) => {
+  // Files a call sends are kept apart and handed on in the order of the calls: the calls run
+  // at once, and a later send_file whose checks finish first must not go out first.
+  const sent: OutboundFile[][] = prepared.map(() => []);
+  const results = await Promise.all(
+    prepared.map(async (call, index) => {
       if (call.outcome === 'ask' && asked !== 'run') {
         return asked === 'refuse'
           ? resultText({ kind: 'error', message: `"${call.summary}" needs a person's approval, which a sub-agent cannot ask for. Leave it to the main conversation.` })
           : resultText({ kind: 'error', message: asked.declined });
       }
-      return resultText(await runner.run(call.outcome === 'ask' ? { call: call.call, outcome: 'run', args: call.args } : call, ctx));
+      const own: ToolContext = ctx.sendFile ? { ...ctx, sendFile: (file) => void sent[index]!.push(file) } : ctx;
+      return resultText(await runner.run(call.outcome === 'ask' ? { call: call.call, outcome: 'run', args: call.args } : call, own));
     }),
   );
+  for (const file of sent.flat()) ctx.sendFile?.(file);
+  return results;
 }
 
 /** Tool results as conversation messages: native `tool` messages, or one XML user message. */
