@@ -20,6 +20,8 @@ describe('kill loop judgement', () => {
     assert.match(judge(adapter(['got note-1', 'got note-1', 'got note-3'], ['got note-2']), sent, [], times([1000, 1100, 2000])).problems.join(), /note-1 answered twice/);
     assert.match(judge(adapter(['got note-1', 'got note-2'], []), sent, [], times([1000, 2000], [])).problems.join(), /answers no message of this conversation/);
     assert.match(judge(adapter(['got note-3', 'got note-1'], ['got note-2']), sent, [], times([1000, 2000])).problems.join(), /out of order: 3, 1/);
+    const late = { ...adapter(['got note-3', 'got note-1'], ['got note-2']), lateByPlatform: () => new Set([1]) };
+    assert.deepEqual(judge(late, sent, [], times([1000, 2000])).problems, [], 'a message the platform delivered late may be answered after later ones');
     assert.match(judge(adapter(['got note-1', 'got note-3', 'got note-1'], ['got note-2']), sent, [], times([1000, 2000, 3000])).problems.join(), /answered again later, not in a row: 1/);
   });
 
