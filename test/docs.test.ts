@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 import { describe, it } from 'node:test';
+import { parseConfig } from '../src/config/load.ts';
 import { ConfigSchema, unwrap, type SchemaNode } from '../src/config/schema.ts';
 
 const root = join(import.meta.dirname, '..');
@@ -285,6 +286,13 @@ describe('the docs', () => {
     assert.ok(pages.size > 10, [...pages.keys()].join(', '));
     assert.ok(keys.length > 150, `only ${keys.length} config keys walked`);
     assert.ok(channelNames.includes('telegram') && channelNames.includes('webhook'), channelNames.join(', '));
+  });
+
+  it('give the newcomer a minimal config in the README that is valid as written', () => {
+    const minimal = /```toml\n([\s\S]*?)```/.exec(pages.get('README.md')!)?.[1];
+    assert.ok(minimal, 'the README shows a minimal config');
+    const config = parseConfig(minimal, 'README.md', { OPENAI_API_KEY: 'sk-x', TELEGRAM_BOT_TOKEN: 'x' });
+    assert.ok(config.channels.telegram, 'it enables a channel');
   });
 
   it('link only to files and headings that exist', () => {
