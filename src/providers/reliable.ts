@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { ProviderError, type ChatRequest, type ChatResponse, type Provider } from '../provider.ts';
-import { backoffDelay, sleep as defaultSleep } from '../runtime/backoff.ts';
+import { backoffDelay, sleep as defaultSleep } from '../backoff.ts';
 
 /** One provider to try: the main one (first candidate) or a `[[provider.fallbacks]]` entry. */
 export interface ReliableCandidate {

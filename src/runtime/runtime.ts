@@ -26,7 +26,7 @@ import { Outbox, type Reply } from '../store/outbox.ts';
 import { deadline } from '../abort.ts';
 import { DiskFullError, StorageHealth, diskFullCode, transientStoreError, type StorageState } from '../store/storage.ts';
 import { damagedDatabaseError } from '../store/integrity.ts';
-import { backoffDelay, sleep } from './backoff.ts';
+import { backoffDelay, sleep } from '../backoff.ts';
 import { Delivery, type DeliveryOptions } from './delivery.ts';
 import { KeyedPool } from './pool.ts';
 import type { TurnQueue } from '../cluster/queue.ts';
