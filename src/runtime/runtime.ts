@@ -29,7 +29,9 @@ import { damagedDatabaseError } from '../store/integrity.ts';
 import { backoffDelay, sleep } from '../backoff.ts';
 import { Delivery, type DeliveryOptions } from './delivery.ts';
 import { KeyedPool } from './pool.ts';
+// eslint-disable-next-line no-restricted-imports -- the one back-arrow left (runtime → cluster): removed by i27-queue, which moves the TurnQueue port into src/runtime
 import type { TurnQueue } from '../cluster/queue.ts';
+// eslint-disable-next-line no-restricted-imports -- removed by i27-queue (see above)
 import type { ClusterNode } from '../cluster/nodes.ts';
 import { SupervisorSet, type ChannelHealth, type SupervisorOptions } from './supervisor.ts';
 

@@ -10,7 +10,7 @@
  * its place unless `renew` says otherwise, and `prune` drops the oldest beyond a count, so a
  * channel whose state grows with traffic keeps it bounded.
  */
-import { MAX_KEY_LENGTH, type ChannelState, type ChannelStateEntry, type PruneLimits } from '../channel-state.ts';
+import { MAX_KEY_LENGTH, type ChannelState, type ChannelStateEntry } from '../channel-state.ts';
 import type { Sql } from './sql.ts';
 
 export type { ChannelState, ChannelStateEntry, PruneLimits } from '../channel-state.ts';
