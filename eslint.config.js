@@ -32,13 +32,13 @@ const apart = [
  */
 const portsOnly = [['cluster', 'tools', 'remote-peers.ts']];
 const app = { group: ['**/channels/**', '**/app/**'], message: 'src/ never imports platform adapters or the composition root; inject them.' };
-const why = 'layers import only downward (docs/architecture.md): move the shared piece down to a lower layer, or inject it';
+const why = 'layers import only downward; move the shared piece down to a lower layer, or inject it (docs/architecture.md)';
 /** What a file of `layers[index]` (or `self`, one of its folders) may not import. */
 function restricted(index, self) {
   const patterns = [];
   for (const upper of layers.slice(index + 1)) {
     const group = [...upper.folders.map((folder) => `**/${folder}/**`), ...(upper.files ?? []).map((file) => `**/${file}`)];
-    patterns.push({ group, message: `the ${layers[index].name} layer must not import the ${upper.name} layer (${[...upper.folders.map((f) => `src/${f}/`), ...(upper.files ?? []).map((f) => `src/${f}`)].join(', ')}): ${why}.` });
+    patterns.push({ group, message: `the ${layers[index].name} layer must not import the ${upper.name} layer (${[...upper.folders.map((f) => `src/${f}/`), ...(upper.files ?? []).map((f) => `src/${f}`)].join(', ')}). Layer rule: ${why}.` });
   }
   for (const [a, b, reason] of apart) {
     const other = self === a ? b : self === b ? a : undefined;
@@ -81,7 +81,7 @@ const layerBlocks = [
   layerBlock(['channels/**/*.ts'], [
     {
       group: ['store', 'security', 'endpoint', 'providers', 'memory', 'schedule', 'agent', 'tools', 'runtime', 'cluster', 'gateway', 'console'].map((folder) => `**/src/${folder}/**`).concat(['**/src/metrics.ts', '**/src/process-metrics.ts', '!**/src/console/deps.ts']),
-      message: `a channel imports only the contracts (src/*.ts) and the helpers made for channels (src/inbound, src/outbound, src/media, src/http, src/policy, src/config, the console's chat port): ${why}.`,
+      message: `a channel imports only the contracts (src/*.ts) and the helpers made for channels (src/inbound, src/outbound, src/media, src/http, src/policy, src/config, the console's chat port src/console/deps.ts). Layer rule: ${why}.`,
     },
   ], { outer: { group: ['**/app/**'], message: 'a channel never imports the composition root (app/); it is handed what it needs in ChannelContext.' } }),
 ];

@@ -34,7 +34,7 @@ export interface ReliableProviderOptions {
   /** A `Retry-After` longer than this is not waited for: the next key / model / candidate is tried instead. @default 30000 */
   readonly maxRetryAfterMs?: number;
   readonly log: Logger;
-  /** Injectable for tests. @default sleep from runtime/backoff.ts */
+  /** Injectable for tests. @default sleep from src/backoff.ts */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Injectable for tests (backoff jitter). @default Math.random */
   readonly random?: () => number;
