@@ -4,6 +4,7 @@
 // and two type-aware rules: a promise nobody awaits or handles (a dropped rejection in a daemon that
 // runs for months is a lost message), and a promise where a plain value is expected (an async
 // callback to an API that ignores what it returns).
+import { readdirSync } from 'node:fs';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -21,6 +22,11 @@ const layers = [
   { name: 'cluster', folders: ['cluster'] },
   { name: 'servers', folders: ['gateway', 'console'], files: ['metrics.ts', 'process-metrics.ts'] },
 ];
+// A new folder of src/ must be placed in a layer: one in none would not be checked.
+const unplaced = readdirSync(new URL('./src/', import.meta.url), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && !layers.some((layer) => layer.folders.includes(entry.name)))
+  .map((entry) => `src/${entry.name}/`);
+if (unplaced.length > 0) throw new Error(`eslint.config.js: ${unplaced.join(', ')} is in no layer; add it to \`layers\` (and to the table in docs/architecture.md)`);
 /** Peers in one layer that must not import each other either. */
 const apart = [
   ['tools', 'runtime', 'a tool never drives the runtime, and the runtime knows tools only through the agent'],
