@@ -7,6 +7,7 @@
  */
 import type { ToolRunner } from './agent/tool-runner.ts';
 import { registerProcessMetrics } from './process-metrics.ts';
+import type { ProviderErrorReason } from './providers/metered.ts';
 import type { RuntimeEvents, RuntimeHealth } from './runtime/runtime.ts';
 
 type Labels = Readonly<Record<string, string>>;
@@ -171,8 +172,7 @@ export class MetricsRegistry {
 
 export const prometheusContentType = 'text/plain; version=0.0.4; charset=utf-8';
 
-/** Why a model call failed, in a few values (a label must not take unbounded values). */
-export type ProviderErrorReason = 'rate_limited' | 'auth' | 'server' | 'client' | 'network' | 'context_length' | 'tools_unsupported' | 'aborted';
+export type { ProviderErrorReason } from './providers/metered.ts';
 
 /** What a tool call came to: the result kind, or `rejected` when it never ran (unknown, invalid, denied, limited). */
 export type ToolOutcome = 'ok' | 'error' | 'effect' | 'rejected';

@@ -16,7 +16,7 @@ import { canEdit, canSendFiles, hasMessageLimit, SendError, type Channel, type O
 import { refOf } from '../conversation.ts';
 import { splitMessage } from '../outbound/split.ts';
 import type { Outbox, Reply } from '../store/outbox.ts';
-import { backoffDelay, sleep } from './backoff.ts';
+import { backoffDelay, sleep } from '../backoff.ts';
 import { FloodWaitError, type ChannelLookup } from './flood.ts';
 
 export interface DeliveryOptions {

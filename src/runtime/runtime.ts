@@ -26,10 +26,12 @@ import { Outbox, type Reply } from '../store/outbox.ts';
 import { deadline } from '../abort.ts';
 import { DiskFullError, StorageHealth, diskFullCode, transientStoreError, type StorageState } from '../store/storage.ts';
 import { damagedDatabaseError } from '../store/integrity.ts';
-import { backoffDelay, sleep } from './backoff.ts';
+import { backoffDelay, sleep } from '../backoff.ts';
 import { Delivery, type DeliveryOptions } from './delivery.ts';
 import { KeyedPool } from './pool.ts';
+// eslint-disable-next-line no-restricted-imports -- the one back-arrow left (runtime → cluster): removed by i27-queue, which moves the TurnQueue port into src/runtime
 import type { TurnQueue } from '../cluster/queue.ts';
+// eslint-disable-next-line no-restricted-imports -- removed by i27-queue (see above)
 import type { ClusterNode } from '../cluster/nodes.ts';
 import { SupervisorSet, type ChannelHealth, type SupervisorOptions } from './supervisor.ts';
 
