@@ -189,7 +189,8 @@ export function documentedKeys(markdown: string, tops: ReadonlySet<string>): str
         continue;
       }
       const dotted = /^([a-z_]+(?:\.[A-Za-z0-9_*]+)+)(?:\s*=.*)?$/.exec(code)?.[1];
-      if (dotted && tops.has(dotted.split('.')[0]!)) keys.push(dotted);
+      // `provider.ts` names a file, not the key `ts` of [provider]
+      if (dotted && tops.has(dotted.split('.')[0]!) && !/\.(?:ts|js|md|json|toml|db)$/.test(dotted)) keys.push(dotted);
     }
   }
   return keys;
