@@ -24,6 +24,8 @@ export interface GatewayOptions {
   readonly log: Logger;
   /** The runtime's health: `/readyz` and `/api/status` read it per request. */
   readonly health: () => RuntimeHealth;
+  /** Cluster mode: this node and every node as last reported, for `/api/status`. */
+  readonly cluster?: () => ClusterStatus;
   /** The `/metrics` body (Prometheus text). Omitted = no `/metrics`. */
   readonly metrics?: () => string;
   /** Longest request body read, in bytes; a larger one gets 413. @default 1048576 (1 MiB) */
@@ -84,11 +86,14 @@ export interface StatusReport {
   readonly totals: RuntimeHealth['counters'];
   /** Present while the data_dir's disk is full. */
   readonly storage?: { readonly writable: false; readonly code: string; readonly since: string; readonly refused: number };
-  /** Cluster mode: this node and every node (which channels each holds, its turns in flight). */
-  readonly cluster?: {
-    readonly node: string;
-    readonly nodes: ReadonlyArray<{ readonly node: string; readonly alive: boolean; readonly channels: readonly string[]; readonly inFlight: number; readonly turns: number; readonly seenAt: number; readonly version: string }>;
-  };
+  /** Cluster mode: this node and every node (which channels each holds, its turns in flight); `queued` then counts the whole cluster. */
+  readonly cluster?: ClusterStatus;
+}
+
+/** A cluster as its nodes last reported themselves (the cluster reports it, not the runtime). */
+export interface ClusterStatus {
+  readonly node: string;
+  readonly nodes: ReadonlyArray<{ readonly node: string; readonly alive: boolean; readonly channels: readonly string[]; readonly inFlight: number; readonly turns: number; readonly seenAt: number; readonly version: string }>;
 }
 
 export { isLoopback } from './browser-guard.ts';
@@ -184,7 +189,7 @@ function refuseUpgrade(socket: Duplex, status: number, message: string, extra = 
 const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
 
 /** The `/api/status` body from the runtime's health; `startedAt` is a wall time, `uptimeMs` measured on the monotonic clock. */
-export function statusReport(health: RuntimeHealth, startedAt: number, uptimeMs: number, version?: string): StatusReport {
+export function statusReport(health: RuntimeHealth, startedAt: number, uptimeMs: number, version?: string, cluster?: ClusterStatus): StatusReport {
   return {
     ...(version === undefined ? {} : { version }),
     pid: process.pid,
@@ -204,7 +209,7 @@ export function statusReport(health: RuntimeHealth, startedAt: number, uptimeMs:
     pendingReplies: health.pendingReplies,
     totals: health.counters,
     ...(health.storage?.writable === false ? { storage: { writable: false, code: health.storage.code!, since: iso(health.storage.since)!, refused: health.storage.refused ?? 0 } } : {}),
-    ...(health.cluster ? { cluster: health.cluster } : {}),
+    ...(cluster ? { cluster } : {}),
   };
 }
 
@@ -271,7 +276,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     method: 'GET',
     path: '/api/status',
     auth: 'token',
-    handle: (_req, res) => sendJson(res, 200, statusReport(options.health(), startedAt, performance.now() - startedMonotonic, options.version)),
+    handle: (_req, res) => sendJson(res, 200, statusReport(options.health(), startedAt, performance.now() - startedMonotonic, options.version, options.cluster?.())),
   });
   const metrics = options.metrics;
   if (metrics) {
