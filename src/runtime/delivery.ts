@@ -140,7 +140,12 @@ export class Delivery {
     }
   }
 
-  /** A round that stopped on the store is tried again, backing off, without waiting for the sweep. */
+  /**
+   * A round that stopped on the store is tried again, backing off, without waiting for the sweep.
+   * Not the sweep's job: the sweep (every 30 s, all conversations) retries replies the platform
+   * refused; a store back after a moment's lock or a freed disk should not hold a reply that long,
+   * and a per-conversation backoff keeps a store that stays down from being hammered.
+   */
   #retrySoon(conversation: string, signal: AbortSignal): void {
     if (this.#stopped || signal.aborted) return;
     const retry = this.#retries.get(conversation) ?? { timer: undefined, attempt: 0 };
