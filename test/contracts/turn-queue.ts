@@ -34,6 +34,8 @@ function gate(): { promise: Promise<void>; open: () => void } {
 class Node {
   /** Accepted and not done, by seq (the inbox's queued rows). */
   readonly inbox = new Map<number, QueuedTurn>();
+  /** Every turn accepted (done or not), by seq. */
+  readonly all = new Map<number, QueuedTurn>();
   readonly started: number[] = [];
   readonly done: number[] = [];
   /** Per conversation, the turns running now. */
@@ -86,6 +88,7 @@ class Node {
       await ticket.enqueue(tx, turn);
     });
     this.inbox.set(seq, turn);
+    this.all.set(seq, turn);
     ticket.committed(turn);
     return seq;
   }
@@ -94,12 +97,10 @@ class Node {
     this.gates.get(seq)?.open();
   }
 
+  /** The turns of `conversation` in `list`, in its order. */
   ofConversation(conversation: string, list: readonly number[]): number[] {
-    return list.filter((seq) => [...this.all].find((turn) => turn.seq === seq)?.conversation === conversation);
+    return list.filter((seq) => this.all.get(seq)?.conversation === conversation);
   }
-
-  /** Every turn accepted (done or not). */
-  readonly all = new Set<QueuedTurn>();
 }
 
 export function turnQueueContract(kind: string, open: () => Promise<TurnQueueHarness>): void {
@@ -121,11 +122,7 @@ export function turnQueueContract(kind: string, open: () => Promise<TurnQueueHar
       await queue.start(node.worker, node.unanswered);
       return queue;
     }
-    async function accept(node: Node, queue: TurnQueue, conversation: string, options: { hold?: boolean } = {}): Promise<number> {
-      const seq = await node.accept(queue, conversation, options);
-      node.all.add({ seq, conversation });
-      return seq;
-    }
+    const accept = (node: Node, queue: TurnQueue, conversation: string, options: { hold?: boolean } = {}): Promise<number> => node.accept(queue, conversation, options);
 
     it('runs the turns of one conversation in order, one at a time, and different conversations in parallel', async () => {
       const { harness, node } = await setUp();
