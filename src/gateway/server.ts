@@ -17,7 +17,7 @@ import { RouteTable } from '../http/route-table.ts';
 import { createTokenGuard, type TokenGuard } from '../http/token-guard.ts';
 import type { Admission, GatewayRoutes, HttpRoute, RouteAuth, UpgradeRoute } from '../route.ts';
 import type { RuntimeHealth } from '../runtime/runtime.ts';
-import { iso, statusReport } from '../runtime/status-report.ts';
+import { iso, statusReport, type ClusterStatus } from '../runtime/status-report.ts';
 
 export interface GatewayOptions {
   /** `host:port` (`[::1]:8787` for IPv6); port 0 picks a free one (tests). */
@@ -27,6 +27,8 @@ export interface GatewayOptions {
   readonly log: Logger;
   /** The runtime's health: `/readyz` and `/api/status` read it per request. */
   readonly health: () => RuntimeHealth;
+  /** Cluster mode: this node and every node as last reported, for `/api/status`. */
+  readonly cluster?: () => ClusterStatus;
   /** The `/metrics` body (Prometheus text). Omitted = no `/metrics`. */
   readonly metrics?: () => string;
   /** Longest request body read, in bytes; a larger one gets 413. @default 1048576 (1 MiB) */
@@ -68,7 +70,7 @@ export interface Gateway extends GatewayRoutes {
 // The composition root loads this module lazily and takes these from it.
 export { isLoopback } from '../http/browser-guard.ts';
 export { createTokenGuard } from '../http/token-guard.ts';
-export { statusReport, type StatusReport } from '../runtime/status-report.ts';
+export { statusReport, type StatusReport, type ClusterStatus } from '../runtime/status-report.ts';
 
 /** Shortest token accepted on a non-loopback address. */
 const minTokenLength = 16;
@@ -176,7 +178,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     method: 'GET',
     path: '/api/status',
     auth: 'token',
-    handle: (_req, res) => sendJson(res, 200, statusReport(options.health(), startedAt, performance.now() - startedMonotonic, options.version)),
+    handle: (_req, res) => sendJson(res, 200, statusReport(options.health(), startedAt, performance.now() - startedMonotonic, options.version, options.cluster?.())),
   });
   const metrics = options.metrics;
   if (metrics) {

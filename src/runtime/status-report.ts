@@ -26,18 +26,21 @@ export interface StatusReport {
   readonly totals: RuntimeHealth['counters'];
   /** Present while the data_dir's disk is full. */
   readonly storage?: { readonly writable: false; readonly code: string; readonly since: string; readonly refused: number };
-  /** Cluster mode: this node and every node (which channels each holds, its turns in flight). */
-  readonly cluster?: {
-    readonly node: string;
-    readonly nodes: ReadonlyArray<{ readonly node: string; readonly alive: boolean; readonly channels: readonly string[]; readonly inFlight: number; readonly turns: number; readonly seenAt: number; readonly version: string }>;
-  };
+  /** Cluster mode: this node and every node (which channels each holds, its turns in flight); `queued` then counts the whole cluster. */
+  readonly cluster?: ClusterStatus;
+}
+
+/** A cluster as its nodes last reported themselves (the cluster reports it, not the runtime). */
+export interface ClusterStatus {
+  readonly node: string;
+  readonly nodes: ReadonlyArray<{ readonly node: string; readonly alive: boolean; readonly channels: readonly string[]; readonly inFlight: number; readonly turns: number; readonly seenAt: number; readonly version: string }>;
 }
 
 /** An ISO 8601 time, or undefined. */
 export const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
 
 /** The `/api/status` body from the runtime's health; `startedAt` is a wall time, `uptimeMs` measured on the monotonic clock. */
-export function statusReport(health: RuntimeHealth, startedAt: number, uptimeMs: number, version?: string): StatusReport {
+export function statusReport(health: RuntimeHealth, startedAt: number, uptimeMs: number, version?: string, cluster?: ClusterStatus): StatusReport {
   return {
     ...(version === undefined ? {} : { version }),
     pid: process.pid,
@@ -57,6 +60,6 @@ export function statusReport(health: RuntimeHealth, startedAt: number, uptimeMs:
     pendingReplies: health.pendingReplies,
     totals: health.counters,
     ...(health.storage?.writable === false ? { storage: { writable: false, code: health.storage.code!, since: iso(health.storage.since)!, refused: health.storage.refused ?? 0 } } : {}),
-    ...(health.cluster ? { cluster: health.cluster } : {}),
+    ...(cluster ? { cluster } : {}),
   };
 }
