@@ -35,7 +35,7 @@ import type { ConversationRef } from '../../src/conversation.ts';
 import { describeSmtpError, toSendError } from './errors.ts';
 import { closeClient, findReplyTarget, findSentFolder, findSentMail, imapClient, savesSentMailItself } from './imap.ts';
 import { replySubject } from './inbound.ts';
-import { HEARTBEAT_MS, receive } from './receive.ts';
+import { HEARTBEAT_MS, receive } from './intake.ts';
 import { renderHtml, renderPlain } from './render.ts';
 import { ThreadBook, type ReplyTarget, type SentMail } from './threads.ts';
 

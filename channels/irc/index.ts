@@ -27,7 +27,7 @@
 import { SendError, type Channel, type ChannelContext, type ListenLink, type LivenessWatched, type MessageLimit, type OutboundMessage, type Push } from '../../src/channel.ts';
 import type { IrcConfig } from '../../src/config/schema.ts';
 import { normalise } from './inbound.ts';
-import { InboundQueue } from './inbound-queue.ts';
+import { InboundQueue } from './intake.ts';
 import { Pacer, type Clock } from './pacer.ts';
 import { renderLines } from './render.ts';
 import { DeliveryFailure } from './barrier.ts';
