@@ -205,11 +205,11 @@ type OperatorRun = (args: readonly string[], configFlag: string | undefined) => 
 /** Commands that work beside a running daemon; each loads its module only when called. */
 const operatorCommands: Readonly<Record<string, OperatorRun>> = {
   memory: async (args, configFlag) => {
-    const [{ runMemoryCommand }, { openOperatorMemory }] = await Promise.all([import('./memory-cli.ts'), import('./daemon.ts')]);
+    const [{ runMemoryCommand }, { openOperatorMemory }] = await Promise.all([import('./memory-cli.ts'), import('./operator.ts')]);
     return runMemoryCommand(args, () => openOperatorMemory(configFlag), process.stdout, process.stderr);
   },
   pairing: async (args, configFlag) => {
-    const [{ runPairingCommand }, { openOperatorPairing }] = await Promise.all([import('./pairing-cli.ts'), import('./daemon.ts')]);
+    const [{ runPairingCommand }, { openOperatorPairing }] = await Promise.all([import('./pairing-cli.ts'), import('./operator.ts')]);
     return runPairingCommand(args, () => openOperatorPairing(configFlag), process.stdout, process.stderr);
   },
   doctor: async (args, configFlag) => {
@@ -225,7 +225,7 @@ const operatorCommands: Readonly<Record<string, OperatorRun>> = {
     return runOnboard(args, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env, configFlag });
   },
   backup: async (args, configFlag) => {
-    const [{ runBackup }, { loadConfig, locateConfig }, { dirname, join, resolve }] = await Promise.all([import('./backup-cli.ts'), import('../src/config/load.ts'), import('node:path')]);
+    const [{ runBackup }, { loadConfig, locateConfig }, { dirname, join, resolve }] = await Promise.all([import('./backup-cli.ts'), import('./config.ts'), import('node:path')]);
     return runBackup(args, {
       stdout: process.stdout,
       stderr: process.stderr,
@@ -238,7 +238,7 @@ const operatorCommands: Readonly<Record<string, OperatorRun>> = {
     });
   },
   store: async (args, configFlag) => {
-    const [{ runStoreCommand }, { loadConfig, locateConfig }, { createLogger }, { dirname, join, resolve }] = await Promise.all([import('./store-cli.ts'), import('../src/config/load.ts'), import('../src/log.ts'), import('node:path')]);
+    const [{ runStoreCommand }, { loadConfig, locateConfig }, { createLogger }, { dirname, join, resolve }] = await Promise.all([import('./store-cli.ts'), import('./config.ts'), import('../src/log.ts'), import('node:path')]);
     const file = locateConfig(configFlag === undefined ? {} : { flag: configFlag });
     const { config } = loadConfig(file, process.env, { requireSecrets: false });
     return runStoreCommand(args, {
@@ -262,7 +262,7 @@ const operatorCommands: Readonly<Record<string, OperatorRun>> = {
     return runReload(configFlag);
   },
   status: async (args, configFlag) => {
-    const [{ runStatus }, { loadConfig, locateConfig }] = await Promise.all([import('./status-cli.ts'), import('../src/config/load.ts')]);
+    const [{ runStatus }, { loadConfig, locateConfig }] = await Promise.all([import('./status-cli.ts'), import('./config.ts')]);
     const { config } = loadConfig(locateConfig(configFlag === undefined ? {} : { flag: configFlag }), process.env, { requireSecrets: false });
     return runStatus(args, { gateway: config.gateway, out: process.stdout, err: process.stderr });
   },
@@ -328,7 +328,7 @@ async function runOperator(run: OperatorRun, args: readonly string[], configFlag
  * Exit 0 = reloaded (or signalled), 1 = no daemon found or the new config was rejected.
  */
 async function runReload(configFlag: string | undefined): Promise<number> {
-  const [{ loadConfig, locateConfig, formatProblems }, { statusUrl }, { dirname, join, resolve }] = await Promise.all([import('../src/config/load.ts'), import('./status-cli.ts'), import('node:path')]);
+  const [{ loadConfig, locateConfig, formatProblems }, { statusUrl }, { dirname, join, resolve }] = await Promise.all([import('./config.ts'), import('./status-cli.ts'), import('node:path')]);
   const file = locateConfig(configFlag === undefined ? {} : { flag: configFlag });
   let config;
   try {

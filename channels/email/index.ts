@@ -30,7 +30,7 @@ import {
   type OutboundMessage,
   type Push,
 } from '../../src/channel.ts';
-import type { EmailConfig } from '../../src/config/schema.ts';
+import type { EmailConfig } from './config.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
 import { describeSmtpError, toSendError } from './errors.ts';
 import { closeClient, findReplyTarget, findSentFolder, findSentMail, imapClient, savesSentMailItself } from './imap.ts';

@@ -29,7 +29,7 @@
 import type { Channel, ChannelContext, FileSender, ListenLink, LivenessWatched, MessageEditor, MessageLimit, OutboundFile, OutboundMessage, Push } from '../../src/channel.ts';
 import { SendError } from '../../src/channel.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
-import type { SlackConfig } from '../../src/config/schema.ts';
+import type { SlackConfig } from './config.ts';
 import { nameForImage, readImageHeader } from '../../src/media/dimensions.ts';
 import { readOutboundFile } from '../../src/outbound/file.ts';
 import { createBoltApp } from './app.ts';

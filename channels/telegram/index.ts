@@ -25,7 +25,7 @@ import {
   type TypingIndicator,
 } from '../../src/channel.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
-import type { TelegramConfig } from '../../src/config/schema.ts';
+import type { TelegramConfig } from './config.ts';
 import { apiFailure, describeError, grammySignal, isMarkupError, isNotModified, migratedTo, toSendError } from './errors.ts';
 import { messageOf, normalise, telegramMessageId, type BotIdentity } from './inbound.ts';
 import { MigrationStore } from './migrations.ts';
