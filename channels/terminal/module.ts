@@ -11,7 +11,8 @@ export const terminal = defineChannel({
     (await import('./index.ts')).createTerminalChannel({
       input: process.stdin,
       output: process.stdout,
-      user: section.user ?? safeUsername(),
+      // `chat` talks through the terminal whether or not the file has a [channels.terminal] table.
+      user: (section as typeof section | undefined)?.user ?? safeUsername(),
       assistantName: config.agent.name,
       interactive: process.stdin.isTTY === true,
       banner: `Talking to ${config.agent.name} (${config.provider.model}) · /help lists the commands · Ctrl-D or Ctrl-C quits`,
