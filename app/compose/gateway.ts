@@ -28,17 +28,17 @@ export interface GatewayParts {
   stageToolRoutes(built: BuiltTools): { commit(): void };
 }
 
-export interface GatewayDeps {
+/** What the gateway reports (`/healthz`, `/api/status`, `/metrics`): read only when asked, so the runtime may be built after it. */
+export type GatewayStatus = Pick<GatewayOptions, 'health' | 'metrics'>;
+
+export interface GatewayDeps extends GatewayStatus {
   readonly module: GatewayModule;
   readonly config: GatewayConfig;
   readonly log: Logger;
-  /** Read only when asked (the runtime is built after the gateway). */
-  readonly health: GatewayOptions['health'];
-  readonly metrics: () => string;
 }
 
 /** Built before the channels (a channel may serve an endpoint on it), started once all are. */
-export function openGateway({ module, config, log, health, metrics }: GatewayDeps): GatewayParts {
+export function openGateway({ module, config, log, ...status }: GatewayDeps): GatewayParts {
   const gatewayLog = log.child({ component: 'gateway' });
   const tokenGuard = module.createTokenGuard({ token: () => consoleToken(config), log: gatewayLog, trustedProxies: config.trusted_proxies });
   const version = packageVersion();
@@ -47,8 +47,7 @@ export function openGateway({ module, config, log, health, metrics }: GatewayDep
     ...(config.token === undefined ? {} : { token: config.token }),
     tokenGuard,
     log: gatewayLog,
-    health,
-    metrics,
+    ...status,
     // `switchboard status` prints it on its first line.
     ...(version === undefined ? {} : { version }),
     maxBodyBytes: config.max_body_kb * 1024,
