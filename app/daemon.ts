@@ -66,7 +66,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   // lines for its live tail, and adds the browser chat as the `web` channel: a channel that
   // counts, so a daemon with only the console on starts (and is reached from the browser).
   const consoleOn = gatewayConfig !== undefined && gatewayConfig.console;
-  if (names.length === 0 && !consoleOn) throw noChannelError(file, config);
+  if (names.length === 0 && !consoleOn) throw noChannelError(file, config, modules);
   const logTail = consoleOn ? createLogTail() : undefined;
   const log = daemonLogger(config, options.mode, options.verbose, names, logTail);
   const { dataDir, dbPath, files, workspace, lock, db, freshDatabase } = openDataDir(config, file, names);
@@ -125,7 +125,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     onToolsReplaced: (built) => gateway?.stageToolRoutes(built).commit(),
   });
 
-  const health = (): ReturnType<Runtime['health']> & { cluster?: { node: string; nodes: ReturnType<NonNullable<typeof cluster>['nodes']> } } => ({
+  const health = () => ({
     ...runtime.health(),
     ...(cluster ? { cluster: { node: cluster.node, nodes: cluster.nodes() } } : {}),
   });

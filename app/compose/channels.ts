@@ -112,7 +112,8 @@ export function allowLists(names: readonly string[], config: Config): Record<str
  * `start` with nothing that could reach the agent: neither a channel table nor the browser chat
  * (the console of `[gateway]`). Names both ways in, and how this file has the console off.
  */
-export function noChannelError(file: string, config: Config): ConfigError {
+export function noChannelError(file: string, config: Config, modules: readonly ChannelModule[]): ConfigError {
+  const tables = modules.map((module) => module.name).filter((name) => name !== 'terminal');
   const web =
     config.gateway === undefined
       ? 'or turn on the browser chat: add a `[gateway]` table with `listen = "127.0.0.1:8787"` (its `console = true` is the default) and open http://127.0.0.1:8787/'
@@ -121,7 +122,7 @@ export function noChannelError(file: string, config: Config): ConfigError {
     {
       path: 'channels',
       problem:
-        'no channel is enabled, so nothing could reach the agent: uncomment the table of the one you want in this file (telegram, discord, slack, matrix, irc, email, webhook; terminal for a chat in this terminal) and give it its token, ' +
+        `no channel is enabled, so nothing could reach the agent: uncomment the table of the one you want in this file (${tables.join(', ')}; terminal for a chat in this terminal) and give it its token, ` +
         `${web}. To talk to the agent here first, run \`switchboard chat\` (npm run chat): it needs no channel`,
       example: config.gateway === undefined ? '[gateway] listen = "127.0.0.1:8787"' : '[gateway] console = true',
     },
