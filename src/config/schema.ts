@@ -365,6 +365,8 @@ const Matrix = v.pipe(
     password: v.optional(text('${MATRIX_PASSWORD}')),
     /** Rooms to join at start (ids or aliases); invites from allowed senders are accepted too. */
     rooms: v.optional(v.pipe(v.array(text('#general:example.org')), v.examples([['#general:example.org']])), []),
+    /** End-to-end encryption (read and answer encrypted rooms as one device, its keys in the database). */
+    encryption: v.optional(v.pipe(v.boolean(), v.examples([false])), false),
     ...policy,
   }),
   v.check((matrix) => matrix.access_token !== undefined || matrix.password !== undefined, 'needs access_token or password'),
