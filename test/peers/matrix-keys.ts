@@ -27,12 +27,37 @@ interface Device {
 export class MatrixKeyServer {
   readonly #devices = new Map<string, Map<string, Device>>();
   readonly #txns = new Set<string>();
+  /** Per device: the next_batch a sync delivered to-device messages with, and the last one it held. */
+  readonly #delivered = new Map<string, { readonly token: string; readonly upTo: number }>();
   #seq = 0;
   /** Who may see whose devices change (users sharing a room); the peer sets it. */
   readonly sharing: (user: string) => Iterable<string>;
+  /** Called when a device has something new for its /sync (the peer wakes its long polls). */
+  readonly changed: () => void;
 
-  constructor(sharing: (user: string) => Iterable<string> = () => []) {
+  constructor(sharing: (user: string) => Iterable<string> = () => [], changed: () => void = () => undefined) {
     this.sharing = sharing;
+    this.changed = changed;
+  }
+
+  /** Whether a /sync of this device has key news (to-device messages, device-list changes). */
+  pending(user: string, deviceId: string): boolean {
+    const device = this.#devices.get(user)?.get(deviceId);
+    return device !== undefined && (device.inbox.length > 0 || device.changed.size > 0);
+  }
+
+  /**
+   * The key parts of the /sync a device asked for with `since`, answered with `nextBatch`: a
+   * `since` that is the token to-device messages came with confirms them (they are dropped, as
+   * a homeserver drops them once the client has moved past); any other delivers them again.
+   */
+  syncPart(user: string, deviceId: string, since: string | undefined, nextBatch: string): Json {
+    const id = `${user}\u0000${deviceId}`;
+    const delivered = this.#delivered.get(id);
+    if (delivered && since === delivered.token) this.confirm(user, deviceId, delivered.upTo);
+    const { part, upTo } = this.sync(user, deviceId);
+    if (upTo > 0) this.#delivered.set(id, { token: nextBatch, upTo });
+    return part;
   }
 
   #device(user: string, device: string): Device {
@@ -64,7 +89,10 @@ export class MatrixKeyServer {
       if (before !== undefined && JSON.stringify(before) !== JSON.stringify(keys.keys)) throw { status: 400, errcode: 'M_INVALID_PARAM', error: 'the identity keys of a device cannot change' };
       const changed = device.keys === undefined;
       device.keys = keys;
-      if (changed) this.#announce(user);
+      if (changed) {
+        this.#announce(user);
+        this.changed();
+      }
     }
     for (const [id, key] of Object.entries((body.one_time_keys as Json | undefined) ?? {})) if (!device.oneTime.has(id)) device.oneTime.set(id, key as Json);
     const fallback = Object.entries((body.fallback_keys as Json | undefined) ?? {})[0];
@@ -126,6 +154,7 @@ export class MatrixKeyServer {
         for (const device of targets) device.inbox.push({ id: ++this.#seq, event: { sender, type, content } });
       }
     }
+    this.changed();
     return {};
   }
 
@@ -160,4 +189,19 @@ export class MatrixKeyServer {
   devices(user: string): string[] {
     return [...(this.#devices.get(user) ?? [])].filter(([, device]) => device.keys !== undefined).map(([id]) => id);
   }
+}
+
+/**
+ * The key endpoints of the client-server API for `user`'s `device` (keys.yaml, to_device.yaml):
+ * the answer, or undefined when `path` (after /_matrix/client/v3) is none of them.
+ */
+export function keyRoute(server: MatrixKeyServer, method: string, path: string, body: Json, user: string, device: string): Json | undefined {
+  if (method === 'POST' && path === '/keys/upload') return server.upload(user, device, body);
+  if (method === 'POST' && path === '/keys/query') return server.query(body);
+  if (method === 'POST' && path === '/keys/claim') return server.claim(body);
+  const toDevice = /^\/sendToDevice\/([^/]+)\/([^/]+)$/.exec(path);
+  if (method === 'PUT' && toDevice) return server.sendToDevice(user, device, decodeURIComponent(toDevice[1] ?? ''), decodeURIComponent(toDevice[2] ?? ''), body);
+  // Cross-signing and signatures: accepted and kept nowhere (the bot makes none; a client may).
+  if (method === 'POST' && (path === '/keys/signatures/upload' || path === '/keys/device_signing/upload')) return { failures: {} };
+  return undefined;
 }

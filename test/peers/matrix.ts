@@ -60,6 +60,7 @@ import type { FileContent, ImageContent } from 'matrix-js-sdk/lib/@types/media.j
 import sharp from 'sharp';
 import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
 import { imageDimensions } from '../support/photos.ts';
+import { keyRoute, MatrixKeyServer } from './matrix-keys.ts';
 
 const SERVER = 'localhost';
 const BOT = `@switchboard:${SERVER}`;
@@ -207,6 +208,12 @@ export interface MatrixPeer extends ChatPeer {
   botUploads(place: Place): Promise<Array<{ readonly content: ImageContent | FileContent; readonly problems: readonly string[] }>>;
   /** A person posts in any room. Returns the event id. */
   postIn(roomId: string, user: PeerUser, content: IContent): string;
+  /** A person's event of any type (an m.room.encrypted one their client made). Returns the event id. */
+  postEvent(roomId: string, user: PeerUser, type: string, content: IContent): string;
+  /** Device keys, one-time keys and to-device messages (matrix-keys.ts): people's clients use it directly, the bot over HTTP. */
+  readonly keys: MatrixKeyServer;
+  /** The bot's device (of its access token). */
+  readonly botDevice: string;
   /** An m.room.encrypted event from a person (what a client with E2EE posts). */
   postEncrypted(user: PeerUser, roomId?: string): string;
   /** `user` makes a new room and invites the bot. Returns the room id. */
@@ -285,6 +292,19 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
   let logins = 0;
   let repeatedTxns = 0;
   const nonce = randomBytes(3).toString('hex');
+  // Users who see each other's device changes: those sharing a room (joined or invited).
+  const sharing = (user: string): string[] => {
+    const others = new Set<string>();
+    for (const room of rooms.values()) {
+      const here = (u: string): boolean => ['join', 'invite'].includes(membership(room, u) ?? '');
+      if (!here(user)) continue;
+      for (const event of room.state.values()) if (event.type === 'm.room.member' && event.state_key !== undefined && event.state_key !== user && here(event.state_key)) others.add(event.state_key);
+    }
+    return [...others];
+  };
+  const keys = new MatrixKeyServer(sharing, () => {
+    for (const wake of [...waiters]) wake();
+  });
 
   function append(roomId: string, event: Omit<PeerEvent, 'event_id' | 'origin_server_ts'>): PeerEvent {
     const room = rooms.get(roomId)!;
@@ -389,7 +409,7 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
   const stripped = (e: PeerEvent): IStrippedState => ({ type: e.type, sender: e.sender, state_key: e.state_key ?? '', content: e.content });
   const asState = (e: PeerEvent): PeerEvent & { state_key: string } => ({ ...e, state_key: e.state_key ?? '' });
 
-  function buildSync(since: number | undefined, filter: Filter, fullState: boolean): { body: ISyncResponse; empty: boolean } {
+  function buildSync(since: number | undefined, filter: Filter, fullState: boolean, device: string, sinceToken: string | undefined): { body: ISyncResponse; empty: boolean } {
     const join: Record<string, IJoinedRoom> = {};
     const invite: Record<string, IInvitedRoom> = {};
     const leave: Record<string, ILeftRoom> = {};
@@ -425,7 +445,9 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
         leave[room.id] = { state: { events: [] }, timeline: { events: room.events.filter((s) => s.pos > since && s.event.state_key === BOT).map((s) => s.event), prev_batch: null }, account_data: { events: [] } };
       }
     }
-    const empty = Object.keys(join).length + Object.keys(invite).length + Object.keys(leave).length === 0;
+    const keyNews = keys.pending(BOT, device);
+    const empty = Object.keys(join).length + Object.keys(invite).length + Object.keys(leave).length === 0 && !keyNews;
+    const keyPart = keyNews || sinceToken !== undefined ? keys.syncPart(BOT, device, sinceToken, `s${stream.length}`) : {};
     return {
       body: {
         next_batch: `s${stream.length}`,
@@ -435,12 +457,13 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
         to_device: { events: [] },
         device_lists: { changed: [], left: [] },
         device_one_time_keys_count: {},
+        ...keyPart,
       },
       empty,
     };
   }
 
-  async function sync(req: IncomingMessage, url: URL, user: string): Promise<ISyncResponse> {
+  async function sync(req: IncomingMessage, url: URL, user: string, device: string): Promise<ISyncResponse> {
     const sinceRaw = url.searchParams.get('since');
     let since: number | undefined;
     if (sinceRaw !== null) {
@@ -456,7 +479,7 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
     try {
       while (stalled && !req.socket.destroyed) await wait(req, 60_000);
       for (;;) {
-        const result = buildSync(since, filter, fullState);
+        const result = buildSync(since, filter, fullState, device, sinceRaw ?? undefined);
         if (!result.empty || fullState || since === undefined || Date.now() >= deadline || req.socket.destroyed) return result.body;
         await wait(req, deadline - Date.now());
       }
@@ -561,7 +584,9 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
     }
     if (p === '/pushrules/' || p === '/pushrules') return { json: { global: { override: [], content: [], room: [], sender: [], underride: [] } } };
     if (p === '/capabilities') return { json: { capabilities: { 'm.change_password': { enabled: false }, 'm.room_versions': { default: '10', available: { '10': 'stable' } } } } };
-    if (p === '/sync') return { json: await sync(req, url, BOT) };
+    if (p === '/sync') return { json: await sync(req, url, BOT, tokens.get(token) ?? '') };
+    const keyReply = keyRoute(keys, method, p, method === 'GET' ? {} : json(), BOT, tokens.get(token) ?? '');
+    if (keyReply) return { json: keyReply };
     if (p === '/joined_rooms') return { json: { joined_rooms: [...rooms.values()].filter((r) => membership(r, BOT) === 'join').map((r) => r.id) } };
     if ((m = /^\/user\/([^/]+)\/filter$/.exec(p)) && method === 'POST') {
       const id = String(++counter);
@@ -786,6 +811,13 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
       postIn(roomId(place), user, content);
     },
     postIn,
+    postEvent(id, user, type, content) {
+      const room = rooms.get(id);
+      if (!room || membership(room, USERS[user]) !== 'join') throw new Error(`${user} is not in ${id}`);
+      return append(id, { type, sender: USERS[user], content }).event_id;
+    },
+    keys,
+    botDevice: 'BOTDEVICE',
     postEncrypted(user, id = encryptedRoom) {
       const room = rooms.get(id)!;
       if (membership(room, USERS[user]) !== 'join') throw new Error(`${user} is not in ${id}`);

@@ -1,0 +1,181 @@
+/**
+ * Matrix end-to-end encryption (issue 28) with the real daemon against the Matrix peer and a
+ * second party with crypto of its own: the person's devices are the SDK's Rust crypto engine
+ * (the OlmMachine of @matrix-org/matrix-sdk-crypto-wasm that matrix-js-sdk's initRustCrypto
+ * runs), talking to the peer's key server (test/peers/matrix-keys.ts) in process and posting
+ * the m.room.encrypted events it makes; the bot talks to the peer over HTTP. Not yet a whole
+ * matrix-js-sdk MatrixClient for the person (the peer serves /sync to the bot only).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { pino } from 'pino';
+import { MatrixCrypto, type CryptoTransport } from '../channels/matrix/crypto.ts';
+import { UNDECRYPTABLE_NOTICE } from '../channels/matrix/e2ee.ts';
+import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
+import { keyRoute, type MatrixKeyServer } from './peers/matrix-keys.ts';
+import { startMatrixPeer, type MatrixPeer } from './peers/matrix.ts';
+import { testChannelState } from './support/channel-state.ts';
+import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { quiet, until } from './support/wait.ts';
+
+const env = { TEST_MODEL_KEY: 'sk-matrix', SWITCHBOARD_TOKEN: 'matrix-e2ee-token-0123456789' };
+const silent = pino({ level: 'silent' });
+
+/** One device of a person: the SDK's crypto engine, its keys on the peer's key server. */
+class PersonDevice {
+  readonly #keys: MatrixKeyServer;
+  readonly userId: string;
+  readonly deviceId: string;
+  readonly crypto: MatrixCrypto;
+
+  private constructor(keys: MatrixKeyServer, userId: string, deviceId: string, crypto: MatrixCrypto) {
+    this.#keys = keys;
+    this.userId = userId;
+    this.deviceId = deviceId;
+    this.crypto = crypto;
+  }
+
+  /** `lose`: the device's to-device messages never leave it (its room keys never reach anyone). */
+  static async open(peer: MatrixPeer, userId: string, deviceId: string, options: { lose?: boolean } = {}): Promise<PersonDevice> {
+    const send: CryptoTransport = async (method, path, body) => {
+      if (options.lose && path.startsWith('/sendToDevice/')) return {};
+      const answer = keyRoute(peer.keys, method, path, body, userId, deviceId);
+      if (!answer) throw new Error(`the person's device asked for ${method} ${path}`);
+      return answer;
+    };
+    return new PersonDevice(peer.keys, userId, deviceId, await MatrixCrypto.open({ state: testChannelState(deviceId), userId, deviceId, send, log: silent }));
+  }
+
+  /** What its /sync would carry: to-device messages (room keys), device lists. */
+  async sync(): Promise<void> {
+    const { part, upTo } = this.#keys.sync(this.userId, this.deviceId);
+    await this.crypto.receiveSync(part);
+    this.#keys.confirm(this.userId, this.deviceId, upTo);
+  }
+
+  /** Encrypts a text for the room's members and posts it. */
+  async say(peer: MatrixPeer, roomId: string, members: readonly string[], text: string): Promise<void> {
+    const content = await this.crypto.encrypt(roomId, members, 'm.room.message', { msgtype: 'm.text', body: text });
+    peer.postEvent(roomId, 'alice', 'm.room.encrypted', content);
+  }
+
+  /** The bot's events in the room as this device reads them (after a sync for their keys). */
+  async read(peer: MatrixPeer, roomId: string): Promise<Array<string | undefined>> {
+    await this.sync();
+    const out: Array<string | undefined> = [];
+    for (const event of peer.rawBotEventsIn(roomId)) {
+      if (event.type !== 'm.room.encrypted') {
+        out.push(`PLAIN: ${String(event.content.body)}`);
+        continue;
+      }
+      try {
+        const clear = await this.crypto.decrypt(roomId, { ...event, room_id: roomId });
+        out.push(String(clear.content.body));
+      } catch {
+        out.push(undefined);
+      }
+    }
+    return out;
+  }
+}
+
+describe('matrix end-to-end encryption (daemon)', () => {
+  let model: FakeOpenAI;
+  let peer: MatrixPeer;
+  let config: ReturnType<typeof tempConfig>;
+  let daemon: Daemon | undefined;
+  let phone: PersonDevice;
+  let room: string;
+  let members: string[];
+  const timings: Record<string, number> = {};
+
+  before(async () => {
+    model = await startFakeOpenAI();
+    peer = await startMatrixPeer();
+    config = tempConfig(
+      model.baseUrl,
+      `[log]\nformat = "json"\n[runtime]\nrestart_initial_seconds = 0.2\nrestart_max_seconds = 1\n${peer.configSection()}encryption = true\nallow = ["${peer.users.alice}"]\n`,
+    );
+  });
+  after(async () => {
+    if (daemon && daemon.child.exitCode === null) {
+      daemon.child.kill('SIGTERM');
+      await daemon.exited;
+    }
+    await peer.close();
+    await model.close();
+    config.cleanup();
+    process.stderr.write(`# e2ee timings (ms): ${JSON.stringify(timings)}\n`);
+  });
+
+  const log = (): string => `\ndaemon log:\n${daemon?.stdout().slice(-6000)}\n${daemon?.stderr().slice(-2000)}`;
+
+  async function start(): Promise<void> {
+    const started = performance.now();
+    daemon = startDaemon(['start', '--config', config.file], { env });
+    await daemon.waitFor(/"msg":"ready"/, 'stdout', 30_000);
+    timings[`start${Object.keys(timings).filter((k) => k.startsWith('start')).length}`] = Math.round(performance.now() - started);
+  }
+
+  async function answered(device: PersonDevice, n: number): Promise<Array<string | undefined>> {
+    let seen: Array<string | undefined> = [];
+    await until(
+      async () => {
+        seen = await device.read(peer, room);
+        return seen.length >= n;
+      },
+      `reply ${n}`,
+      30_000,
+      () => `${JSON.stringify(seen)}${log()}`,
+    );
+    return seen;
+  }
+
+  it('answers an encrypted DM made the way Element makes one, encrypted', async () => {
+    await start();
+    await until(() => peer.keys.devices(peer.botUserId).length === 1, 'the bot uploaded its device keys', 15_000, log);
+    phone = await PersonDevice.open(peer, peer.users.alice, 'ALICEPHONE');
+    room = peer.inviteEncryptedDm('alice');
+    await until(() => peer.botMembership(room) === 'join', 'the bot joined the encrypted DM', 15_000, log);
+    members = [peer.users.alice, peer.botUserId];
+    const sent = performance.now();
+    await phone.say(peer, room, members, 'hello, secretly');
+    const seen = await answered(phone, 1);
+    timings.firstAnswer = Math.round(performance.now() - sent);
+    assert.deepEqual(seen, ['echo: hello, secretly']);
+    assert.ok(peer.rawBotEventsIn(room).every((event) => event.type === 'm.room.encrypted'), 'nothing in clear');
+    assert.doesNotMatch(daemon!.stdout(), /cannot read end-to-end encrypted/);
+  });
+
+  it('after a SIGKILL and a restart, answers the next message as the same device', async () => {
+    const before = JSON.stringify(peer.keys.query({ device_keys: { [peer.botUserId]: [] } }));
+    daemon!.child.kill('SIGKILL');
+    await daemon!.exited;
+    await start();
+    await phone.say(peer, room, members, 'still there?');
+    const seen = await answered(phone, 2);
+    assert.deepEqual(seen, ['echo: hello, secretly', 'echo: still there?']);
+    assert.deepEqual(peer.keys.devices(peer.botUserId), [peer.botDevice], 'no new device');
+    assert.equal(JSON.stringify(peer.keys.query({ device_keys: { [peer.botUserId]: [] } })), before, 'the same identity keys');
+  });
+
+  it("a new device of the person reads the bot's next reply", async () => {
+    const tablet = await PersonDevice.open(peer, peer.users.alice, 'ALICETABLET');
+    await phone.sync(); // the phone learns of the tablet (device_lists) and shares its next key with it too
+    await phone.say(peer, room, members, 'now on two devices');
+    await answered(phone, 3);
+    const onTablet = await tablet.read(peer, room);
+    assert.equal(onTablet.at(-1), 'echo: now on two devices');
+  });
+
+  it('a message it cannot decrypt gets one answer telling the person', async () => {
+    const broken = await PersonDevice.open(peer, peer.users.alice, 'ALICEBROKEN', { lose: true });
+    await broken.say(peer, room, members, 'you will never read this');
+    await broken.say(peer, room, members, 'nor this');
+    const seen = await answered(phone, 4);
+    await quiet(1000);
+    assert.equal(seen.at(-1), UNDECRYPTABLE_NOTICE);
+    assert.equal((await phone.read(peer, room)).filter((text) => text === UNDECRYPTABLE_NOTICE).length, 1, 'told once');
+    assert.equal(model.requests.length, 3, 'the model never saw the unreadable messages');
+  });
+});
