@@ -57,6 +57,8 @@ export class ChannelE2ee {
   #parked: Parked[] = [];
   #timer: NodeJS.Timeout | undefined;
   readonly #told = new Set<string>();
+  /** The engine's calls, one at a time (a reload must not close it under a send). */
+  #queue: Promise<unknown> = Promise.resolve();
   /** Timings of decrypt (ms), for the status and the measurements. */
   readonly decryptMs: number[] = [];
 
@@ -69,33 +71,52 @@ export class ChannelE2ee {
     return this.#crypto?.identityKeys;
   }
 
-  /** Opens the crypto state (the same device as before) and uploads what the homeserver lacks. */
-  async start(): Promise<void> {
-    await this.stop();
+  /** Runs `work` when the engine's earlier calls are done. Never call out (push, tell) inside: they may wait on a send. */
+  #exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(work, work);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Opens the crypto state (the same device as before) from the database and uploads what the
+   * homeserver lacks; an engine already open is closed first (each listen reloads: another node
+   * may have held the channel meanwhile).
+   */
+  start(): Promise<void> {
+    return this.#exclusive(async () => {
+      await this.#close();
+      await this.#open();
+    });
+  }
+
+  /** The engine, opened when a send comes before the first listen (replies pending after a restart). */
+  #ready(): Promise<MatrixCrypto> {
+    return this.#crypto ? Promise.resolve(this.#crypto) : this.#open();
+  }
+
+  async #open(): Promise<MatrixCrypto> {
     const { api, state, log } = this.#o;
     const deviceId = api.deviceId;
     if (deviceId === undefined) throw new Error('Matrix encryption needs the device id of the access token (whoami gave none)');
     const send: CryptoTransport = (method, path, body) => api.request(method === 'POST' ? Method.Post : Method.Put, path, {}, body, { timeoutMs: 30_000 });
     const { MatrixCrypto } = await import('./crypto.ts');
     const started = performance.now();
-    this.#crypto = await MatrixCrypto.open({ state, userId: api.userId, deviceId, send, log });
-    log.info({ device: deviceId, ed25519: this.#crypto.identityKeys.ed25519, ms: Math.round(performance.now() - started) }, 'Matrix end-to-end encryption ready');
+    const crypto = await MatrixCrypto.open({ state, userId: api.userId, deviceId, send, log });
+    this.#crypto = crypto;
+    log.info({ device: deviceId, ed25519: crypto.identityKeys.ed25519, ms: Math.round(performance.now() - started) }, 'Matrix end-to-end encryption ready');
+    return crypto;
   }
 
-  get #engine(): MatrixCrypto {
-    if (!this.#crypto) throw new Error('Matrix encryption is not started');
-    return this.#crypto;
+  /** Feeds a /sync response's key parts (room keys, device lists) to the engine. */
+  receive(response: SyncKeys): Promise<void> {
+    return this.#exclusive(async () => (await this.#ready()).receiveSync(response));
   }
 
-  /** Feeds a /sync response's key parts to the engine, then retries what waits for a key. */
-  async receive(response: SyncKeys): Promise<void> {
-    await this.#engine.receiveSync(response);
-  }
-
-  /** After the sync's events were read: retries the waiting events (their keys may have come). */
+  /** After the sync's events were read: retries the waiting events (their keys may have come), and stores the state. */
   async afterSync(): Promise<void> {
     await this.#retry(false);
-    await this.#engine.flush();
+    await this.#exclusive(async () => (await this.#ready()).flush());
   }
 
   /**
@@ -115,7 +136,7 @@ export class ChannelE2ee {
   async #tryDecrypt(roomId: string, event: RoomEvent): Promise<RoomEvent | undefined> {
     const started = performance.now();
     try {
-      const clear = await this.#engine.decrypt(roomId, { ...event, room_id: roomId });
+      const clear = await this.#exclusive(async () => (await this.#ready()).decrypt(roomId, { ...event, room_id: roomId }));
       this.decryptMs.push(performance.now() - started);
       if (this.decryptMs.length > 1000) this.decryptMs.shift();
       return { ...event, type: clear.type, content: clear.content };
@@ -159,12 +180,16 @@ export class ChannelE2ee {
   async seal(roomId: string, type: string, content: Content): Promise<{ readonly type: string; readonly content: Content }> {
     if (!this.#o.rooms.isEncrypted(roomId)) return { type, content };
     const members = this.#o.rooms.present(roomId);
-    const encrypted = await this.#engine.encrypt(roomId, members, type, content);
+    const encrypted = await this.#exclusive(async () => (await this.#ready()).encrypt(roomId, members, type, content));
     return { type: 'm.room.encrypted', content: encrypted };
   }
 
   /** Stops the engine (its state stays stored); waiting events are dropped (the listen restarts from the saved sync token). */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
+    return this.#exclusive(() => this.#close());
+  }
+
+  async #close(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
     this.#parked = [];
