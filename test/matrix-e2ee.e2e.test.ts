@@ -16,6 +16,8 @@ import { keyRoute, type MatrixKeyServer } from './peers/matrix-keys.ts';
 import { startMatrixPeer, type MatrixPeer } from './peers/matrix.ts';
 import { testChannelState } from './support/channel-state.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { startCluster } from './support/cluster.ts';
+import { startPostgres } from './support/postgres.ts';
 import { quiet, until } from './support/wait.ts';
 
 const env = { TEST_MODEL_KEY: 'sk-matrix', SWITCHBOARD_TOKEN: 'matrix-e2ee-token-0123456789' };
@@ -177,5 +179,59 @@ describe('matrix end-to-end encryption (daemon)', () => {
     assert.equal(seen.at(-1), UNDECRYPTABLE_NOTICE);
     assert.equal((await phone.read(peer, room)).filter((text) => text === UNDECRYPTABLE_NOTICE).length, 1, 'told once');
     assert.equal(model.requests.length, 3, 'the model never saw the unreadable messages');
+  });
+});
+
+describe('matrix end-to-end encryption in a cluster', () => {
+  it('the channel moves to another node (its holder SIGKILLed), and the next encrypted message is answered there, as the same device', async (t) => {
+    const pg = await startPostgres();
+    const model = await startFakeOpenAI();
+    const peer = await startMatrixPeer();
+    const url = await pg.createDatabase();
+    const channels = `${peer.configSection()}encryption = true\nallow = ["${peer.users.alice}"]\n`;
+    const first = startCluster({ url, modelUrl: model.baseUrl, channels, names: ['n1'] });
+    let second: ReturnType<typeof startCluster> | undefined;
+    const tail = (): string => `\n${first.tail()}\n${second?.tail() ?? ''}`;
+    try {
+      const n1 = first.nodes[0]!;
+      await first.joined(n1);
+      await until(() => first.holder() === n1, 'n1 to hold Matrix', 30_000, tail);
+      await until(() => peer.keys.devices(peer.botUserId).length === 1, 'the bot uploaded its device keys', 20_000, tail);
+      const keysBefore = JSON.stringify(peer.keys.query({ device_keys: { [peer.botUserId]: [] } }));
+      const phone = await PersonDevice.open(peer, peer.users.alice, 'ALICEPHONE');
+      const room = peer.inviteEncryptedDm('alice');
+      await until(() => peer.botMembership(room) === 'join', 'the bot joined the encrypted DM', 20_000, tail);
+      const members = [peer.users.alice, peer.botUserId];
+      await phone.say(peer, room, members, 'on the first node');
+      await until(async () => (await phone.read(peer, room)).length >= 1, 'the answer from n1', 30_000, tail);
+
+      second = startCluster({ url, modelUrl: model.baseUrl, channels, names: ['n2'] });
+      const n2 = second.nodes[0]!;
+      await second.joined(n2);
+      const killedAt = Date.now();
+      n1.daemon.child.kill('SIGKILL');
+      await n1.daemon.exited;
+      await until(() => second!.holder() === n2, 'n2 to take Matrix over', 60_000, tail);
+      const movedMs = Date.now() - killedAt;
+      const sent = Date.now();
+      await phone.say(peer, room, members, 'on the second node');
+      let seen: Array<string | undefined> = [];
+      await until(
+        async () => (seen = await phone.read(peer, room)).length >= 2,
+        'the answer from n2',
+        60_000,
+        () => `${JSON.stringify(seen)}${tail()}`,
+      );
+      t.diagnostic(`Matrix moved n1 → n2 ${movedMs} ms after the kill; the next encrypted message answered ${Date.now() - sent} ms after it was sent`);
+      assert.deepEqual(seen, ['echo: on the first node', 'echo: on the second node']);
+      assert.deepEqual(peer.keys.devices(peer.botUserId), [peer.botDevice], 'no new device');
+      assert.equal(JSON.stringify(peer.keys.query({ device_keys: { [peer.botUserId]: [] } })), keysBefore, 'the same identity keys on n2');
+    } finally {
+      await second?.close();
+      await first.close();
+      await peer.close();
+      await model.close();
+      pg.stop();
+    }
   });
 });
