@@ -8,78 +8,16 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { pino } from 'pino';
-import { MatrixCrypto, type CryptoTransport } from '../channels/matrix/crypto.ts';
 import { UNDECRYPTABLE_NOTICE } from '../channels/matrix/e2ee.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
-import { keyRoute, type MatrixKeyServer } from './peers/matrix-keys.ts';
+import { PersonDevice } from './peers/matrix-person.ts';
 import { startMatrixPeer, type MatrixPeer } from './peers/matrix.ts';
-import { testChannelState } from './support/channel-state.ts';
 import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { startCluster } from './support/cluster.ts';
 import { startPostgres } from './support/postgres.ts';
 import { quiet, until } from './support/wait.ts';
 
 const env = { TEST_MODEL_KEY: 'sk-matrix', SWITCHBOARD_TOKEN: 'matrix-e2ee-token-0123456789' };
-const silent = pino({ level: 'silent' });
-
-/** One device of a person: the SDK's crypto engine, its keys on the peer's key server. */
-class PersonDevice {
-  readonly #keys: MatrixKeyServer;
-  readonly userId: string;
-  readonly deviceId: string;
-  readonly crypto: MatrixCrypto;
-
-  private constructor(keys: MatrixKeyServer, userId: string, deviceId: string, crypto: MatrixCrypto) {
-    this.#keys = keys;
-    this.userId = userId;
-    this.deviceId = deviceId;
-    this.crypto = crypto;
-  }
-
-  /** `lose`: the device's to-device messages never leave it (its room keys never reach anyone). */
-  static async open(peer: MatrixPeer, userId: string, deviceId: string, options: { lose?: boolean } = {}): Promise<PersonDevice> {
-    const send: CryptoTransport = async (method, path, body) => {
-      if (options.lose && path.startsWith('/sendToDevice/')) return {};
-      const answer = keyRoute(peer.keys, method, path, body, userId, deviceId);
-      if (!answer) throw new Error(`the person's device asked for ${method} ${path}`);
-      return answer;
-    };
-    return new PersonDevice(peer.keys, userId, deviceId, await MatrixCrypto.open({ state: testChannelState(deviceId), userId, deviceId, send, log: silent }));
-  }
-
-  /** What its /sync would carry: to-device messages (room keys), device lists. */
-  async sync(): Promise<void> {
-    const { part, upTo } = this.#keys.sync(this.userId, this.deviceId);
-    await this.crypto.receiveSync(part);
-    this.#keys.confirm(this.userId, this.deviceId, upTo);
-  }
-
-  /** Encrypts a text for the room's members and posts it. */
-  async say(peer: MatrixPeer, roomId: string, members: readonly string[], text: string): Promise<void> {
-    const content = await this.crypto.encrypt(roomId, members, 'm.room.message', { msgtype: 'm.text', body: text });
-    peer.postEvent(roomId, 'alice', 'm.room.encrypted', content);
-  }
-
-  /** The bot's events in the room as this device reads them (after a sync for their keys). */
-  async read(peer: MatrixPeer, roomId: string): Promise<Array<string | undefined>> {
-    await this.sync();
-    const out: Array<string | undefined> = [];
-    for (const event of peer.rawBotEventsIn(roomId)) {
-      if (event.type !== 'm.room.encrypted') {
-        out.push(`PLAIN: ${String(event.content.body)}`);
-        continue;
-      }
-      try {
-        const clear = await this.crypto.decrypt(roomId, { ...event, room_id: roomId });
-        out.push(String(clear.content.body));
-      } catch {
-        out.push(undefined);
-      }
-    }
-    return out;
-  }
-}
 
 describe('matrix end-to-end encryption (daemon)', () => {
   let model: FakeOpenAI;
