@@ -139,7 +139,10 @@ export class ChannelE2ee {
       const clear = await this.#exclusive(async () => (await this.#ready()).decrypt(roomId, { ...event, room_id: roomId }));
       this.decryptMs.push(performance.now() - started);
       if (this.decryptMs.length > 1000) this.decryptMs.shift();
-      return { ...event, type: clear.type, content: clear.content };
+      // A relation (thread, reply, edit) travels in the clear beside the ciphertext (spec: end-to-end encryption, m.relates_to); put it back where the intake reads it.
+      const outer = event.content['m.relates_to'];
+      const content = clear.content['m.relates_to'] === undefined && outer !== undefined ? { ...clear.content, 'm.relates_to': outer } : clear.content;
+      return { ...event, type: clear.type, content };
     } catch (error) {
       this.#o.log.debug({ room: roomId, event: event.event_id, reason: describeError(error) }, 'could not decrypt');
       return undefined;
