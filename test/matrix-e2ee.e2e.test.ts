@@ -118,6 +118,25 @@ describe('matrix end-to-end encryption (daemon)', () => {
     assert.equal((await phone.read(peer, room)).filter((text) => text === UNDECRYPTABLE_NOTICE).length, 1, 'told once');
     assert.equal(model.requests.length, 3, 'the model never saw the unreadable messages');
   });
+
+  it('reads an encrypted file the person sends, and sends one back encrypted', async () => {
+    model.fallback = (request) => {
+      const last = [...request.body.messages].reverse().find((m) => m.role === 'user')?.content;
+      const text = typeof last === 'string' ? last : '';
+      if (request.body.messages.at(-1)?.role === 'tool') return { text: 'sent it back' };
+      const saved = /saved at (\S+)/.exec(text);
+      if (text.includes('send it back') && saved) return { toolCalls: [{ name: 'send_file', arguments: { path: saved[1]! } }] };
+      return { text: `echo: ${text.split('\n').at(-1)}` };
+    };
+    const secret = Buffer.from(`a secret file ${'x'.repeat(5000)}\n`);
+    await phone.sendFile(peer, room, members, 'secret.txt', secret, 'send it back');
+    let files: Array<{ name: string; data: Buffer | undefined }> = [];
+    await until(async () => (files = await phone.files(peer, room)).length >= 1, 'the file sent back', 30_000, log);
+    assert.equal(files[0]!.name, 'secret.txt');
+    assert.deepEqual(files[0]!.data, secret, 'the same bytes, decrypted by the person');
+    const url = peer.rawBotEventsIn(room).at(-1)?.content;
+    assert.equal(url?.url, undefined, 'no plain media url beside the ciphertext');
+  });
 });
 
 describe('matrix end-to-end encryption in a cluster', () => {

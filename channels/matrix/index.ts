@@ -30,6 +30,7 @@ import type { MatrixConfig } from '../../src/config/schema.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
 import { readImageHeaderOfFile } from '../../src/media/dimensions.ts';
 import { MatrixApi } from './client.ts';
+import { encryptAttachment, type EncryptedFile } from './attachment-crypto.ts';
 import type { SyncKeys } from './crypto.ts';
 import { ChannelE2ee } from './e2ee.ts';
 import { describeError, matrixFailure, toSendError } from './errors.ts';
@@ -82,6 +83,12 @@ export function transactionId(kind: string, message: OutboundMessage): string | 
   if (message.replyTo === undefined) return undefined;
   const digest = createHash('sha256').update(JSON.stringify([kind, message.chat, message.thread ?? '', message.replyTo, message.text])).digest('base64url');
   return `sb-${digest.slice(0, 32)}`;
+}
+
+/** A file event's content with its encrypted file in `file` instead of `url` (spec: encrypted attachments). */
+function withEncryptedFile(content: Content, file: EncryptedFile): Content {
+  const { url: _url, ...rest } = content;
+  return { ...rest, file };
 }
 
 export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, options: MatrixChannelOptions = {}): MatrixChannel {
@@ -264,16 +271,19 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
       // The bytes say whether it is an image (src/media/dimensions.ts reads the header, no decoding), not the name.
       const image = await readImageHeaderOfFile(file.path);
       const mime = image?.mime ?? MIME[extname(file.name).toLowerCase()] ?? 'application/octet-stream';
+      // In an encrypted room (encryption on) the bytes are encrypted before they leave (attachment-crypto.ts).
+      const sealed = e2ee && rooms.isEncrypted(ref.chat) ? encryptAttachment(await readFile(file.path)) : undefined;
       let url: string;
       try {
-        url = await api.upload(new Uint8Array(await readFile(file.path)), file.name, mime);
+        url = await api.upload(sealed ? new Uint8Array(sealed.data) : new Uint8Array(await readFile(file.path)), file.name, sealed ? 'application/octet-stream' : mime);
       } catch (error) {
         if (matrixFailure(error)?.errcode !== 'M_TOO_LARGE') throw toSendError(error, 'upload', api.token);
         uploadLimit = undefined; // the config was stale (or a proxy in front has a lower limit): ask again next time
         return describeTooLarge(ref, file, size, undefined, 'this homeserver');
       }
       const relates = relationFor(ref);
-      const content = image ? imageContent({ name: file.name, url, mime, size, width: image.width, height: image.height }) : fileContent({ name: file.name, url, mime, size });
+      const plain = image ? imageContent({ name: file.name, url, mime, size, width: image.width, height: image.height }) : fileContent({ name: file.name, url, mime, size });
+      const content = sealed ? withEncryptedFile(plain, { ...sealed.keys, url }) : plain;
       await post(ref.chat, () => ({ ...content, ...(relates ? { 'm.relates_to': relates } : {}) }), undefined, 'sendFile');
     },
   };

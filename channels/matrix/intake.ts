@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { ChannelContext, Push } from '../../src/channel.ts';
 import type { MatrixConfig } from '../../src/config/schema.ts';
 import { isAllowed } from '../../src/policy/access.ts';
+import { decryptAttachment } from './attachment-crypto.ts';
 import type { MatrixApi } from './client.ts';
 import { describeError } from './errors.ts';
 import { classify, normalise, relationsOf, type BotIdentity, type RoomEvent } from './inbound.ts';
@@ -267,7 +268,11 @@ export class Intake {
           ...(file.name === undefined ? {} : { name: file.name }),
           ...(file.mime === undefined ? {} : { mime: file.mime }),
           ...(file.size === undefined ? {} : { size: file.size }),
-          download: (signal) => (file.url === undefined ? Promise.reject(new Error('the file is end-to-end encrypted, which this channel cannot read')) : api.download(file.url, signal)),
+          download: async (signal) => {
+            if (file.url === undefined) throw new Error('the file has no usable url (or its encryption keys are missing)');
+            const bytes = await api.download(file.url, signal);
+            return file.encrypted ? decryptAttachment(bytes, file.encrypted) : bytes;
+          },
         }),
       ),
     );

@@ -7,6 +7,7 @@
  * m.room.encrypted event.
  */
 import { pino } from 'pino';
+import { decryptAttachment, encryptAttachment, parseEncryptedFile } from '../../channels/matrix/attachment-crypto.ts';
 import { MatrixCrypto, type CryptoTransport } from '../../channels/matrix/crypto.ts';
 import { testChannelState } from '../support/channel-state.ts';
 import { keyRoute, type MatrixKeyServer } from './matrix-keys.ts';
@@ -50,9 +51,47 @@ export class PersonDevice {
   /** Encrypts a text for the room's members and posts it. */
   async say(peer: MatrixPeer, roomId: string, members: readonly string[], text: string): Promise<void> {
     const content = await this.crypto.encrypt(roomId, members, 'm.room.message', { msgtype: 'm.text', body: text });
+    peer.postEvent(roomId, this.#person(peer), 'm.room.encrypted', content);
+  }
+
+  /** Sends a file as an encrypted attachment (its bytes encrypted, then the event) with a caption. */
+  async sendFile(peer: MatrixPeer, roomId: string, members: readonly string[], name: string, data: Buffer, caption: string): Promise<void> {
+    const { data: ciphertext, keys } = encryptAttachment(data);
+    const url = peer.uploadMedia(ciphertext, 'application/octet-stream');
+    const content = { msgtype: 'm.file', body: caption, filename: name, file: { ...keys, url }, info: { mimetype: 'text/plain', size: data.length } };
+    const encrypted = await this.crypto.encrypt(roomId, members, 'm.room.message', content);
+    peer.postEvent(roomId, this.#person(peer), 'm.room.encrypted', encrypted);
+  }
+
+  /** The files the bot sent to the room, as this device opens them: name and bytes (undefined: could not). */
+  async files(peer: MatrixPeer, roomId: string): Promise<Array<{ name: string; data: Buffer | undefined }>> {
+    await this.sync();
+    const out: Array<{ name: string; data: Buffer | undefined }> = [];
+    for (const event of peer.rawBotEventsIn(roomId)) {
+      if (event.type !== 'm.room.encrypted') continue;
+      const clear = await this.crypto.decrypt(roomId, { ...event, room_id: roomId }).catch(() => undefined);
+      if (clear?.content.msgtype !== 'm.file' && clear?.content.msgtype !== 'm.image') continue;
+      const file = parseEncryptedFile(clear.content.file);
+      const stored = file ? peer.mediaOf(file.url) : undefined;
+      let data: Buffer | undefined;
+      if (file && stored) {
+        const parts: Buffer[] = [];
+        try {
+          for await (const part of decryptAttachment([stored], file)) parts.push(Buffer.from(part));
+          data = Buffer.concat(parts);
+        } catch {
+          data = undefined;
+        }
+      }
+      out.push({ name: String(clear.content.filename ?? clear.content.body), data });
+    }
+    return out;
+  }
+
+  #person(peer: MatrixPeer): PeerUser {
     const user = (Object.keys(peer.users) as PeerUser[]).find((name) => peer.users[name] === this.userId);
     if (!user) throw new Error(`${this.userId} is not a person of the peer`);
-    peer.postEvent(roomId, user, 'm.room.encrypted', content);
+    return user;
   }
 
   /** The bot's events in the room as this device reads them (after a sync for their keys). */

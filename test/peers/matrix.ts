@@ -214,6 +214,10 @@ export interface MatrixPeer extends ChatPeer {
   readonly keys: MatrixKeyServer;
   /** The bot's device (of its access token). */
   readonly botDevice: string;
+  /** A person's client uploads media (an encrypted attachment's ciphertext). Returns its mxc:// URI. */
+  uploadMedia(data: Buffer, mime: string): string;
+  /** The bytes stored under an mxc:// URI of this server. */
+  mediaOf(mxc: string): Buffer | undefined;
   /** An m.room.encrypted event from a person (what a client with E2EE posts). */
   postEncrypted(user: PeerUser, roomId?: string): string;
   /** `user` makes a new room and invites the bot. Returns the room id. */
@@ -818,6 +822,12 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
     },
     keys,
     botDevice: 'BOTDEVICE',
+    uploadMedia(data, mime) {
+      const id = `m${++counter}${nonce}`;
+      media.set(id, { data, mime, name: id });
+      return `mxc://${SERVER}/${id}`;
+    },
+    mediaOf: (mxc) => media.get(/^mxc:\/\/[^/]+\/(.+)$/.exec(mxc)?.[1] ?? '')?.data,
     postEncrypted(user, id = encryptedRoom) {
       const room = rooms.get(id)!;
       if (membership(room, USERS[user]) !== 'join') throw new Error(`${user} is not in ${id}`);
