@@ -8,6 +8,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { ClientEvent, createClient, SyncState, type MatrixClient } from 'matrix-js-sdk';
+import { pino } from 'pino';
+import { routeGlobalSdkLogger, sdkLogger } from '../channels/matrix/client.ts';
 import { UNDECRYPTABLE_NOTICE } from '../channels/matrix/e2ee.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { PersonDevice } from './peers/matrix-person.ts';
@@ -189,6 +192,60 @@ describe('matrix end-to-end encryption in a cluster', () => {
       await peer.close();
       await model.close();
       pg.stop();
+    }
+  });
+});
+
+describe('matrix end-to-end encryption with a matrix-js-sdk client', () => {
+  it("a person on matrix-js-sdk's own client with Rust crypto gets encrypted answers, also after the daemon's SIGKILL", async () => {
+    const model = await startFakeOpenAI();
+    const peer = await startMatrixPeer();
+    const config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n${peer.configSection()}encryption = true\nallow = ["${peer.users.alice}"]\n`);
+    const silentLog = pino({ level: 'silent' });
+    routeGlobalSdkLogger(silentLog);
+    let daemon: Daemon | undefined;
+    let client: MatrixClient | undefined;
+    const log = (): string => `\npeer unknown routes: ${JSON.stringify(peer.unknownRoutes)}\ndaemon log:\n${daemon?.stdout().slice(-4000)}`;
+    try {
+      daemon = startDaemon(['start', '--config', config.file], { env });
+      await daemon.waitFor(/"msg":"ready"/, 'stdout', 30_000);
+      const room = peer.inviteEncryptedDm('alice');
+      await until(() => peer.botMembership(room) === 'join', 'the bot joined the encrypted DM', 15_000, log);
+
+      client = createClient({ baseUrl: peer.baseUrl, userId: peer.users.alice, accessToken: peer.personToken('alice', 'ALICESDK'), deviceId: 'ALICESDK', logger: sdkLogger(silentLog) });
+      await client.initRustCrypto({ useIndexedDB: false });
+      const prepared = new Promise<void>((resolve) => client!.on(ClientEvent.Sync, (state: SyncState) => state === SyncState.Prepared && resolve()));
+      await client.startClient({ initialSyncLimit: 20 });
+      await prepared;
+      const person = client;
+      const answers = (): string[] =>
+        (person.getRoom(room)?.getLiveTimeline().getEvents() ?? [])
+          .filter((event) => event.getSender() === peer.botUserId && event.getType() === 'm.room.message' && !event.isDecryptionFailure())
+          .map((event) => String(event.getContent().body));
+
+      await person.sendTextMessage(room, 'hello from a real client');
+      await until(() => answers().length >= 1, 'the answer, decrypted by matrix-js-sdk', 30_000, () => `${JSON.stringify(answers())}${log()}`);
+      assert.deepEqual(answers(), ['echo: hello from a real client']);
+      const sent = peer.rawBotEventsIn(room);
+      assert.ok(sent.length > 0 && sent.every((event) => event.type === 'm.room.encrypted'), 'the bot sent nothing in clear');
+
+      daemon.child.kill('SIGKILL');
+      await daemon.exited;
+      daemon = startDaemon(['start', '--config', config.file], { env });
+      await daemon.waitFor(/"msg":"ready"/, 'stdout', 30_000);
+      await person.sendTextMessage(room, 'and after the crash?');
+      await until(() => answers().length >= 2, 'the second answer', 30_000, () => `${JSON.stringify(answers())}${log()}`);
+      assert.deepEqual(answers(), ['echo: hello from a real client', 'echo: and after the crash?']);
+      assert.deepEqual(peer.keys.devices(peer.botUserId), [peer.botDevice], 'no new device');
+    } finally {
+      client?.stopClient();
+      if (daemon && daemon.child.exitCode === null) {
+        daemon.child.kill('SIGTERM');
+        await daemon.exited;
+      }
+      await peer.close();
+      await model.close();
+      config.cleanup();
     }
   });
 });
