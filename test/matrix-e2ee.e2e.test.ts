@@ -205,6 +205,7 @@ describe('matrix end-to-end encryption with a matrix-js-sdk client', () => {
     routeGlobalSdkLogger(silentLog);
     let daemon: Daemon | undefined;
     let client: MatrixClient | undefined;
+    let restoreTimers = (): void => undefined;
     const log = (): string => `\npeer unknown routes: ${JSON.stringify(peer.unknownRoutes)}\ndaemon log:\n${daemon?.stdout().slice(-4000)}`;
     try {
       daemon = startDaemon(['start', '--config', config.file], { env });
@@ -212,6 +213,16 @@ describe('matrix end-to-end encryption with a matrix-js-sdk client', () => {
       const room = peer.inviteEncryptedDm('alice');
       await until(() => peer.botMembership(room) === 'join', 'the bot joined the encrypted DM', 15_000, log);
 
+      // matrix-js-sdk leaves timers behind after stopClient (its request timeouts, http-api/utils.js
+      // timeoutSignal, up to 110 s; RustCrypto's 5-minute one): unref'd here so they do not hold the test file open.
+      const setTimer = globalThis.setTimeout;
+      const unrefLong = ((callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
+        const timer = setTimer(callback, ms, ...args);
+        if ((ms ?? 0) >= 60_000) timer.unref();
+        return timer;
+      }) as typeof setTimeout;
+      globalThis.setTimeout = unrefLong;
+      restoreTimers = () => void (globalThis.setTimeout = setTimer);
       client = createClient({ baseUrl: peer.baseUrl, userId: peer.users.alice, accessToken: peer.personToken('alice', 'ALICESDK'), deviceId: 'ALICESDK', logger: sdkLogger(silentLog) });
       await client.initRustCrypto({ useIndexedDB: false });
       const prepared = new Promise<void>((resolve) => client!.on(ClientEvent.Sync, (state: SyncState) => state === SyncState.Prepared && resolve()));
@@ -239,6 +250,7 @@ describe('matrix end-to-end encryption with a matrix-js-sdk client', () => {
       assert.deepEqual(peer.keys.devices(peer.botUserId), [peer.botDevice], 'no new device');
     } finally {
       client?.stopClient();
+      restoreTimers();
       if (daemon && daemon.child.exitCode === null) {
         daemon.child.kill('SIGTERM');
         await daemon.exited;
