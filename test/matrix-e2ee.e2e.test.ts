@@ -12,6 +12,7 @@ import { ClientEvent, createClient, SyncState, type MatrixClient } from 'matrix-
 import { pino } from 'pino';
 import { routeGlobalSdkLogger, sdkLogger } from '../channels/matrix/client.ts';
 import { UNDECRYPTABLE_NOTICE } from '../channels/matrix/e2ee.ts';
+import { runChatChannelContract } from './contracts/chat-channel.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
 import { PersonDevice } from './peers/matrix-person.ts';
 import { startMatrixPeer, type MatrixPeer } from './peers/matrix.ts';
@@ -21,6 +22,13 @@ import { startPostgres } from './support/postgres.ts';
 import { quiet, until } from './support/wait.ts';
 
 const env = { TEST_MODEL_KEY: 'sk-matrix', SWITCHBOARD_TOKEN: 'matrix-e2ee-token-0123456789' };
+
+// With encryption on, the unencrypted rooms (the contract's DMs, group and thread) behave exactly as with it off.
+// A password login: each test's fresh daemon (a fresh database) is a new device, as it must be.
+runChatChannelContract('matrix with encryption on', async () => {
+  const peer = await startMatrixPeer();
+  return Object.assign(peer, { configSection: () => `${peer.passwordConfigSection()}encryption = true\n` });
+});
 
 describe('matrix end-to-end encryption (daemon)', () => {
   let model: FakeOpenAI;

@@ -87,6 +87,8 @@ interface StoreChanges {
 }
 
 export interface PersistentIndexedDb {
+  /** The databases restored from our database (the others are new). */
+  readonly restored: readonly string[];
   /** The factory holding the restored databases; the OlmMachine must open its store through it (see `asGlobal`). */
   readonly factory: IDBFactory;
   /** Runs `open` with `factory` as the process's `indexedDB` (the wasm reads the global). */
@@ -301,6 +303,7 @@ export async function openPersistentIndexedDb(state: ChannelState, log: Logger):
 
   return {
     factory,
+    restored: schemas.map((schema) => schema.name),
     async asGlobal<T>(run: () => Promise<T>): Promise<T> {
       const before = global.indexedDB;
       global.indexedDB = factory;

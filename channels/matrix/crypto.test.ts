@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { channelState } from '../../src/store/channel-state.ts';
 import { sqliteFile, testChannelState } from '../../test/support/channel-state.ts';
 import { MatrixKeyServer } from '../../test/peers/matrix-keys.ts';
-import { MatrixCrypto, type CryptoTransport } from './crypto.ts';
+import { DeviceKeysExist, MatrixCrypto, type CryptoTransport } from './crypto.ts';
 
 const log = pino({ level: 'silent' });
 const ROOM = '!dm:localhost';
@@ -86,6 +86,13 @@ describe('Matrix crypto (the SDK Rust engine over our database)', () => {
       const stranger = await MatrixCrypto.open({ state: testChannelState('eve'), userId: '@eve:localhost', deviceId: 'EVE', send: transport(new MatrixKeyServer(), '@eve:localhost', 'EVE'), log });
       const lost = await stranger.encrypt(ROOM, ['@eve:localhost'], 'm.room.message', { msgtype: 'm.text', body: 'lost' });
       await assert.rejects(bot.decrypt(ROOM, roomEvent('@eve:localhost', lost)));
+
+      // The same device with its state lost (a fresh database): refused before any key is made, never new keys under the old id.
+      await assert.rejects(
+        MatrixCrypto.open({ state: testChannelState('lost'), userId: BOT, deviceId: 'BOTDEV', send: transport(server, BOT, 'BOTDEV'), log }),
+        DeviceKeysExist,
+      );
+      assert.deepEqual(bot.identityKeys, identity);
 
       for (const machine of [bot, ada, tablet, stranger]) await machine.close();
       await second.close();

@@ -31,6 +31,19 @@ export interface SyncKeys {
   readonly device_unused_fallback_key_types?: readonly string[];
 }
 
+/**
+ * The device already has keys on the homeserver, but this database holds no crypto state for
+ * it (the state was lost, or another client uses the same access token): new keys under the
+ * old device id would be refused (its one-time key ids are taken) and distrusted by everyone.
+ */
+export class DeviceKeysExist extends Error {
+  readonly deviceId: string;
+  constructor(deviceId: string) {
+    super(`the Matrix device ${deviceId} already has encryption keys on the homeserver that this database does not hold (the bot's crypto state was lost, or another client uses the same access token): give the bot a new access token (a new login, a new device), or turn encryption off`);
+    this.deviceId = deviceId;
+  }
+}
+
 export interface DecryptedEvent {
   readonly type: string;
   readonly content: Record<string, unknown>;
@@ -59,7 +72,14 @@ export class MatrixCrypto {
     const store = await openPersistentIndexedDb(options.state, options.log);
     // One database per user and device: a new device (after a reset) starts afresh beside the old.
     const name = `switchboard:${options.userId}:${options.deviceId}`;
+    if (!store.restored.some((db) => db === name || db.startsWith(`${name}::`))) {
+      // A device new to this database must be new to the homeserver too.
+      const known = (await options.send('POST', '/keys/query', { device_keys: { [options.userId]: [options.deviceId] } })) as { device_keys?: Record<string, Record<string, unknown> | undefined> };
+      if (known.device_keys?.[options.userId]?.[options.deviceId] !== undefined) throw new DeviceKeysExist(options.deviceId);
+    }
     const machine = await store.asGlobal(() => wasm.OlmMachine.initialize(new wasm.UserId(options.userId), new wasm.DeviceId(options.deviceId), name));
+    // Stored before its keys are uploaded: a crash in between must not leave keys on the server that we do not hold.
+    await store.flush();
     const crypto = new MatrixCrypto(wasm, machine, store, options.send, options.log);
     await crypto.drain();
     return crypto;

@@ -36,6 +36,8 @@ export interface E2eeOptions {
   readonly log: Logger;
   /** How long an undecryptable event waits for its key before the person is told. @default 15000 */
   readonly waitMs?: number;
+  /** The bot logs in with its password (not a configured access token): it can become a new device by itself. */
+  readonly passwordLogin: boolean;
   /** Sends a notice to a room (through the channel, so encrypted). */
   readonly tell: (roomId: string, text: string) => Promise<void>;
 }
@@ -100,9 +102,17 @@ export class ChannelE2ee {
     const deviceId = api.deviceId;
     if (deviceId === undefined) throw new Error('Matrix encryption needs the device id of the access token (whoami gave none)');
     const send: CryptoTransport = (method, path, body) => api.request(method === 'POST' ? Method.Post : Method.Put, path, {}, body, { timeoutMs: 30_000 });
-    const { MatrixCrypto } = await import('./crypto.ts');
+    const { DeviceKeysExist, MatrixCrypto } = await import('./crypto.ts');
     const started = performance.now();
-    const crypto = await MatrixCrypto.open({ state, userId: api.userId, deviceId, send, log });
+    let crypto: MatrixCrypto;
+    try {
+      crypto = await MatrixCrypto.open({ state, userId: api.userId, deviceId, send, log });
+    } catch (error) {
+      if (!(error instanceof DeviceKeysExist) || !this.#o.passwordLogin) throw error;
+      // With a password the bot can start over as a new device: the next connect logs in again.
+      await api.dropSession();
+      throw new Error(`the Matrix device ${deviceId} has encryption keys this database does not hold; logging in again as a new device`, { cause: error });
+    }
     this.#crypto = crypto;
     log.info({ device: deviceId, ed25519: crypto.identityKeys.ed25519, ms: Math.round(performance.now() - started) }, 'Matrix end-to-end encryption ready');
     return crypto;

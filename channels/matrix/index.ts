@@ -114,6 +114,7 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
         state: ctx.state,
         rooms,
         log,
+        passwordLogin: config.access_token === undefined,
         ...(options.undecryptableWaitMs === undefined ? {} : { waitMs: options.undecryptableWaitMs }),
         tell: async (roomId, text) => {
           await post(roomId, (html) => ({ ...textContent(text, { html }), msgtype: 'm.notice' }), undefined, 'send');

@@ -9,15 +9,31 @@
  * new keys), `device_one_time_keys_count` and `device_unused_fallback_key_types`.
  *
  * No HTTP here: the peer (matrix.ts) routes requests to it, and a unit test can drive it with
- * the crypto machines directly. Strict like a homeserver: device keys must be for the caller's
- * own user and device, and a device's identity keys may not change once uploaded.
+ * the crypto machines directly. As Synapse (element-hq/synapse synapse/handlers/e2e_keys.py,
+ * upload_keys_for_user): device keys must be for the caller's own user and device and replace
+ * what the device had (a change is announced in device lists); a one-time key id the device
+ * already uploaded with other contents is refused, 400 "One time key … already exists" — what a
+ * client that lost its crypto store and reuses its device id runs into.
  */
+
+/** A refusal, as the homeserver answers it. */
+export class KeyError extends Error {
+  readonly status: number;
+  readonly errcode: string;
+  constructor(status: number, errcode: string, message: string) {
+    super(message);
+    this.status = status;
+    this.errcode = errcode;
+  }
+}
 
 export type Json = Record<string, unknown>;
 
 interface Device {
   keys?: Json;
   readonly oneTime: Map<string, Json | string>;
+  /** One-time keys given out by a claim (their ids stay taken). */
+  readonly claimed: Map<string, Json | string>;
   fallback: { readonly id: string; readonly key: Json | string; used: boolean } | undefined;
   readonly inbox: Array<{ readonly id: number; readonly event: Json }>;
   /** Users whose device lists changed since this device's last sync. */
@@ -64,7 +80,7 @@ export class MatrixKeyServer {
     let devices = this.#devices.get(user);
     if (!devices) this.#devices.set(user, (devices = new Map()));
     let found = devices.get(device);
-    if (!found) devices.set(device, (found = { oneTime: new Map(), fallback: undefined, inbox: [], changed: new Set() }));
+    if (!found) devices.set(device, (found = { oneTime: new Map(), claimed: new Map(), fallback: undefined, inbox: [], changed: new Set() }));
     return found;
   }
 
@@ -79,22 +95,25 @@ export class MatrixKeyServer {
     for (const device of this.#devices.get(b)?.values() ?? []) device.changed.add(a);
   }
 
-  /** POST /keys/upload. Throws a `{status, errcode, error}` for a request a homeserver refuses. */
+  /** POST /keys/upload. Throws a {@link KeyError} for a request a homeserver refuses. */
   upload(user: string, deviceId: string, body: Json): Json {
     const device = this.#device(user, deviceId);
     const keys = body.device_keys as Json | undefined;
     if (keys) {
-      if (keys.user_id !== user || keys.device_id !== deviceId) throw { status: 400, errcode: 'M_INVALID_PARAM', error: 'device_keys are not for this user and device' };
-      const before = device.keys?.keys;
-      if (before !== undefined && JSON.stringify(before) !== JSON.stringify(keys.keys)) throw { status: 400, errcode: 'M_INVALID_PARAM', error: 'the identity keys of a device cannot change' };
-      const changed = device.keys === undefined;
+      if (keys.user_id !== user || keys.device_id !== deviceId) throw new KeyError(400, 'M_INVALID_PARAM', 'device_keys are not for this user and device');
+      const changed = JSON.stringify(device.keys) !== JSON.stringify(keys);
       device.keys = keys;
       if (changed) {
         this.#announce(user);
         this.changed();
       }
     }
-    for (const [id, key] of Object.entries((body.one_time_keys as Json | undefined) ?? {})) if (!device.oneTime.has(id)) device.oneTime.set(id, key as Json);
+    const oneTime = Object.entries((body.one_time_keys as Json | undefined) ?? {});
+    for (const [id, key] of oneTime) {
+      const known = device.oneTime.get(id) ?? device.claimed.get(id);
+      if (known !== undefined && JSON.stringify(known) !== JSON.stringify(key)) throw new KeyError(400, 'M_UNKNOWN', `One time key ${id} already exists. Old key: ${JSON.stringify(known)}; new key: ${JSON.stringify(key)}`);
+    }
+    for (const [id, key] of oneTime) if (!device.oneTime.has(id) && !device.claimed.has(id)) device.oneTime.set(id, key as Json);
     const fallback = Object.entries((body.fallback_keys as Json | undefined) ?? {})[0];
     if (fallback) device.fallback = { id: fallback[0], key: fallback[1] as Json, used: false };
     return { one_time_key_counts: this.counts(user, deviceId) };
@@ -131,7 +150,9 @@ export class MatrixKeyServer {
         const id = [...device.oneTime.keys()].find((key) => key.startsWith(`${algorithm}:`));
         let key: Json | undefined;
         if (id !== undefined) {
-          key = { [id]: device.oneTime.get(id) };
+          const taken = device.oneTime.get(id)!;
+          key = { [id]: taken };
+          device.claimed.set(id, taken);
           device.oneTime.delete(id);
         } else if (device.fallback && device.fallback.id.startsWith(`${algorithm}:`)) {
           key = { [device.fallback.id]: device.fallback.key };

@@ -60,7 +60,7 @@ import type { FileContent, ImageContent } from 'matrix-js-sdk/lib/@types/media.j
 import sharp from 'sharp';
 import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
 import { imageDimensions } from '../support/photos.ts';
-import { keyRoute, MatrixKeyServer } from './matrix-keys.ts';
+import { KeyError, keyRoute, MatrixKeyServer } from './matrix-keys.ts';
 
 const SERVER = 'localhost';
 const BOT = `@switchboard:${SERVER}`;
@@ -596,7 +596,13 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
     if (p === '/pushrules/' || p === '/pushrules') return { json: { global: { override: [], content: [], room: [], sender: [], underride: [] } } };
     if (p === '/capabilities') return { json: { capabilities: { 'm.change_password': { enabled: false }, 'm.room_versions': { default: '10', available: { '10': 'stable' } } } } };
     if (p === '/sync') return { json: await sync(req, url, me, tokens.get(token) ?? '') };
-    const keyReply = keyRoute(keys, method, p, method === 'GET' ? {} : json(), me, tokens.get(token) ?? '');
+    let keyReply: Json | undefined;
+    try {
+      keyReply = keyRoute(keys, method, p, method === 'GET' ? {} : json(), me, tokens.get(token) ?? '');
+    } catch (error) {
+      if (error instanceof KeyError) throw new HttpError(error.status, error.errcode, error.message);
+      throw error;
+    }
     // No key backup and no account data here (a crypto client asks: 404 M_NOT_FOUND is "none", keys.yaml / account-data.yaml).
     if (p === '/room_keys/version') throw new HttpError(404, 'M_NOT_FOUND', 'No current backup version');
     if (/^\/user\/[^/]+\/account_data\/[^/]+$/.test(p)) {
