@@ -36,6 +36,12 @@ export interface ChannelState {
   put(key: string, value: string, options?: { readonly renew?: boolean }): Promise<void>;
   /** Deletes these keys (in one transaction); returns how many there were. */
   delete(keys: readonly string[]): Promise<number>;
+  /**
+   * Puts and deletes in one transaction, puts first (all committed when this resolves, or none):
+   * for state whose entries must change together (a Matrix channel's crypto store, whose one
+   * IndexedDB transaction is many entries).
+   */
+  write(changes: { readonly put?: readonly ChannelStateEntry[]; readonly delete?: readonly string[] }): Promise<void>;
   /** The entries whose key starts with `prefix` ('' for all), oldest first. */
   list(prefix: string): Promise<ChannelStateEntry[]>;
   /** Whether any key starts with `prefix` (without reading the entries). */

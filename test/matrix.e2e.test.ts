@@ -60,7 +60,7 @@ runChannelContract('matrix', async () => {
 });
 
 function peerConfig(peer: MatrixPeer, extra: Partial<MatrixConfig> = {}): MatrixConfig {
-  return { homeserver: peer.baseUrl, user_id: peer.botUserId, access_token: peer.botToken, rooms: [], mention_only: true, stream: false, ...extra };
+  return { homeserver: peer.baseUrl, user_id: peer.botUserId, access_token: peer.botToken, rooms: [], mention_only: true, stream: false, encryption: false, ...extra };
 }
 
 

@@ -58,6 +58,7 @@ export class MatrixApi {
   #client: MatrixClient | undefined;
   #token: string | undefined;
   #connecting: Promise<void> | undefined;
+  #deviceId: string | undefined;
 
   constructor(config: MatrixConfig, log: Logger, sessions: SessionStore) {
     this.#config = config;
@@ -66,6 +67,11 @@ export class MatrixApi {
     this.homeserver = config.homeserver.replace(/\/+$/, '');
     this.#sessions = sessions;
     routeGlobalSdkLogger(log);
+  }
+
+  /** The device of the session (from the login, or what whoami says of the access token). */
+  get deviceId(): string | undefined {
+    return this.#deviceId;
   }
 
   /** The access token in use (to keep it out of logs). */
@@ -130,14 +136,15 @@ export class MatrixApi {
     if (login.user_id !== this.userId) throw new Error(`Matrix login returned ${login.user_id}, not the configured user_id ${this.userId}`);
     await this.#sessions.save({ accessToken: login.access_token, deviceId: login.device_id });
     this.#client = this.#make(login.access_token, login.device_id);
+    this.#deviceId = login.device_id;
     this.#log.info({ user: this.userId, device: login.device_id }, 'logged in to Matrix with the password');
   }
 
   async #whoami(client: MatrixClient, signal: AbortSignal, what: string): Promise<void> {
-    let me: { user_id: string };
+    let me: { user_id: string; device_id?: string };
     try {
       const abortSignal = AbortSignal.any([signal, AbortSignal.timeout(30_000)]);
-      me = await client.http.authedRequest<{ user_id: string }>(Method.Get, '/account/whoami', {}, undefined, { abortSignal, inhibitLogoutEmit: true } as IRequestOpts);
+      me = await client.http.authedRequest<{ user_id: string; device_id?: string }>(Method.Get, '/account/whoami', {}, undefined, { abortSignal, inhibitLogoutEmit: true } as IRequestOpts);
     } catch (error) {
       if (isTokenRejected(matrixFailure(error))) {
         throw Object.assign(new Error(`Matrix rejected ${what} (M_UNKNOWN_TOKEN): set a valid access_token, or a password to log in with`), { errcode: 'M_UNKNOWN_TOKEN' });
@@ -145,6 +152,7 @@ export class MatrixApi {
       throw error;
     }
     if (me.user_id !== this.userId) throw new Error(`the Matrix access token belongs to ${me.user_id}, not the configured user_id ${this.userId}`);
+    this.#deviceId = me.device_id;
   }
 
   /** Forgets the session after the server rejected its token (the next connect logs in again). */

@@ -10,6 +10,8 @@ export const MatrixSchema = v.pipe(
     password: v.optional(text('${MATRIX_PASSWORD}')),
     /** Rooms to join at start (ids or aliases); invites from allowed senders are accepted too. */
     rooms: v.optional(v.pipe(v.array(text('#general:example.org')), v.examples([['#general:example.org']])), []),
+    /** End-to-end encryption: read and answer encrypted rooms as one device, its keys in the database (docs/channels/matrix.md). */
+    encryption: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
     ...policy,
   }),
   v.check((matrix) => matrix.access_token !== undefined || matrix.password !== undefined, 'needs access_token or password'),

@@ -3,6 +3,7 @@
  * (room, thread root), sender, whether the bot was addressed, mention stripping and the files
  * that came with it. Pure functions, no I/O: the channel resolves replies and downloads files.
  */
+import { parseEncryptedFile, type EncryptedFileKeys } from './attachment-crypto.ts';
 import type { Attachment, InboundMessage } from '../../src/channel.ts';
 
 /** A room event as /sync delivers it (client format). */
@@ -27,8 +28,10 @@ export interface BotIdentity {
 /** A file a message carries, before it is downloaded. */
 export interface FileRef {
   readonly kind: Attachment['kind'];
-  /** `mxc://server/media-id`; absent for an encrypted file (which cannot be read). */
+  /** `mxc://server/media-id`; absent when the event has neither a url nor a usable encrypted file. */
   readonly url?: string;
+  /** The keys of an encrypted file (in an encrypted room): its bytes are decrypted after the download. */
+  readonly encrypted?: EncryptedFileKeys;
   readonly name?: string;
   readonly mime?: string;
   readonly size?: number;
@@ -188,7 +191,8 @@ function fileOf(content: Record<string, unknown>, msgtype: string): FileRef[] {
   if (!kind) return [];
   if (kind === 'audio' && (content['org.matrix.msc3245.voice'] !== undefined || content['m.voice'] !== undefined)) kind = 'voice';
   const info = record(content.info);
-  const url = str(content.url) ?? undefined;
+  const encrypted = parseEncryptedFile(content.file);
+  const url = str(content.url) ?? encrypted?.url;
   const name = str(content.filename) ?? str(content.body);
   const mime = str(info?.mimetype);
   const size = typeof info?.size === 'number' ? info.size : undefined;
@@ -196,6 +200,7 @@ function fileOf(content: Record<string, unknown>, msgtype: string): FileRef[] {
     {
       kind,
       ...(url === undefined ? {} : { url }),
+      ...(encrypted === undefined || str(content.url) !== undefined ? {} : { encrypted }),
       ...(name === undefined || name === '' ? {} : { name }),
       ...(mime === undefined ? {} : { mime }),
       ...(size === undefined ? {} : { size }),

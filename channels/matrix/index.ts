@@ -30,16 +30,21 @@ import type { MatrixConfig } from './config.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
 import { readImageHeaderOfFile } from '../../src/media/dimensions.ts';
 import { MatrixApi } from './client.ts';
+import { encryptAttachment, type EncryptedFile } from './attachment-crypto.ts';
+import type { SyncKeys } from './crypto.ts';
+import { ChannelE2ee } from './e2ee.ts';
 import { describeError, matrixFailure, toSendError } from './errors.ts';
 import { Bounded, Intake, type MatrixStats } from './intake.ts';
 import { editContent, fileContent, imageContent, MATRIX_LIMIT, measure, relation, textContent, type Content } from './render.ts';
 import { Rooms } from './rooms.ts';
 import { SessionStore, SyncTokenStore } from './state.ts';
-import { FIRST_SYNC_TIMEOUT_MS, localSlack, runSync } from './sync.ts';
+import { FIRST_SYNC_TIMEOUT_MS, localSlack, runSync, type SyncResponse } from './sync.ts';
 
 export interface MatrixChannelOptions {
   /** How long the homeserver may hold a /sync open. @default 30000 */
   readonly syncTimeoutMs?: number;
+  /** How long an undecryptable message waits for its key before the person is told (encryption on). @default 15000 */
+  readonly undecryptableWaitMs?: number;
 }
 
 export type MatrixChannel = Channel & MessageLimit & TypingIndicator & MessageEditor & FileSender & LivenessWatched & StatusNotes & { readonly stats: MatrixStats; readonly maxFileBytes: number };
@@ -80,6 +85,12 @@ export function transactionId(kind: string, message: OutboundMessage): string | 
   return `sb-${digest.slice(0, 32)}`;
 }
 
+/** A file event's content with its encrypted file in `file` instead of `url` (spec: encrypted attachments). */
+function withEncryptedFile(content: Content, file: EncryptedFile): Content {
+  const { url: _url, ...rest } = content;
+  return { ...rest, file };
+}
+
 export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, options: MatrixChannelOptions = {}): MatrixChannel {
   const log = ctx.log;
   const account = { homeserver: config.homeserver.replace(/\/+$/, ''), userId: config.user_id };
@@ -97,7 +108,20 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
   let displayName: string | undefined;
   /** The homeserver's `m.upload.size` (undefined: it does not say), and when it was read (performance.now()). */
   let uploadLimit: { readonly bytes: number | undefined; readonly at: number } | undefined;
-  const intake = new Intake({ api, ctx, config, rooms, log, stats, senders, threadLatest, displayName: () => displayName });
+  const e2ee = config.encryption
+    ? new ChannelE2ee({
+        api,
+        state: ctx.state,
+        rooms,
+        log,
+        passwordLogin: config.access_token === undefined,
+        ...(options.undecryptableWaitMs === undefined ? {} : { waitMs: options.undecryptableWaitMs }),
+        tell: async (roomId, text) => {
+          await post(roomId, (html) => ({ ...textContent(text, { html }), msgtype: 'm.notice' }), undefined, 'send');
+        },
+      })
+    : undefined;
+  const intake = new Intake({ api, ctx, config, rooms, log, stats, senders, threadLatest, displayName: () => displayName, ...(e2ee ? { e2ee } : {}) });
 
   /** Signs in when the outbox sends before listen did (pending replies after a restart). */
   const ready = (): Promise<void> => api.connect(AbortSignal.timeout(30_000)).catch((error: unknown) => {
@@ -107,14 +131,18 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
   /** Sends one event; when the server finds it too large, the same text without its HTML. */
   async function post(roomId: string, build: (html: boolean) => Content, txnId: string | undefined, what: string): Promise<string> {
     await ready();
+    // In an encrypted room (encryption on) the event goes out encrypted, as m.room.encrypted.
+    const seal = async (content: Content): Promise<{ readonly type: string; readonly content: Content }> => (e2ee ? e2ee.seal(roomId, 'm.room.message', content) : { type: 'm.room.message', content });
     let eventId: string;
     try {
-      eventId = await api.send(roomId, build(true), txnId);
+      const sealed = await seal(build(true));
+      eventId = await api.send(roomId, sealed.content, txnId, sealed.type);
     } catch (error) {
       if (matrixFailure(error)?.errcode !== 'M_TOO_LARGE') throw toSendError(error, what, api.token);
       log.warn({ room: roomId }, `${what}: the homeserver found the message too large; sending it without HTML`);
       try {
-        eventId = await api.send(roomId, build(false), txnId === undefined ? undefined : `${txnId}-plain`);
+        const sealed = await seal(build(false));
+        eventId = await api.send(roomId, sealed.content, txnId === undefined ? undefined : `${txnId}-plain`, sealed.type);
       } catch (retryError) {
         throw toSendError(retryError, what, api.token);
       }
@@ -174,6 +202,7 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
 
     statusNotes(): string[] {
       const encrypted = rooms.encrypted();
+      if (e2ee) return encrypted.length === 0 ? [] : [`end-to-end encryption on: ${encrypted.length} encrypted room${encrypted.length === 1 ? '' : 's'}`];
       if (encrypted.length === 0) return [];
       const told = encrypted.filter((id) => intake.told(id)).length;
       return [
@@ -184,6 +213,8 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
 
     async listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
       await api.connect(signal);
+      // The crypto state is read afresh at each listen: another node may have used it meanwhile.
+      if (e2ee) await e2ee.start();
       displayName = (await api.displayName()) ?? displayName;
       for (const room of config.rooms) {
         if (signal.aborted) return;
@@ -196,7 +227,12 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
         }
       }
       if (signal.aborted) return;
-      await runSync({ api, log, tokens, timeoutMs: syncTimeoutMs, livenessMs, handle: (response, context) => intake.handle(response, context, push) }, signal, link);
+      const handle = async (response: SyncResponse, context: { readonly initial: boolean; readonly since: string | undefined }): Promise<void> => {
+        if (e2ee) await e2ee.receive(response as SyncResponse & SyncKeys); // room keys first: then the events can be read
+        await intake.handle(response, context, push);
+        if (e2ee) await e2ee.afterSync(); // stored before the sync token is
+      };
+      await runSync({ api, log, tokens, timeoutMs: syncTimeoutMs, livenessMs, handle }, signal, link);
     },
 
     async send(message: OutboundMessage): Promise<void> {
@@ -236,16 +272,19 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
       // The bytes say whether it is an image (src/media/dimensions.ts reads the header, no decoding), not the name.
       const image = await readImageHeaderOfFile(file.path);
       const mime = image?.mime ?? MIME[extname(file.name).toLowerCase()] ?? 'application/octet-stream';
+      // In an encrypted room (encryption on) the bytes are encrypted before they leave (attachment-crypto.ts).
+      const sealed = e2ee && rooms.isEncrypted(ref.chat) ? encryptAttachment(await readFile(file.path)) : undefined;
       let url: string;
       try {
-        url = await api.upload(new Uint8Array(await readFile(file.path)), file.name, mime);
+        url = await api.upload(sealed ? new Uint8Array(sealed.data) : new Uint8Array(await readFile(file.path)), file.name, sealed ? 'application/octet-stream' : mime);
       } catch (error) {
         if (matrixFailure(error)?.errcode !== 'M_TOO_LARGE') throw toSendError(error, 'upload', api.token);
         uploadLimit = undefined; // the config was stale (or a proxy in front has a lower limit): ask again next time
         return describeTooLarge(ref, file, size, undefined, 'this homeserver');
       }
       const relates = relationFor(ref);
-      const content = image ? imageContent({ name: file.name, url, mime, size, width: image.width, height: image.height }) : fileContent({ name: file.name, url, mime, size });
+      const plain = image ? imageContent({ name: file.name, url, mime, size, width: image.width, height: image.height }) : fileContent({ name: file.name, url, mime, size });
+      const content = sealed ? withEncryptedFile(plain, { ...sealed.keys, url }) : plain;
       await post(ref.chat, () => ({ ...content, ...(relates ? { 'm.relates_to': relates } : {}) }), undefined, 'sendFile');
     },
   };

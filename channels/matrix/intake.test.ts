@@ -16,7 +16,7 @@ const log = pino({ level: 'silent' });
 
 function intake(joined: string[]): { intake: Intake; stats: MatrixStats } {
   const api = { userId: botId, token: 't', join: (room: string) => (joined.push(room), Promise.resolve(room)) } as unknown as MatrixApi;
-  const config = { homeserver: 'https://m.example.org', user_id: botId, rooms: [], allow: ['@alice:example.org'], mention_only: true, stream: false } as MatrixConfig;
+  const config = { homeserver: 'https://m.example.org', user_id: botId, rooms: [], allow: ['@alice:example.org'], mention_only: true, stream: false, encryption: false } as MatrixConfig;
   const stats: MatrixStats = { encryptedEvents: 0, invitesAccepted: 0, invitesIgnored: 0 };
   const ctx = { name: 'matrix', log, assistantName: 'Switchboard', state: testChannelState('matrix'), stateDir: '' } as unknown as ChannelContext;
   const deps = { api, ctx, config, rooms: new Rooms(), log, stats, senders: new Bounded<boolean>(10), threadLatest: new Bounded<string>(10), displayName: () => undefined };

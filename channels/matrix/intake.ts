@@ -8,9 +8,11 @@ import type { Logger } from 'pino';
 import type { ChannelContext, Push } from '../../src/channel.ts';
 import type { MatrixConfig } from './config.ts';
 import { isAllowed } from '../../src/policy/access.ts';
+import { decryptAttachment } from './attachment-crypto.ts';
 import type { MatrixApi } from './client.ts';
 import { describeError } from './errors.ts';
 import { classify, normalise, relationsOf, type BotIdentity, type RoomEvent } from './inbound.ts';
+import type { ChannelE2ee } from './e2ee.ts';
 import type { Rooms } from './rooms.ts';
 import { checkSync, eventProblem } from './shape.ts';
 import { TIMELINE_TYPES, type SyncResponse } from './sync.ts';
@@ -89,6 +91,8 @@ export interface IntakeDeps {
   readonly threadLatest: Bounded<string>;
   /** The bot's global display name, if it has one. */
   displayName(): string | undefined;
+  /** End-to-end encryption, when on (e2ee.ts): encrypted events are decrypted instead of reported. */
+  readonly e2ee?: ChannelE2ee;
 }
 
 export class Intake {
@@ -120,6 +124,7 @@ export class Intake {
    * occasion (the next encrypted message there).
    */
   async #tellEncrypted(roomId: string, why: string): Promise<void> {
+    if (this.#d.e2ee) return; // read and answered: nothing to tell
     const { api, ctx, log } = this.#d;
     if (!this.#toldLoaded) {
       try {
@@ -206,13 +211,19 @@ export class Intake {
   }
 
   #applyState(roomId: string, event: Pick<RoomEvent, 'type' | 'content'> & { readonly state_key?: string | undefined }): void {
-    if (this.#d.rooms.apply(roomId, event)) {
+    if (this.#d.rooms.apply(roomId, event) && !this.#d.e2ee) {
       this.#d.log.warn({ room: roomId }, `room ${roomId} is end-to-end encrypted: this channel cannot read or answer it (no crypto support) — ${ENCRYPTION_FIX}`);
     }
   }
 
-  async #message(roomId: string, event: RoomEvent, push: Push): Promise<void> {
-    const { log, rooms, api, ctx } = this.#d;
+  async #message(roomId: string, received: RoomEvent, push: Push): Promise<void> {
+    const { log, rooms, api, ctx, e2ee } = this.#d;
+    let event = received;
+    if (e2ee && event.type === 'm.room.encrypted' && event.sender !== api.userId) {
+      const clear = await e2ee.decrypt(roomId, event, (late) => this.#message(roomId, late, push));
+      if (!clear) return; // waits for its key (e2ee.ts), or the person is told
+      event = clear;
+    }
     const verdict = classify(event, api.userId);
     if (verdict.kind === 'encrypted') {
       const count = ++this.#d.stats.encryptedEvents;
@@ -257,7 +268,11 @@ export class Intake {
           ...(file.name === undefined ? {} : { name: file.name }),
           ...(file.mime === undefined ? {} : { mime: file.mime }),
           ...(file.size === undefined ? {} : { size: file.size }),
-          download: (signal) => (file.url === undefined ? Promise.reject(new Error('the file is end-to-end encrypted, which this channel cannot read')) : api.download(file.url, signal)),
+          download: async (signal) => {
+            if (file.url === undefined) throw new Error('the file has no usable url (or its encryption keys are missing)');
+            const bytes = await api.download(file.url, signal);
+            return file.encrypted ? decryptAttachment(bytes, file.encrypted) : bytes;
+          },
         }),
       ),
     );

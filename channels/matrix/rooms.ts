@@ -95,6 +95,12 @@ export class Rooms {
     return this.#rooms.get(roomId)?.members.get(userId)?.displayname;
   }
 
+  /** The users joined to or invited to a room (the bot included): whose devices an encrypted reply is for. */
+  present(roomId: string): string[] {
+    const room = this.#rooms.get(roomId);
+    return room ? [...room.members].filter(([, member]) => member.membership === 'join' || member.membership === 'invite').map(([id]) => id) : [];
+  }
+
   /** Ids of the rooms the bot is joined to. */
   joined(botUserId: string): string[] {
     return [...this.#rooms].filter(([, room]) => room.members.get(botUserId)?.membership === 'join').map(([id]) => id);

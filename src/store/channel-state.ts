@@ -25,22 +25,35 @@ export function channelState(sql: Sql, channel: string, now: () => number = Date
   const wholeNumber = (name: string, value: number): void => {
     if (!Number.isSafeInteger(value) || value < 0) throw new TypeError(`prune: ${name} must be a whole number, got ${value}`);
   };
+  const putIn = async (db: Sql, key: string, value: string, renew: boolean | undefined): Promise<void> => {
+    if (key === '' || key.length > MAX_KEY_LENGTH) throw new RangeError(`channel state key must be 1-${MAX_KEY_LENGTH} characters, got ${key.length}`);
+    const at = now();
+    await db.run(
+      `INSERT INTO channel_state (channel, key, value, seq, size, created_at, updated_at)
+       VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM channel_state WHERE channel = ?), ?, ?, ?)
+       ON CONFLICT (channel, key) DO UPDATE SET value = excluded.value, size = excluded.size, updated_at = excluded.updated_at${
+         renew ? ', seq = excluded.seq, created_at = excluded.created_at' : ''
+       }`,
+      [channel, key, value, channel, Buffer.byteLength(value), at, at],
+    );
+  };
   return {
     async get(key) {
       return (await sql.get<{ value: string }>('SELECT value FROM channel_state WHERE channel = ? AND key = ?', [channel, key]))?.value;
     },
 
     async put(key, value, options = {}) {
-      if (key === '' || key.length > MAX_KEY_LENGTH) throw new RangeError(`channel state key must be 1-${MAX_KEY_LENGTH} characters, got ${key.length}`);
-      const at = now();
-      await sql.run(
-        `INSERT INTO channel_state (channel, key, value, seq, size, created_at, updated_at)
-         VALUES (?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM channel_state WHERE channel = ?), ?, ?, ?)
-         ON CONFLICT (channel, key) DO UPDATE SET value = excluded.value, size = excluded.size, updated_at = excluded.updated_at${
-           options.renew ? ', seq = excluded.seq, created_at = excluded.created_at' : ''
-         }`,
-        [channel, key, value, channel, Buffer.byteLength(value), at, at],
-      );
+      await putIn(sql, key, value, options.renew);
+    },
+
+    async write(changes) {
+      const puts = changes.put ?? [];
+      const deletes = changes.delete ?? [];
+      if (puts.length === 0 && deletes.length === 0) return;
+      await sql.transaction(async (tx) => {
+        for (const entry of puts) await putIn(tx, entry.key, entry.value, false);
+        for (const key of deletes) await tx.run('DELETE FROM channel_state WHERE channel = ? AND key = ?', [channel, key]);
+      });
     },
 
     async delete(keys) {

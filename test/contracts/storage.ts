@@ -331,6 +331,22 @@ export function storageContract(engine: string, open: () => Promise<Database>, o
         assert.deepEqual(await matrix.list(unicode), [{ key: `${unicode}1`, value: 'v' }]);
       });
 
+      withDb('writes puts and deletes together, or none of them', async (db) => {
+        const state = channelState(db, 'matrix');
+        await state.put('e2ee:a', '1');
+        await state.write({ put: [{ key: 'e2ee:b', value: '2' }, { key: 'e2ee:a', value: '1b' }], delete: ['e2ee:c'] });
+        assert.deepEqual(await state.list('e2ee:'), [
+          { key: 'e2ee:a', value: '1b' },
+          { key: 'e2ee:b', value: '2' },
+        ]);
+        await state.write({ put: [{ key: 'e2ee:c', value: '3' }], delete: ['e2ee:a'] });
+        assert.deepEqual((await state.list('e2ee:')).map((entry) => entry.key), ['e2ee:b', 'e2ee:c']);
+        // One bad key fails the whole write: nothing of it lands.
+        await assert.rejects(state.write({ put: [{ key: 'e2ee:d', value: '4' }, { key: '', value: 'x' }], delete: ['e2ee:b'] }), RangeError);
+        assert.deepEqual((await state.list('e2ee:')).map((entry) => entry.key), ['e2ee:b', 'e2ee:c']);
+        await state.write({});
+      });
+
       withDb('prunes all but the newest entries of a prefix, leaving other prefixes and channels alone', async (db) => {
         const email = channelState(db, 'email');
         const other = channelState(db, 'email-work');

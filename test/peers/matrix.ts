@@ -60,6 +60,7 @@ import type { FileContent, ImageContent } from 'matrix-js-sdk/lib/@types/media.j
 import sharp from 'sharp';
 import type { BotMessage, ChatPeer, PeerUser, Place } from '../contracts/chat-channel.ts';
 import { imageDimensions } from '../support/photos.ts';
+import { KeyError, keyRoute, MatrixKeyServer } from './matrix-keys.ts';
 
 const SERVER = 'localhost';
 const BOT = `@switchboard:${SERVER}`;
@@ -207,6 +208,18 @@ export interface MatrixPeer extends ChatPeer {
   botUploads(place: Place): Promise<Array<{ readonly content: ImageContent | FileContent; readonly problems: readonly string[] }>>;
   /** A person posts in any room. Returns the event id. */
   postIn(roomId: string, user: PeerUser, content: IContent): string;
+  /** A person's event of any type (an m.room.encrypted one their client made). Returns the event id. */
+  postEvent(roomId: string, user: PeerUser, type: string, content: IContent): string;
+  /** Device keys, one-time keys and to-device messages (matrix-keys.ts): people's clients use it directly, the bot over HTTP. */
+  readonly keys: MatrixKeyServer;
+  /** The bot's device (of its access token). */
+  readonly botDevice: string;
+  /** An access token for a person's own client (a matrix-js-sdk MatrixClient) as `device`. */
+  personToken(user: PeerUser, device: string): string;
+  /** A person's client uploads media (an encrypted attachment's ciphertext). Returns its mxc:// URI. */
+  uploadMedia(data: Buffer, mime: string): string;
+  /** The bytes stored under an mxc:// URI of this server. */
+  mediaOf(mxc: string): Buffer | undefined;
   /** An m.room.encrypted event from a person (what a client with E2EE posts). */
   postEncrypted(user: PeerUser, roomId?: string): string;
   /** `user` makes a new room and invites the bot. Returns the room id. */
@@ -259,6 +272,8 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
   const botToken = `syt_bot_${randomBytes(8).toString('hex')}`;
   const botPassword = 'correct horse battery staple';
   const tokens = new Map<string, string>([[botToken, 'BOTDEVICE']]);
+  /** Tokens of people's own clients (personToken) → their user id; the rest are the bot's. */
+  const owners = new Map<string, string>();
   const stream: Stored[] = [];
   const rooms = new Map<string, Room>();
   const aliases = new Map<string, string>();
@@ -285,6 +300,19 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
   let logins = 0;
   let repeatedTxns = 0;
   const nonce = randomBytes(3).toString('hex');
+  // Users who see each other's device changes: those sharing a room (joined or invited).
+  const sharing = (user: string): string[] => {
+    const others = new Set<string>();
+    for (const room of rooms.values()) {
+      const here = (u: string): boolean => ['join', 'invite'].includes(membership(room, u) ?? '');
+      if (!here(user)) continue;
+      for (const event of room.state.values()) if (event.type === 'm.room.member' && event.state_key !== undefined && event.state_key !== user && here(event.state_key)) others.add(event.state_key);
+    }
+    return [...others];
+  };
+  const keys = new MatrixKeyServer(sharing, () => {
+    for (const wake of [...waiters]) wake();
+  });
 
   function append(roomId: string, event: Omit<PeerEvent, 'event_id' | 'origin_server_ts'>): PeerEvent {
     const room = rooms.get(roomId)!;
@@ -389,17 +417,17 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
   const stripped = (e: PeerEvent): IStrippedState => ({ type: e.type, sender: e.sender, state_key: e.state_key ?? '', content: e.content });
   const asState = (e: PeerEvent): PeerEvent & { state_key: string } => ({ ...e, state_key: e.state_key ?? '' });
 
-  function buildSync(since: number | undefined, filter: Filter, fullState: boolean): { body: ISyncResponse; empty: boolean } {
+  function buildSync(since: number | undefined, filter: Filter, fullState: boolean, device: string, sinceToken: string | undefined, me: string): { body: ISyncResponse; empty: boolean } {
     const join: Record<string, IJoinedRoom> = {};
     const invite: Record<string, IInvitedRoom> = {};
     const leave: Record<string, ILeftRoom> = {};
     for (const room of rooms.values()) {
-      const now = membership(room, BOT);
-      const before = since === undefined ? undefined : membershipAt(room, BOT, since);
-      const changed = since === undefined || room.events.some((s) => s.pos > since && s.event.type === 'm.room.member' && s.event.state_key === BOT);
+      const now = membership(room, me);
+      const before = since === undefined ? undefined : membershipAt(room, me, since);
+      const changed = since === undefined || room.events.some((s) => s.pos > since && s.event.type === 'm.room.member' && s.event.state_key === me);
       if (now === 'join') {
         const newly = since === undefined || before !== 'join';
-        const joinPos = [...room.events].reverse().find((s) => s.event.type === 'm.room.member' && s.event.state_key === BOT)!.pos;
+        const joinPos = [...room.events].reverse().find((s) => s.event.type === 'm.room.member' && s.event.state_key === me)!.pos;
         const from = since === undefined ? 0 : newly ? joinPos - 1 : since;
         const candidates = room.events.filter((s) => s.pos > from && typeMatch(filter.timelineTypes, s.event.type));
         const timeline = candidates.slice(-Math.max(0, filter.timelineLimit));
@@ -409,7 +437,7 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
         const members = [...room.state.values()].filter((e) => e.type === 'm.room.member');
         join[room.id] = {
           summary: {
-            'm.heroes': members.filter((e) => e.state_key !== BOT && e.content.membership === 'join').map((e) => e.state_key!).slice(0, 5),
+            'm.heroes': members.filter((e) => e.state_key !== me && e.content.membership === 'join').map((e) => e.state_key!).slice(0, 5),
             'm.joined_member_count': members.filter((e) => e.content.membership === 'join').length,
             'm.invited_member_count': members.filter((e) => e.content.membership === 'invite').length,
           },
@@ -420,12 +448,14 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
           unread_notifications: { highlight_count: 0, notification_count: 0 },
         };
       } else if (now === 'invite' && changed) {
-        invite[room.id] = { invite_state: { events: [...room.state.values()].filter((e) => e.type !== 'm.room.member' || e.state_key === BOT || e.sender === e.state_key).map(stripped) } };
+        invite[room.id] = { invite_state: { events: [...room.state.values()].filter((e) => e.type !== 'm.room.member' || e.state_key === me || e.sender === e.state_key).map(stripped) } };
       } else if ((now === 'leave' || now === 'ban') && changed && since !== undefined && before !== now) {
-        leave[room.id] = { state: { events: [] }, timeline: { events: room.events.filter((s) => s.pos > since && s.event.state_key === BOT).map((s) => s.event), prev_batch: null }, account_data: { events: [] } };
+        leave[room.id] = { state: { events: [] }, timeline: { events: room.events.filter((s) => s.pos > since && s.event.state_key === me).map((s) => s.event), prev_batch: null }, account_data: { events: [] } };
       }
     }
-    const empty = Object.keys(join).length + Object.keys(invite).length + Object.keys(leave).length === 0;
+    const keyNews = keys.pending(me, device);
+    const empty = Object.keys(join).length + Object.keys(invite).length + Object.keys(leave).length === 0 && !keyNews;
+    const keyPart = keyNews || sinceToken !== undefined ? keys.syncPart(me, device, sinceToken, `s${stream.length}`) : {};
     return {
       body: {
         next_batch: `s${stream.length}`,
@@ -435,12 +465,14 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
         to_device: { events: [] },
         device_lists: { changed: [], left: [] },
         device_one_time_keys_count: {},
+        ...keyPart,
       },
       empty,
     };
   }
 
-  async function sync(req: IncomingMessage, url: URL, user: string): Promise<ISyncResponse> {
+  async function sync(req: IncomingMessage, url: URL, user: string, device: string): Promise<ISyncResponse> {
+    const me = user;
     const sinceRaw = url.searchParams.get('since');
     let since: number | undefined;
     if (sinceRaw !== null) {
@@ -456,7 +488,7 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
     try {
       while (stalled && !req.socket.destroyed) await wait(req, 60_000);
       for (;;) {
-        const result = buildSync(since, filter, fullState);
+        const result = buildSync(since, filter, fullState, device, sinceRaw ?? undefined, me);
         if (!result.empty || fullState || since === undefined || Date.now() >= deadline || req.socket.destroyed) return result.body;
         await wait(req, deadline - Date.now());
       }
@@ -490,10 +522,10 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
     return `${token}`;
   }
 
-  function joinedRoom(id: string): Room {
+  function joinedRoom(id: string, user = BOT): Room {
     const room = rooms.get(id);
     if (!room) throw new HttpError(404, 'M_NOT_FOUND', `unknown room ${id}`);
-    if (membership(room, BOT) !== 'join') throw new HttpError(403, 'M_FORBIDDEN', `${BOT} is not in room ${id}`);
+    if (membership(room, user) !== 'join') throw new HttpError(403, 'M_FORBIDDEN', `${user} is not in room ${id}`);
     return room;
   }
 
@@ -539,6 +571,8 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
 
     if (path.startsWith('/_matrix/client/unstable/')) throw new HttpError(404, 'M_UNRECOGNIZED', 'Unrecognized request'); // no MSCs here
     const token = authUser(req, url);
+    // A person's own client (personToken) is served as that person; every other token is the bot's.
+    const me = owners.get(token) ?? BOT;
     if (path === '/_matrix/media/v3/upload' && method === 'POST') {
       // matrix-org/matrix-spec data/api/client-server/content-repo.yaml: 413 `uploadTooLarge` (M_TOO_LARGE) past the server's limit.
       if (body.length > maxUploadBytes) throw new HttpError(413, 'M_TOO_LARGE', `Uploaded file is too large (limit ${maxUploadBytes} bytes)`);
@@ -554,22 +588,36 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
     }
     const p = path.startsWith('/_matrix/client/v3/') ? path.slice('/_matrix/client/v3'.length) : undefined;
     if (p === undefined) return unknown(method, path);
-    if (p === '/account/whoami') return { json: { user_id: BOT, device_id: tokens.get(token) } };
+    if (p === '/account/whoami') return { json: { user_id: me, device_id: tokens.get(token) } };
     if (p === '/logout' && method === 'POST') {
       tokens.delete(token);
       return { json: {} };
     }
     if (p === '/pushrules/' || p === '/pushrules') return { json: { global: { override: [], content: [], room: [], sender: [], underride: [] } } };
     if (p === '/capabilities') return { json: { capabilities: { 'm.change_password': { enabled: false }, 'm.room_versions': { default: '10', available: { '10': 'stable' } } } } };
-    if (p === '/sync') return { json: await sync(req, url, BOT) };
+    if (p === '/sync') return { json: await sync(req, url, me, tokens.get(token) ?? '') };
+    let keyReply: Json | undefined;
+    try {
+      keyReply = keyRoute(keys, method, p, method === 'GET' ? {} : json(), me, tokens.get(token) ?? '');
+    } catch (error) {
+      if (error instanceof KeyError) throw new HttpError(error.status, error.errcode, error.message);
+      throw error;
+    }
+    // No key backup and no account data here (a crypto client asks: 404 M_NOT_FOUND is "none", keys.yaml / account-data.yaml).
+    if (p === '/room_keys/version') throw new HttpError(404, 'M_NOT_FOUND', 'No current backup version');
+    if (/^\/user\/[^/]+\/account_data\/[^/]+$/.test(p)) {
+      if (method === 'PUT') return { json: {} };
+      throw new HttpError(404, 'M_NOT_FOUND', 'Account data not found');
+    }
+    if (keyReply) return { json: keyReply };
     if (p === '/joined_rooms') return { json: { joined_rooms: [...rooms.values()].filter((r) => membership(r, BOT) === 'join').map((r) => r.id) } };
     if ((m = /^\/user\/([^/]+)\/filter$/.exec(p)) && method === 'POST') {
       const id = String(++counter);
-      filters.set(`${BOT}/${id}`, parseFilter(JSON.stringify(json()), BOT));
+      filters.set(`${me}/${id}`, parseFilter(JSON.stringify(json()), me));
       return { json: { filter_id: id } };
     }
     if ((m = /^\/user\/([^/]+)\/filter\/([^/]+)$/.exec(p))) {
-      if (!filters.has(`${BOT}/${m[2]}`)) throw new HttpError(404, 'M_NOT_FOUND', 'No such filter');
+      if (!filters.has(`${me}/${m[2]}`)) throw new HttpError(404, 'M_NOT_FOUND', 'No such filter');
       return { json: {} };
     }
     if ((m = /^\/profile\/([^/]+)(\/displayname)?$/.exec(p))) {
@@ -602,6 +650,14 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
       const content: MemberContent = { membership: 'leave', ...(typeof reason === 'string' ? { reason } : {}) };
       append(room.id, { type: 'm.room.member', sender: BOT, state_key: BOT, content });
       return { json: {} };
+    }
+    if ((m = /^\/rooms\/([^/]+)\/send\/([^/]+)\/([^/]+)$/.exec(p)) && method === 'PUT' && me !== BOT) {
+      // A person's client sends (no rate limit for people here).
+      const room = joinedRoom(decodeURIComponent(m[1]!), me);
+      const key = `${token}|${decodeURIComponent(m[3]!)}`;
+      const event = txns.get(key) ?? append(room.id, { type: decodeURIComponent(m[2]!), sender: me, content: json() as IContent }).event_id;
+      txns.set(key, event);
+      return { json: { event_id: event } };
     }
     if ((m = /^\/rooms\/([^/]+)\/send\/([^/]+)\/([^/]+)$/.exec(p)) && method === 'PUT') {
       const room = joinedRoom(decodeURIComponent(m[1]!));
@@ -638,7 +694,7 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
       return { json: { ...event, room_id: room.id } };
     }
     if ((m = /^\/rooms\/([^/]+)\/(joined_members|members)$/.exec(p))) {
-      const room = joinedRoom(decodeURIComponent(m[1]!));
+      const room = joinedRoom(decodeURIComponent(m[1]!), me);
       const members = [...room.state.values()].filter((e) => e.type === 'm.room.member');
       if (m[2] === 'members') return { json: { chunk: members.map((e) => ({ ...e, room_id: room.id })) } };
       const joined: Json = {};
@@ -786,6 +842,25 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
       postIn(roomId(place), user, content);
     },
     postIn,
+    postEvent(id, user, type, content) {
+      const room = rooms.get(id);
+      if (!room || membership(room, USERS[user]) !== 'join') throw new Error(`${user} is not in ${id}`);
+      return append(id, { type, sender: USERS[user], content }).event_id;
+    },
+    keys,
+    botDevice: 'BOTDEVICE',
+    personToken(user, device) {
+      const token = `syt_${user}_${randomBytes(8).toString('hex')}`;
+      tokens.set(token, device);
+      owners.set(token, USERS[user]);
+      return token;
+    },
+    uploadMedia(data, mime) {
+      const id = `m${++counter}${nonce}`;
+      media.set(id, { data, mime, name: id });
+      return `mxc://${SERVER}/${id}`;
+    },
+    mediaOf: (mxc) => media.get(/^mxc:\/\/[^/]+\/(.+)$/.exec(mxc)?.[1] ?? '')?.data,
     postEncrypted(user, id = encryptedRoom) {
       const room = rooms.get(id)!;
       if (membership(room, USERS[user]) !== 'join') throw new Error(`${user} is not in ${id}`);

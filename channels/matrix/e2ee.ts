@@ -1,0 +1,213 @@
+/**
+ * End-to-end encryption in the Matrix channel (`[channels.matrix] encryption = true`): the
+ * glue between the /sync loop, the intake and the sends, and the crypto engine (crypto.ts).
+ *
+ * - Each listen opens the crypto state from the channel state store (so a restart, or the node
+ *   that takes the channel over, is the same device) and uploads the device's keys.
+ * - Each /sync response's to-device messages, device-list changes and one-time-key counts go to
+ *   the engine before its room events are read; its state is stored before the sync token is.
+ * - An m.room.encrypted event is decrypted and then read like any message. One it cannot
+ *   decrypt yet (its room key is late: a client shares it by to-device message, which can
+ *   arrive after the event) waits up to `waitMs`, retried after every sync; if it still
+ *   cannot be read, the person is told once per room (encrypted), never silence. The engine's
+ *   automatic key requests go to the bot's own other devices only, and it has none: waiting is
+ *   what helps.
+ * - A reply in an encrypted room is encrypted for every device of its joined and invited
+ *   members (trust: see crypto.ts).
+ */
+import type { Logger } from 'pino';
+import type { ChannelState } from '../../src/channel-state.ts';
+import { Method } from 'matrix-js-sdk';
+import type { MatrixApi } from './client.ts';
+import type { CryptoTransport, MatrixCrypto, SyncKeys } from './crypto.ts';
+import { describeError } from './errors.ts';
+import type { RoomEvent } from './inbound.ts';
+import type { Content } from './render.ts';
+import type { Rooms } from './rooms.ts';
+
+/** What the person is told when a message of theirs cannot be decrypted. */
+export const UNDECRYPTABLE_NOTICE =
+  'I could not decrypt your last message: your device did not share its key with mine. Please send it again; if this keeps happening, check that your client trusts all devices of this room (or start a new DM with me).';
+
+export interface E2eeOptions {
+  readonly api: MatrixApi;
+  readonly state: ChannelState;
+  readonly rooms: Rooms;
+  readonly log: Logger;
+  /** How long an undecryptable event waits for its key before the person is told. @default 15000 */
+  readonly waitMs?: number;
+  /** The bot logs in with its password (not a configured access token): it can become a new device by itself. */
+  readonly passwordLogin: boolean;
+  /** Sends a notice to a room (through the channel, so encrypted). */
+  readonly tell: (roomId: string, text: string) => Promise<void>;
+}
+
+interface Parked {
+  readonly roomId: string;
+  readonly event: RoomEvent;
+  readonly until: number;
+  readonly late: (event: RoomEvent) => Promise<void>;
+}
+
+/** At most this many undecryptable events wait at once (the oldest is given up first). */
+const MAX_PARKED = 200;
+
+export class ChannelE2ee {
+  readonly #o: E2eeOptions;
+  readonly #waitMs: number;
+  #crypto: MatrixCrypto | undefined;
+  #parked: Parked[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  readonly #told = new Set<string>();
+  /** The engine's calls, one at a time (a reload must not close it under a send). */
+  #queue: Promise<unknown> = Promise.resolve();
+  /** Timings of decrypt (ms), for the status and the measurements. */
+  readonly decryptMs: number[] = [];
+
+  constructor(options: E2eeOptions) {
+    this.#o = options;
+    this.#waitMs = options.waitMs ?? 15_000;
+  }
+
+  get device(): { readonly ed25519: string; readonly curve25519: string } | undefined {
+    return this.#crypto?.identityKeys;
+  }
+
+  /** Runs `work` when the engine's earlier calls are done. Never call out (push, tell) inside: they may wait on a send. */
+  #exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(work, work);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Opens the crypto state (the same device as before) from the database and uploads what the
+   * homeserver lacks; an engine already open is closed first (each listen reloads: another node
+   * may have held the channel meanwhile).
+   */
+  start(): Promise<void> {
+    return this.#exclusive(async () => {
+      await this.#close();
+      await this.#open();
+    });
+  }
+
+  /** The engine, opened when a send comes before the first listen (replies pending after a restart). */
+  #ready(): Promise<MatrixCrypto> {
+    return this.#crypto ? Promise.resolve(this.#crypto) : this.#open();
+  }
+
+  async #open(): Promise<MatrixCrypto> {
+    const { api, state, log } = this.#o;
+    const deviceId = api.deviceId;
+    if (deviceId === undefined) throw new Error('Matrix encryption needs the device id of the access token (whoami gave none)');
+    const send: CryptoTransport = (method, path, body) => api.request(method === 'POST' ? Method.Post : Method.Put, path, {}, body, { timeoutMs: 30_000 });
+    const { DeviceKeysExist, MatrixCrypto } = await import('./crypto.ts');
+    const started = performance.now();
+    let crypto: MatrixCrypto;
+    try {
+      crypto = await MatrixCrypto.open({ state, userId: api.userId, deviceId, send, log });
+    } catch (error) {
+      if (!(error instanceof DeviceKeysExist) || !this.#o.passwordLogin) throw error;
+      // With a password the bot can start over as a new device: the next connect logs in again.
+      await api.dropSession();
+      throw new Error(`the Matrix device ${deviceId} has encryption keys this database does not hold; logging in again as a new device`, { cause: error });
+    }
+    this.#crypto = crypto;
+    log.info({ device: deviceId, ed25519: crypto.identityKeys.ed25519, ms: Math.round(performance.now() - started) }, 'Matrix end-to-end encryption ready');
+    return crypto;
+  }
+
+  /** Feeds a /sync response's key parts (room keys, device lists) to the engine. */
+  receive(response: SyncKeys): Promise<void> {
+    return this.#exclusive(async () => (await this.#ready()).receiveSync(response));
+  }
+
+  /** After the sync's events were read: retries the waiting events (their keys may have come), and stores the state. */
+  async afterSync(): Promise<void> {
+    await this.#retry(false);
+    await this.#exclusive(async () => (await this.#ready()).flush());
+  }
+
+  /**
+   * The clear event of an m.room.encrypted one, or undefined when it cannot be read yet (then
+   * it waits, and `late` gets it when its key comes, or the person is told).
+   */
+  async decrypt(roomId: string, event: RoomEvent, late: (event: RoomEvent) => Promise<void>): Promise<RoomEvent | undefined> {
+    const clear = await this.#tryDecrypt(roomId, event);
+    if (clear) return clear;
+    if (this.#parked.length >= MAX_PARKED) await this.#giveUp(this.#parked.shift()!);
+    this.#parked.push({ roomId, event, until: performance.now() + this.#waitMs, late });
+    this.#o.log.info({ room: roomId, event: event.event_id, sender: event.sender }, 'an encrypted message cannot be decrypted yet; waiting for its key');
+    this.#timer ??= setInterval(() => void this.#retry(true).catch((error: unknown) => this.#o.log.warn({ reason: describeError(error) }, 'retrying undecrypted messages failed')), 1000).unref();
+    return undefined;
+  }
+
+  async #tryDecrypt(roomId: string, event: RoomEvent): Promise<RoomEvent | undefined> {
+    const started = performance.now();
+    try {
+      const clear = await this.#exclusive(async () => (await this.#ready()).decrypt(roomId, { ...event, room_id: roomId }));
+      this.decryptMs.push(performance.now() - started);
+      if (this.decryptMs.length > 1000) this.decryptMs.shift();
+      // A relation (thread, reply, edit) travels in the clear beside the ciphertext (spec: end-to-end encryption, m.relates_to); put it back where the intake reads it.
+      const outer = event.content['m.relates_to'];
+      const content = clear.content['m.relates_to'] === undefined && outer !== undefined ? { ...clear.content, 'm.relates_to': outer } : clear.content;
+      return { ...event, type: clear.type, content };
+    } catch (error) {
+      this.#o.log.debug({ room: roomId, event: event.event_id, reason: describeError(error) }, 'could not decrypt');
+      return undefined;
+    }
+  }
+
+  async #retry(timed: boolean): Promise<void> {
+    if (this.#parked.length === 0) return;
+    const waiting = this.#parked;
+    this.#parked = [];
+    for (const parked of waiting) {
+      const clear = await this.#tryDecrypt(parked.roomId, parked.event);
+      if (clear) await parked.late(clear);
+      else if (timed && performance.now() >= parked.until) await this.#giveUp(parked);
+      else this.#parked.push(parked);
+    }
+    if (this.#parked.length === 0 && this.#timer) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+
+  async #giveUp(parked: Parked): Promise<void> {
+    const { log } = this.#o;
+    log.warn({ room: parked.roomId, event: parked.event.event_id, sender: parked.event.sender }, 'an encrypted message could not be decrypted (its key never came); telling the person');
+    const key = `${parked.roomId}\u0000${parked.event.sender}`;
+    if (this.#told.has(key)) return; // once per person and room in a process: a burst of them gets one answer
+    this.#told.add(key);
+    try {
+      await this.#o.tell(parked.roomId, UNDECRYPTABLE_NOTICE);
+    } catch (error) {
+      this.#told.delete(key);
+      log.warn({ room: parked.roomId, reason: describeError(error) }, 'could not tell the person that their message could not be decrypted');
+    }
+  }
+
+  /** An event content to send to `roomId`: encrypted when the room is, as is otherwise. */
+  async seal(roomId: string, type: string, content: Content): Promise<{ readonly type: string; readonly content: Content }> {
+    if (!this.#o.rooms.isEncrypted(roomId)) return { type, content };
+    const members = this.#o.rooms.present(roomId);
+    const encrypted = await this.#exclusive(async () => (await this.#ready()).encrypt(roomId, members, type, content));
+    return { type: 'm.room.encrypted', content: encrypted };
+  }
+
+  /** Stops the engine (its state stays stored); waiting events are dropped (the listen restarts from the saved sync token). */
+  stop(): Promise<void> {
+    return this.#exclusive(() => this.#close());
+  }
+
+  async #close(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#parked = [];
+    const crypto = this.#crypto;
+    this.#crypto = undefined;
+    await crypto?.close();
+  }
+}

@@ -1,0 +1,271 @@
+/**
+ * Matrix end-to-end encryption (issue 28) with the real daemon against the Matrix peer and a
+ * second party with crypto of its own: the person's devices are the SDK's Rust crypto engine
+ * (the OlmMachine of @matrix-org/matrix-sdk-crypto-wasm that matrix-js-sdk's initRustCrypto
+ * runs), talking to the peer's key server (test/peers/matrix-keys.ts) in process and posting
+ * the m.room.encrypted events it makes; the bot talks to the peer over HTTP. Not yet a whole
+ * matrix-js-sdk MatrixClient for the person (the peer serves /sync to the bot only).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ClientEvent, createClient, SyncState, type MatrixClient } from 'matrix-js-sdk';
+import { pino } from 'pino';
+import { routeGlobalSdkLogger, sdkLogger } from '../channels/matrix/client.ts';
+import { UNDECRYPTABLE_NOTICE } from '../channels/matrix/e2ee.ts';
+import { runChatChannelContract } from './contracts/chat-channel.ts';
+import { startFakeOpenAI, type FakeOpenAI } from './fixtures/fake-openai.ts';
+import { PersonDevice } from './peers/matrix-person.ts';
+import { startMatrixPeer, type MatrixPeer } from './peers/matrix.ts';
+import { startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { startCluster } from './support/cluster.ts';
+import { startPostgres } from './support/postgres.ts';
+import { quiet, until } from './support/wait.ts';
+
+const env = { TEST_MODEL_KEY: 'sk-matrix', SWITCHBOARD_TOKEN: 'matrix-e2ee-token-0123456789' };
+
+// With encryption on, the unencrypted rooms (the contract's DMs, group and thread) behave exactly as with it off.
+// A password login: each test's fresh daemon (a fresh database) is a new device, as it must be.
+runChatChannelContract('matrix with encryption on', async () => {
+  const peer = await startMatrixPeer();
+  return Object.assign(peer, { configSection: () => `${peer.passwordConfigSection()}encryption = true\n` });
+});
+
+describe('matrix end-to-end encryption (daemon)', () => {
+  let model: FakeOpenAI;
+  let peer: MatrixPeer;
+  let config: ReturnType<typeof tempConfig>;
+  let daemon: Daemon | undefined;
+  let phone: PersonDevice;
+  let room: string;
+  let members: string[];
+  const timings: Record<string, number> = {};
+
+  before(async () => {
+    model = await startFakeOpenAI();
+    peer = await startMatrixPeer();
+    config = tempConfig(
+      model.baseUrl,
+      `[log]\nformat = "json"\n[runtime]\nrestart_initial_seconds = 0.2\nrestart_max_seconds = 1\n${peer.configSection()}encryption = true\nallow = ["${peer.users.alice}"]\n`,
+    );
+  });
+  after(async () => {
+    if (daemon && daemon.child.exitCode === null) {
+      daemon.child.kill('SIGTERM');
+      await daemon.exited;
+    }
+    await peer.close();
+    await model.close();
+    config.cleanup();
+    process.stderr.write(`# e2ee timings (ms): ${JSON.stringify(timings)}\n`);
+  });
+
+  const log = (): string => `\ndaemon log:\n${daemon?.stdout().slice(-6000)}\n${daemon?.stderr().slice(-2000)}`;
+
+  async function start(): Promise<void> {
+    const started = performance.now();
+    daemon = startDaemon(['start', '--config', config.file], { env });
+    await daemon.waitFor(/"msg":"ready"/, 'stdout', 30_000);
+    timings[`start${Object.keys(timings).filter((k) => k.startsWith('start')).length}`] = Math.round(performance.now() - started);
+  }
+
+  async function answered(device: PersonDevice, n: number): Promise<Array<string | undefined>> {
+    let seen: Array<string | undefined> = [];
+    await until(
+      async () => {
+        seen = await device.read(peer, room);
+        return seen.length >= n;
+      },
+      `reply ${n}`,
+      30_000,
+      () => `${JSON.stringify(seen)}${log()}`,
+    );
+    return seen;
+  }
+
+  it('answers an encrypted DM made the way Element makes one, encrypted', async () => {
+    await start();
+    await until(() => peer.keys.devices(peer.botUserId).length === 1, 'the bot uploaded its device keys', 15_000, log);
+    phone = await PersonDevice.open(peer, peer.users.alice, 'ALICEPHONE');
+    room = peer.inviteEncryptedDm('alice');
+    await until(() => peer.botMembership(room) === 'join', 'the bot joined the encrypted DM', 15_000, log);
+    members = [peer.users.alice, peer.botUserId];
+    const sent = performance.now();
+    await phone.say(peer, room, members, 'hello, secretly');
+    const seen = await answered(phone, 1);
+    timings.firstAnswer = Math.round(performance.now() - sent);
+    assert.deepEqual(seen, ['echo: hello, secretly']);
+    assert.ok(peer.rawBotEventsIn(room).every((event) => event.type === 'm.room.encrypted'), 'nothing in clear');
+    assert.doesNotMatch(daemon!.stdout(), /cannot read end-to-end encrypted/);
+  });
+
+  it('after a SIGKILL and a restart, answers the next message as the same device', async () => {
+    const before = JSON.stringify(peer.keys.query({ device_keys: { [peer.botUserId]: [] } }));
+    daemon!.child.kill('SIGKILL');
+    await daemon!.exited;
+    await start();
+    await phone.say(peer, room, members, 'still there?');
+    const seen = await answered(phone, 2);
+    assert.deepEqual(seen, ['echo: hello, secretly', 'echo: still there?']);
+    assert.deepEqual(peer.keys.devices(peer.botUserId), [peer.botDevice], 'no new device');
+    assert.equal(JSON.stringify(peer.keys.query({ device_keys: { [peer.botUserId]: [] } })), before, 'the same identity keys');
+  });
+
+  it("a new device of the person reads the bot's next reply", async () => {
+    const tablet = await PersonDevice.open(peer, peer.users.alice, 'ALICETABLET');
+    await phone.sync(); // the phone learns of the tablet (device_lists) and shares its next key with it too
+    await phone.say(peer, room, members, 'now on two devices');
+    await answered(phone, 3);
+    const onTablet = await tablet.read(peer, room);
+    assert.equal(onTablet.at(-1), 'echo: now on two devices');
+  });
+
+  it('a message it cannot decrypt gets one answer telling the person', async () => {
+    const broken = await PersonDevice.open(peer, peer.users.alice, 'ALICEBROKEN', { lose: true });
+    await broken.say(peer, room, members, 'you will never read this');
+    await broken.say(peer, room, members, 'nor this');
+    const seen = await answered(phone, 4);
+    await quiet(1000);
+    assert.equal(seen.at(-1), UNDECRYPTABLE_NOTICE);
+    assert.equal((await phone.read(peer, room)).filter((text) => text === UNDECRYPTABLE_NOTICE).length, 1, 'told once');
+    assert.equal(model.requests.length, 3, 'the model never saw the unreadable messages');
+  });
+
+  it('reads an encrypted file the person sends, and sends one back encrypted', async () => {
+    model.fallback = (request) => {
+      const last = [...request.body.messages].reverse().find((m) => m.role === 'user')?.content;
+      const text = typeof last === 'string' ? last : '';
+      if (request.body.messages.at(-1)?.role === 'tool') return { text: 'sent it back' };
+      const saved = /saved at (\S+)/.exec(text);
+      if (text.includes('send it back') && saved) return { toolCalls: [{ name: 'send_file', arguments: { path: saved[1]! } }] };
+      return { text: `echo: ${text.split('\n').at(-1)}` };
+    };
+    const secret = Buffer.from(`a secret file ${'x'.repeat(5000)}\n`);
+    await phone.sendFile(peer, room, members, 'secret.txt', secret, 'send it back');
+    let files: Array<{ name: string; data: Buffer | undefined }> = [];
+    await until(async () => (files = await phone.files(peer, room)).length >= 1, 'the file sent back', 30_000, log);
+    assert.equal(files[0]!.name, 'secret.txt');
+    assert.deepEqual(files[0]!.data, secret, 'the same bytes, decrypted by the person');
+    const url = peer.rawBotEventsIn(room).at(-1)?.content;
+    assert.equal(url?.url, undefined, 'no plain media url beside the ciphertext');
+  });
+});
+
+describe('matrix end-to-end encryption in a cluster', () => {
+  it('the channel moves to another node (its holder SIGKILLed), and the next encrypted message is answered there, as the same device', async (t) => {
+    const pg = await startPostgres();
+    const model = await startFakeOpenAI();
+    const peer = await startMatrixPeer();
+    const url = await pg.createDatabase();
+    const channels = `${peer.configSection()}encryption = true\nallow = ["${peer.users.alice}"]\n`;
+    const first = startCluster({ url, modelUrl: model.baseUrl, channels, names: ['n1'] });
+    let second: ReturnType<typeof startCluster> | undefined;
+    const tail = (): string => `\n${first.tail()}\n${second?.tail() ?? ''}`;
+    try {
+      const n1 = first.nodes[0]!;
+      await first.joined(n1);
+      await until(() => first.holder() === n1, 'n1 to hold Matrix', 30_000, tail);
+      await until(() => peer.keys.devices(peer.botUserId).length === 1, 'the bot uploaded its device keys', 20_000, tail);
+      const keysBefore = JSON.stringify(peer.keys.query({ device_keys: { [peer.botUserId]: [] } }));
+      const phone = await PersonDevice.open(peer, peer.users.alice, 'ALICEPHONE');
+      const room = peer.inviteEncryptedDm('alice');
+      await until(() => peer.botMembership(room) === 'join', 'the bot joined the encrypted DM', 20_000, tail);
+      const members = [peer.users.alice, peer.botUserId];
+      await phone.say(peer, room, members, 'on the first node');
+      await until(async () => (await phone.read(peer, room)).length >= 1, 'the answer from n1', 30_000, tail);
+
+      second = startCluster({ url, modelUrl: model.baseUrl, channels, names: ['n2'] });
+      const n2 = second.nodes[0]!;
+      await second.joined(n2);
+      const killedAt = Date.now();
+      n1.daemon.child.kill('SIGKILL');
+      await n1.daemon.exited;
+      await until(() => second!.holder() === n2, 'n2 to take Matrix over', 60_000, tail);
+      const movedMs = Date.now() - killedAt;
+      const sent = Date.now();
+      await phone.say(peer, room, members, 'on the second node');
+      let seen: Array<string | undefined> = [];
+      await until(
+        async () => (seen = await phone.read(peer, room)).length >= 2,
+        'the answer from n2',
+        60_000,
+        () => `${JSON.stringify(seen)}${tail()}`,
+      );
+      t.diagnostic(`Matrix moved n1 → n2 ${movedMs} ms after the kill; the next encrypted message answered ${Date.now() - sent} ms after it was sent`);
+      assert.deepEqual(seen, ['echo: on the first node', 'echo: on the second node']);
+      assert.deepEqual(peer.keys.devices(peer.botUserId), [peer.botDevice], 'no new device');
+      assert.equal(JSON.stringify(peer.keys.query({ device_keys: { [peer.botUserId]: [] } })), keysBefore, 'the same identity keys on n2');
+    } finally {
+      await second?.close();
+      await first.close();
+      await peer.close();
+      await model.close();
+      pg.stop();
+    }
+  });
+});
+
+describe('matrix end-to-end encryption with a matrix-js-sdk client', () => {
+  it("a person on matrix-js-sdk's own client with Rust crypto gets encrypted answers, also after the daemon's SIGKILL", async () => {
+    const model = await startFakeOpenAI();
+    const peer = await startMatrixPeer();
+    const config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n${peer.configSection()}encryption = true\nallow = ["${peer.users.alice}"]\n`);
+    const silentLog = pino({ level: 'silent' });
+    routeGlobalSdkLogger(silentLog);
+    let daemon: Daemon | undefined;
+    let client: MatrixClient | undefined;
+    let restoreTimers = (): void => undefined;
+    const log = (): string => `\npeer unknown routes: ${JSON.stringify(peer.unknownRoutes)}\ndaemon log:\n${daemon?.stdout().slice(-4000)}`;
+    try {
+      daemon = startDaemon(['start', '--config', config.file], { env });
+      await daemon.waitFor(/"msg":"ready"/, 'stdout', 30_000);
+      const room = peer.inviteEncryptedDm('alice');
+      await until(() => peer.botMembership(room) === 'join', 'the bot joined the encrypted DM', 15_000, log);
+
+      // matrix-js-sdk leaves timers behind after stopClient (its request timeouts, http-api/utils.js
+      // timeoutSignal, up to 110 s; RustCrypto's 5-minute one): unref'd here so they do not hold the test file open.
+      const setTimer = globalThis.setTimeout;
+      const unrefLong = ((callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
+        const timer = setTimer(callback, ms, ...args);
+        if ((ms ?? 0) >= 60_000) timer.unref();
+        return timer;
+      }) as typeof setTimeout;
+      globalThis.setTimeout = unrefLong;
+      restoreTimers = () => void (globalThis.setTimeout = setTimer);
+      client = createClient({ baseUrl: peer.baseUrl, userId: peer.users.alice, accessToken: peer.personToken('alice', 'ALICESDK'), deviceId: 'ALICESDK', logger: sdkLogger(silentLog) });
+      await client.initRustCrypto({ useIndexedDB: false });
+      const prepared = new Promise<void>((resolve) => client!.on(ClientEvent.Sync, (state: SyncState) => state === SyncState.Prepared && resolve()));
+      await client.startClient({ initialSyncLimit: 20 });
+      await prepared;
+      const person = client;
+      const answers = (): string[] =>
+        (person.getRoom(room)?.getLiveTimeline().getEvents() ?? [])
+          .filter((event) => event.getSender() === peer.botUserId && event.getType() === 'm.room.message' && !event.isDecryptionFailure())
+          .map((event) => String(event.getContent().body));
+
+      await person.sendTextMessage(room, 'hello from a real client');
+      await until(() => answers().length >= 1, 'the answer, decrypted by matrix-js-sdk', 30_000, () => `${JSON.stringify(answers())}${log()}`);
+      assert.deepEqual(answers(), ['echo: hello from a real client']);
+      const sent = peer.rawBotEventsIn(room);
+      assert.ok(sent.length > 0 && sent.every((event) => event.type === 'm.room.encrypted'), 'the bot sent nothing in clear');
+
+      daemon.child.kill('SIGKILL');
+      await daemon.exited;
+      daemon = startDaemon(['start', '--config', config.file], { env });
+      await daemon.waitFor(/"msg":"ready"/, 'stdout', 30_000);
+      await person.sendTextMessage(room, 'and after the crash?');
+      await until(() => answers().length >= 2, 'the second answer', 30_000, () => `${JSON.stringify(answers())}${log()}`);
+      assert.deepEqual(answers(), ['echo: hello from a real client', 'echo: and after the crash?']);
+      assert.deepEqual(peer.keys.devices(peer.botUserId), [peer.botDevice], 'no new device');
+    } finally {
+      client?.stopClient();
+      restoreTimers();
+      if (daemon && daemon.child.exitCode === null) {
+        daemon.child.kill('SIGTERM');
+        await daemon.exited;
+      }
+      await peer.close();
+      await model.close();
+      config.cleanup();
+    }
+  });
+});

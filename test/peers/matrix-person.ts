@@ -1,0 +1,115 @@
+/**
+ * A person's device with end-to-end encryption, for tests against the Matrix peer: the SDK's
+ * Rust crypto engine (the OlmMachine of @matrix-org/matrix-sdk-crypto-wasm that matrix-js-sdk's
+ * initRustCrypto runs, here through the channel's own MatrixCrypto wrapper with its state in
+ * an in-memory SQLite), its keys and to-device messages on the peer's key server
+ * (matrix-keys.ts) in process; what it encrypts is posted to the room as the person's
+ * m.room.encrypted event.
+ */
+import { pino } from 'pino';
+import { decryptAttachment, encryptAttachment, parseEncryptedFile } from '../../channels/matrix/attachment-crypto.ts';
+import { MatrixCrypto, type CryptoTransport } from '../../channels/matrix/crypto.ts';
+import { testChannelState } from '../support/channel-state.ts';
+import { keyRoute, type MatrixKeyServer } from './matrix-keys.ts';
+import type { PeerUser } from '../contracts/chat-channel.ts';
+import type { MatrixPeer } from './matrix.ts';
+
+const silent = pino({ level: 'silent' });
+
+/** One device of a person: the SDK's crypto engine, its keys on the peer's key server. */
+export class PersonDevice {
+  readonly #keys: MatrixKeyServer;
+  readonly userId: string;
+  readonly deviceId: string;
+  readonly crypto: MatrixCrypto;
+
+  private constructor(keys: MatrixKeyServer, userId: string, deviceId: string, crypto: MatrixCrypto) {
+    this.#keys = keys;
+    this.userId = userId;
+    this.deviceId = deviceId;
+    this.crypto = crypto;
+  }
+
+  /** `lose`: the device's to-device messages never leave it (its room keys never reach anyone). */
+  static async open(peer: MatrixPeer, userId: string, deviceId: string, options: { lose?: boolean } = {}): Promise<PersonDevice> {
+    const send: CryptoTransport = async (method, path, body) => {
+      if (options.lose && path.startsWith('/sendToDevice/')) return {};
+      const answer = keyRoute(peer.keys, method, path, body, userId, deviceId);
+      if (!answer) throw new Error(`the person's device asked for ${method} ${path}`);
+      return answer;
+    };
+    return new PersonDevice(peer.keys, userId, deviceId, await MatrixCrypto.open({ state: testChannelState(deviceId), userId, deviceId, send, log: silent }));
+  }
+
+  /** What its /sync would carry: to-device messages (room keys), device lists. */
+  async sync(): Promise<void> {
+    const { part, upTo } = this.#keys.sync(this.userId, this.deviceId);
+    await this.crypto.receiveSync(part);
+    this.#keys.confirm(this.userId, this.deviceId, upTo);
+  }
+
+  /** Encrypts a text for the room's members and posts it. */
+  async say(peer: MatrixPeer, roomId: string, members: readonly string[], text: string): Promise<void> {
+    const content = await this.crypto.encrypt(roomId, members, 'm.room.message', { msgtype: 'm.text', body: text });
+    peer.postEvent(roomId, this.#person(peer), 'm.room.encrypted', content);
+  }
+
+  /** Sends a file as an encrypted attachment (its bytes encrypted, then the event) with a caption. */
+  async sendFile(peer: MatrixPeer, roomId: string, members: readonly string[], name: string, data: Buffer, caption: string): Promise<void> {
+    const { data: ciphertext, keys } = encryptAttachment(data);
+    const url = peer.uploadMedia(ciphertext, 'application/octet-stream');
+    const content = { msgtype: 'm.file', body: caption, filename: name, file: { ...keys, url }, info: { mimetype: 'text/plain', size: data.length } };
+    const encrypted = await this.crypto.encrypt(roomId, members, 'm.room.message', content);
+    peer.postEvent(roomId, this.#person(peer), 'm.room.encrypted', encrypted);
+  }
+
+  /** The files the bot sent to the room, as this device opens them: name and bytes (undefined: could not). */
+  async files(peer: MatrixPeer, roomId: string): Promise<Array<{ name: string; data: Buffer | undefined }>> {
+    await this.sync();
+    const out: Array<{ name: string; data: Buffer | undefined }> = [];
+    for (const event of peer.rawBotEventsIn(roomId)) {
+      if (event.type !== 'm.room.encrypted') continue;
+      const clear = await this.crypto.decrypt(roomId, { ...event, room_id: roomId }).catch(() => undefined);
+      if (clear?.content.msgtype !== 'm.file' && clear?.content.msgtype !== 'm.image') continue;
+      const file = parseEncryptedFile(clear.content.file);
+      const stored = file ? peer.mediaOf(file.url) : undefined;
+      let data: Buffer | undefined;
+      if (file && stored) {
+        const parts: Buffer[] = [];
+        try {
+          for await (const part of decryptAttachment([stored], file)) parts.push(Buffer.from(part));
+          data = Buffer.concat(parts);
+        } catch {
+          data = undefined;
+        }
+      }
+      out.push({ name: String(clear.content.filename ?? clear.content.body), data });
+    }
+    return out;
+  }
+
+  #person(peer: MatrixPeer): PeerUser {
+    const user = (Object.keys(peer.users) as PeerUser[]).find((name) => peer.users[name] === this.userId);
+    if (!user) throw new Error(`${this.userId} is not a person of the peer`);
+    return user;
+  }
+
+  /** The bot's events in the room as this device reads them (after a sync for their keys). */
+  async read(peer: MatrixPeer, roomId: string): Promise<Array<string | undefined>> {
+    await this.sync();
+    const out: Array<string | undefined> = [];
+    for (const event of peer.rawBotEventsIn(roomId)) {
+      if (event.type !== 'm.room.encrypted') {
+        out.push(`PLAIN: ${String(event.content.body)}`);
+        continue;
+      }
+      try {
+        const clear = await this.crypto.decrypt(roomId, { ...event, room_id: roomId });
+        out.push(String(clear.content.body));
+      } catch {
+        out.push(undefined);
+      }
+    }
+    return out;
+  }
+}
