@@ -18,6 +18,7 @@ import { isGone } from './errors.ts';
 import { isRecord, kindOf, MalformedPayload } from '../../src/inbound/malformed.ts';
 import { attachmentKind, attachmentsOf, checkMessage, isAfter, normalise, snowflakeAt, THREAD_TYPES, type BotIdentity, type ChannelInfo, type RawMessage } from './inbound.ts';
 import { Positions } from './positions.ts';
+import { BoundedSet } from '../../src/bounded-map.ts';
 
 export interface IntakeDeps {
   /** Channel instance name. */
@@ -51,7 +52,7 @@ const MAX_PAGES = 20;
 export class Intake {
   readonly #deps: IntakeDeps;
   readonly #positions: Positions;
-  readonly #done = new RecentIds(20_000);
+  readonly #done = new BoundedSet<string>(20_000);
 
   constructor(deps: IntakeDeps) {
     this.#deps = deps;
@@ -272,24 +273,5 @@ export class IntakeRun {
       .finally(() => {
         this.#waiting--;
       });
-  }
-}
-
-/** A set that forgets its oldest entries beyond `max`. */
-export class RecentIds {
-  readonly #ids = new Set<string>();
-  readonly #max: number;
-
-  constructor(max: number) {
-    this.#max = max;
-  }
-
-  has(id: string): boolean {
-    return this.#ids.has(id);
-  }
-
-  add(id: string): void {
-    this.#ids.add(id);
-    if (this.#ids.size > this.#max) this.#ids.delete(this.#ids.values().next().value!);
   }
 }

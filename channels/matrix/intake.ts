@@ -14,6 +14,7 @@ import { classify, normalise, relationsOf, type BotIdentity, type RoomEvent } fr
 import type { Rooms } from './rooms.ts';
 import { checkSync, eventProblem } from './shape.ts';
 import { TIMELINE_TYPES, type SyncResponse } from './sync.ts';
+import { BoundedMap } from '../../src/bounded-map.ts';
 
 /** Events fetched at most to fill one room's gap after a long absence. */
 const GAP_LIMIT = 1000;
@@ -34,32 +35,6 @@ export const ENCRYPTED_NOTICE =
 
 /** Channel state keys of the rooms told (value: the notice's event id and when). */
 const TOLD_PREFIX = 'e2ee-told:';
-
-/** A Map kept to its newest `limit` entries. */
-export class Bounded<V> {
-  readonly #map = new Map<string, V>();
-  readonly #limit: number;
-  constructor(limit: number) {
-    this.#limit = limit;
-  }
-  get(key: string): V | undefined {
-    return this.#map.get(key);
-  }
-  has(key: string): boolean {
-    return this.#map.has(key);
-  }
-  set(key: string, value: V): void {
-    this.#map.delete(key);
-    this.#map.set(key, value);
-    if (this.#map.size > this.#limit) this.#map.delete(this.#map.keys().next().value!);
-  }
-  delete(key: string): void {
-    this.#map.delete(key);
-  }
-  get size(): number {
-    return this.#map.size;
-  }
-}
 
 /**
  * Invites remembered as handled. Anyone may invite the bot, so this is bounded: an invite
@@ -84,9 +59,9 @@ export interface IntakeDeps {
   readonly log: Logger;
   readonly stats: MatrixStats;
   /** Event ids → whether the bot sent them (its own sends, and what sync and lookups showed). */
-  readonly senders: Bounded<boolean>;
+  readonly senders: BoundedMap<string, boolean>;
   /** Thread root → its newest event we know (the reply fallback of the bot's thread replies). */
-  readonly threadLatest: Bounded<string>;
+  readonly threadLatest: BoundedMap<string, string>;
   /** The bot's global display name, if it has one. */
   displayName(): string | undefined;
 }
@@ -94,7 +69,7 @@ export interface IntakeDeps {
 export class Intake {
   readonly #d: IntakeDeps;
   /** Rooms whose invite was already acted on (or ignored) in this process, newest {@link INVITES_REMEMBERED}. */
-  readonly #invites = new Bounded<true>(INVITES_REMEMBERED);
+  readonly #invites = new BoundedMap<string, true>(INVITES_REMEMBERED);
   /** Encrypted rooms told that the bot cannot read them (by this process or, from the channel state, an earlier one). */
   readonly #told = new Set<string>();
   #toldLoaded = false;
@@ -141,7 +116,7 @@ export class Intake {
       return;
     }
     this.#told.add(roomId);
-    this.#d.senders.set(eventId, true);
+    this.#d.senders.setNewest(eventId, true);
     log.warn({ room: roomId, event: eventId, why }, `told the people in ${roomId} (once, a plain notice) that this channel cannot read what is written there (end-to-end encryption) — ${ENCRYPTION_FIX}`);
     try {
       await ctx.state.put(`${TOLD_PREFIX}${roomId}`, JSON.stringify({ event_id: eventId, at: Date.now() }));
@@ -174,7 +149,7 @@ export class Intake {
           continue;
         }
         if (event.sender === api.userId) {
-          this.#d.senders.set(event.event_id, true);
+          this.#d.senders.setNewest(event.event_id, true);
           continue;
         }
         if (initial) continue; // history from before the first start: never answered
@@ -225,7 +200,7 @@ export class Intake {
       return;
     }
     const { thread, replyTo } = relationsOf(event);
-    if (thread !== undefined) this.#d.threadLatest.set(thread, event.event_id);
+    if (thread !== undefined) this.#d.threadLatest.setNewest(thread, event.event_id);
     const direct = rooms.isDirect(roomId);
     // Only a room message needs to know whether it answers the bot (a DM always is addressed).
     const repliesToBot = !direct && ((replyTo !== undefined && (await this.#sentByBot(roomId, replyTo))) || (thread !== undefined && (await this.#sentByBot(roomId, thread))));
@@ -271,7 +246,7 @@ export class Intake {
     try {
       const event = await this.#d.api.fetchEvent(roomId, eventId);
       const ours = event.sender === this.#d.api.userId;
-      this.#d.senders.set(eventId, ours);
+      this.#d.senders.setNewest(eventId, ours);
       return ours;
     } catch (error) {
       this.#d.log.debug({ room: roomId, event: eventId, reason: describeError(error) }, 'could not look up the event a message replies to');
@@ -285,7 +260,7 @@ export class Intake {
     if (this.#invites.has(roomId)) return;
     const invite = events.find((e) => e.type === 'm.room.member' && e.state_key === api.userId && e.content.membership === 'invite');
     if (!invite) return;
-    this.#invites.set(roomId, true);
+    this.#invites.setNewest(roomId, true);
     const inviter = invite.sender;
     if (!config.allow || !isAllowed(config.allow, [inviter])) {
       stats.invitesIgnored++;

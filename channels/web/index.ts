@@ -13,6 +13,7 @@ import type { Channel, ChannelContext, FileSender, MessageEditor, OutboundFile, 
 import { conversationKey, type ConversationRef } from '../../src/conversation.ts';
 import type { ChatEvent, ChatPort, ChatUpload } from '../../src/console/deps.ts';
 import { readImageHeaderOfFile } from '../../src/media/dimensions.ts';
+import { BoundedMap } from '../../src/bounded-map.ts';
 
 /** The account part of every web conversation key. */
 export const webAccount = 'console';
@@ -28,7 +29,7 @@ export interface WebChannelOptions {
 
 export function createWebChannel(ctx: ChannelContext, options: WebChannelOptions = {}): WebChannel {
   const listeners = new Map<string, Set<(event: ChatEvent) => void>>();
-  const files = new Map<string, { path: string; name: string; operator: string; mime?: string }>();
+  const files = new BoundedMap<string, { path: string; name: string; operator: string; mime?: string }>(maxFiles);
   let push: Push | undefined;
 
   const emit = (operator: string, event: ChatEvent): void => {
@@ -72,7 +73,6 @@ export function createWebChannel(ctx: ChannelContext, options: WebChannelOptions
 
     async sendFile(ref: ConversationRef, file: OutboundFile) {
       const id = newId();
-      if (files.size >= maxFiles) files.delete(files.keys().next().value!);
       // An image (by its bytes, not its name) is drawn in the page; anything else is a download link.
       const image = await readImageHeaderOfFile(file.path);
       files.set(id, { path: file.path, name: file.name, operator: ref.chat, ...(image ? { mime: image.mime } : {}) });
