@@ -2,13 +2,14 @@
  * The composition root: config becomes objects here and nowhere else. Each channel's
  * module is imported only when that channel is configured.
  */
-import { existsSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { canSendFiles, type Channel, type ChannelContext } from '../src/channel.ts';
 import type { Memory } from '../src/memory.ts';
 import { createAgent, type TurnHandler, type TurnTranscription } from '../src/agent/agent.ts';
 import type { Provider } from '../src/provider.ts';
+import { packageVersion } from '../src/version.ts';
 import { ApprovalStore } from '../src/agent/approvals.ts';
 import { createTurnMemory } from '../src/agent/memory-context.ts';
 import { ConfigError, loadConfig, locateConfig } from '../src/config/load.ts';
@@ -652,18 +653,6 @@ function logLevel(config: Config, fallback: Level, verbose?: Level): Level {
   const fromEnv = process.env.SWITCHBOARD_LOG_LEVEL;
   if (fromEnv !== undefined && levels.has(fromEnv)) return fromEnv as Level;
   return verbose ?? config.log.level ?? fallback;
-}
-
-/** The version in package.json (for the console's Overview). */
-function packageVersion(): string | undefined {
-  for (const path of ['../package.json', '../../package.json']) {
-    try {
-      return (JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { version: string }).version;
-    } catch {
-      // try the next
-    }
-  }
-  return undefined;
 }
 
 function safeUsername(): string {

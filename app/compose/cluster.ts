@@ -4,7 +4,6 @@
  * seconds. What the runtime sees is a Database and a TurnQueue; which node holds which channel is
  * decided here.
  */
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Channel } from '../../src/channel.ts';
@@ -20,6 +19,7 @@ import type { ReloadableChannels } from '../reload.ts';
 import { openPostgres, redactUrl } from '../../src/store/postgres/sql.ts';
 import { storeUnavailable } from '../../src/store/postgres/unavailable.ts';
 import type { Database } from '../../src/store/sql.ts';
+import { packageVersion } from '../../src/version.ts';
 
 /** How often a node reports itself (and the status shows a node gone after three missed reports). */
 const REPORT_MS = NODE_REPORT_MS;
@@ -100,7 +100,7 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
     remoteTools,
     nodes: () => known,
     async join(runtime, channels) {
-      const version = packageVersion();
+      const version = packageVersion() ?? 'unknown';
       for (const channel of channels) if (!configured.has(channel.name)) configured.set(channel.name, channel);
       listener = await listenForReplies(url, clusterLog, {
         onReply: (conversation) => runtime.deliverRecorded(conversation),
@@ -156,16 +156,4 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
       await database.close();
     },
   };
-}
-
-/** This Switchboard's version (source tree or dist/ layout). */
-function packageVersion(): string {
-  for (const path of ['../../package.json', '../../../package.json']) {
-    try {
-      return (JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { version: string }).version;
-    } catch {
-      // the other layout
-    }
-  }
-  return 'unknown';
 }

@@ -15,6 +15,7 @@ import type { Rooms } from './rooms.ts';
 import { checkSync, eventProblem } from './shape.ts';
 import { TIMELINE_TYPES, type SyncResponse } from './sync.ts';
 import { BoundedMap } from '../../src/bounded-map.ts';
+import { withAttachments } from '../../src/inbound/with-attachments.ts';
 
 /** Events fetched at most to fill one room's gap after a long absence. */
 const GAP_LIMIT = 1000;
@@ -223,20 +224,14 @@ export class Intake {
     }
     if (!normalised) return;
     const { message, files } = normalised;
-    const attachments = await Promise.all(
-      files.map((file) =>
-        ctx.attachments.save({
-          channel: ctx.name,
-          messageId: message.id,
-          kind: file.kind,
-          ...(file.name === undefined ? {} : { name: file.name }),
-          ...(file.mime === undefined ? {} : { mime: file.mime }),
-          ...(file.size === undefined ? {} : { size: file.size }),
-          download: (signal) => (file.url === undefined ? Promise.reject(new Error('the file is end-to-end encrypted, which this channel cannot read')) : api.download(file.url, signal)),
-        }),
-      ),
-    );
-    await push(attachments.length > 0 ? { ...message, attachments } : message);
+    const withFiles = await withAttachments(ctx.attachments, message, files, (file) => ({
+      kind: file.kind,
+      ...(file.name === undefined ? {} : { name: file.name }),
+      ...(file.mime === undefined ? {} : { mime: file.mime }),
+      ...(file.size === undefined ? {} : { size: file.size }),
+      download: (signal) => (file.url === undefined ? Promise.reject(new Error('the file is end-to-end encrypted, which this channel cannot read')) : api.download(file.url, signal)),
+    }));
+    await push(withFiles);
   }
 
   /** Whether the bot sent an event: known from this process, else asked of the server (a failure counts as no). */

@@ -31,6 +31,7 @@ import { platformError, toSendError } from './errors.ts';
 import { MalformedPayload } from '../../src/inbound/malformed.ts';
 import { BoundedMap } from '../../src/bounded-map.ts';
 import { checkEvent, fileKind, fromABot, isDirect, isMessageEvent, mentions, messageId, normalise, threadOf, type SlackFile, type SlackIdentity, type SlackMessageEvent } from './inbound.ts';
+import { withAttachments, type FileInput } from '../../src/inbound/with-attachments.ts';
 
 /** Threads the bot has posted in: a message in one is addressed to the bot. */
 export class BotThreads {
@@ -255,12 +256,7 @@ export class Intake {
       const name = await this.#name(message.sender.id);
       if (name) message = { ...message, sender: { id: message.sender.id, name } };
     }
-    if (normalised.files.length > 0) {
-      const attachments = [];
-      for (const file of normalised.files) attachments.push(await this.#save(message.id, await this.#fileInfo(file)));
-      message = { ...message, attachments };
-    }
-    return message;
+    return withAttachments(this.#options.attachments, message, normalised.files, async (file) => this.#fileInput(await this.#fileInfo(file)), { oneByOne: true });
   }
 
   /**
@@ -325,12 +321,10 @@ export class Intake {
     }
   }
 
-  #save(id: string, file: SlackFile): ReturnType<AttachmentStore['save']> {
-    const { attachments, botToken, fileOrigins } = this.#options;
+  #fileInput(file: SlackFile): FileInput {
+    const { botToken, fileOrigins } = this.#options;
     const location = file.url_private_download ?? file.url_private;
-    return attachments.save({
-      channel: this.#options.channel,
-      messageId: id,
+    return {
       kind: fileKind(file),
       ...(file.name || file.title ? { name: file.name || file.title } : {}),
       ...(file.mimetype ? { mime: file.mimetype } : {}),
@@ -350,6 +344,6 @@ export class Intake {
         }
         return response.body;
       },
-    });
+    };
   }
 }

@@ -33,6 +33,7 @@ import { poll, type PollState } from './poll.ts';
 import { OffsetStore } from './offset.ts';
 import { fitsRaw, measure, plainText, renderHtml, TELEGRAM_LIMIT } from './render.ts';
 import { serveWebhook } from './webhook.ts';
+import { withAttachments } from '../../src/inbound/with-attachments.ts';
 
 /** Bots may upload files up to 50 MB. */
 const MAX_UPLOAD = 50 * 1024 * 1024;
@@ -115,21 +116,15 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
     // A supergroup a group became continues the group's conversation.
     const chat = await migrations.conversationChat(normal.chat);
     const inbound = chat === normal.chat ? normal : { ...normal, chat };
-    const attachments = await Promise.all(
-      files.map((file) =>
-        ctx.attachments.save({
-          channel: ctx.name,
-          messageId: inbound.id,
-          kind: file.kind,
-          ...(file.name === undefined ? {} : { name: file.name }),
-          ...(file.mime === undefined ? {} : { mime: file.mime }),
-          ...(file.size === undefined ? {} : { size: file.size }),
-          // a shutdown cuts a download short (the file is noted as not saved; the push is refused anyway)
-          download: (signal) => download(file.fileId, file.size, AbortSignal.any([signal, listening])),
-        }),
-      ),
-    );
-    await push(attachments.length > 0 ? { ...inbound, attachments } : inbound);
+    const withFiles = await withAttachments(ctx.attachments, inbound, files, (file) => ({
+      kind: file.kind,
+      ...(file.name === undefined ? {} : { name: file.name }),
+      ...(file.mime === undefined ? {} : { mime: file.mime }),
+      ...(file.size === undefined ? {} : { size: file.size }),
+      // a shutdown cuts a download short (the file is noted as not saved; the push is refused anyway)
+      download: (signal) => download(file.fileId, file.size, AbortSignal.any([signal, listening])),
+    }));
+    await push(withFiles);
   }
 
   async function download(fileId: string, size: number | undefined, signal: AbortSignal): Promise<Uint8Array> {

@@ -14,6 +14,7 @@ import { conversationKey, type ConversationRef } from '../../src/conversation.ts
 import type { ChatEvent, ChatPort, ChatUpload } from '../../src/console/deps.ts';
 import { readImageHeaderOfFile } from '../../src/media/dimensions.ts';
 import { BoundedMap } from '../../src/bounded-map.ts';
+import { withAttachments } from '../../src/inbound/with-attachments.ts';
 
 /** The account part of every web conversation key. */
 export const webAccount = 'console';
@@ -84,30 +85,16 @@ export function createWebChannel(ctx: ChannelContext, options: WebChannelOptions
       if (!current) throw new Error('the web channel is not running');
       // the page's own id, scoped to its operator: a post tried again is the same message (the inbox drops the copy)
       const id = clientId === undefined ? `${Date.now().toString(36)}-${newId()}` : `c-${createHash('sha256').update(`${operator}\u0000${clientId}`).digest('base64url').slice(0, 24)}`;
-      const attachments = await Promise.all(
-        uploads.map((upload) =>
-          ctx.attachments.save({
-            channel: ctx.name,
-            messageId: id,
-            kind: upload.mime?.startsWith('image/') ? 'photo' : 'file',
-            name: upload.name,
-            ...(upload.mime ? { mime: upload.mime } : {}),
-            size: upload.data.length,
-            download: async () => upload.data,
-          }),
-        ),
+      const message = { channel: ctx.name, account: webAccount, chat: operator, id, sender: { id: operator, name: operator }, text, timestamp: Date.now(), direct: true };
+      await current(
+        await withAttachments(ctx.attachments, message, uploads, (upload) => ({
+          kind: upload.mime?.startsWith('image/') ? 'photo' : 'file',
+          name: upload.name,
+          ...(upload.mime ? { mime: upload.mime } : {}),
+          size: upload.data.length,
+          download: async () => upload.data,
+        })),
       );
-      await current({
-        channel: ctx.name,
-        account: webAccount,
-        chat: operator,
-        id,
-        sender: { id: operator, name: operator },
-        text,
-        timestamp: Date.now(),
-        direct: true,
-        ...(attachments.length > 0 ? { attachments } : {}),
-      });
       return { id };
     },
 
