@@ -68,16 +68,7 @@ export class MetricsRegistry {
    * scrape time from a total kept elsewhere (CPU seconds) and `inc` is not used.
    */
   counter(name: string, help: string, labelNames: readonly string[] = [], collect?: () => Iterable<readonly [Labels, number]>): Counter {
-    const series = new Map<string, { labels: Labels; value: number }>();
-    this.#add({
-      name,
-      help,
-      type: 'counter',
-      lines: () => {
-        const current = collect ? [...collect()].map(([labels, value]) => ({ labels: ordered(labelNames, labels), value })) : [...series.values()];
-        return current.map(({ labels, value }) => `${name}${labelText(labels)} ${formatValue(value)}`);
-      },
-    }, labelNames);
+    const series = this.#simple(name, help, 'counter', labelNames, collect);
     return {
       inc: (labels = {}, value = 1) => {
         if (!(value >= 0)) throw new RangeError(`counter ${name}: cannot add ${value}`);
@@ -94,16 +85,7 @@ export class MetricsRegistry {
    * (queue depth, RSS): nothing has to remember to update them.
    */
   gauge(name: string, help: string, labelNames: readonly string[] = [], collect?: () => Iterable<readonly [Labels, number]>): Gauge {
-    const series = new Map<string, { labels: Labels; value: number }>();
-    this.#add({
-      name,
-      help,
-      type: 'gauge',
-      lines: () => {
-        const current = collect ? [...collect()].map(([labels, value]) => ({ labels: ordered(labelNames, labels), value })) : [...series.values()];
-        return current.map(({ labels, value }) => `${name}${labelText(labels)} ${formatValue(value)}`);
-      },
-    }, labelNames);
+    const series = this.#simple(name, help, 'gauge', labelNames, collect);
     return {
       set: (labels, value) => {
         series.set(seriesKey(labelNames, labels, name), { labels: ordered(labelNames, labels), value });
@@ -152,6 +134,21 @@ export class MetricsRegistry {
       out.push(`# HELP ${family.name} ${escapeHelp(family.help)}`, `# TYPE ${family.name} ${family.type}`, ...family.lines());
     }
     return `${out.join('\n')}\n`;
+  }
+
+  /** A counter or gauge family: one value a series, kept here or read from `collect` at scrape time. */
+  #simple(name: string, help: string, type: 'counter' | 'gauge', labelNames: readonly string[], collect: (() => Iterable<readonly [Labels, number]>) | undefined): Map<string, { labels: Labels; value: number }> {
+    const series = new Map<string, { labels: Labels; value: number }>();
+    this.#add({
+      name,
+      help,
+      type,
+      lines: () => {
+        const current = collect ? [...collect()].map(([labels, value]) => ({ labels: ordered(labelNames, labels), value })) : [...series.values()];
+        return current.map(({ labels, value }) => `${name}${labelText(labels)} ${formatValue(value)}`);
+      },
+    }, labelNames);
+    return series;
   }
 
   #add(family: Family, labelNames: readonly string[]): void {
