@@ -1,10 +1,96 @@
-// Lint: typescript-eslint's recommended rules, plus the architecture rule that the core
-// (src/) never reaches into platform adapters (channels/) or the composition root (app/), and
-// two type-aware rules: a promise nobody awaits or handles (a dropped rejection in a daemon that
+// Lint: typescript-eslint's recommended rules, plus the architecture rules — the core (src/)
+// never reaches into platform adapters (channels/) or the composition root (app/), and every
+// layer of the house imports only its own layer and the layers below it (docs/architecture.md) —
+// and two type-aware rules: a promise nobody awaits or handles (a dropped rejection in a daemon that
 // runs for months is a lost message), and a promise where a plain value is expected (an async
 // callback to an API that ignores what it returns).
+import { readdirSync } from 'node:fs';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+
+/**
+ * The layers of src/, lowest first (docs/architecture.md). A layer may import its own layer and
+ * the ones below; an import of a layer above it fails the lint, naming the rule. `folders` are
+ * under src/; `files` are single files at the top of src/ that belong to the layer.
+ */
+const layers = [
+  { name: 'base (contracts and utilities)', folders: ['config'] },
+  { name: 'plumbing', folders: ['store', 'security', 'http', 'endpoint', 'inbound', 'outbound'] },
+  { name: 'services', folders: ['providers', 'media', 'memory', 'policy', 'schedule'] },
+  { name: 'agent', folders: ['agent'] },
+  { name: 'tools and runtime', folders: ['tools', 'runtime'] },
+  { name: 'cluster', folders: ['cluster'] },
+  { name: 'servers', folders: ['gateway', 'console'], files: ['metrics.ts', 'process-metrics.ts'] },
+];
+// A new folder of src/ must be placed in a layer: one in none would not be checked.
+const unplaced = readdirSync(new URL('./src/', import.meta.url), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && !layers.some((layer) => layer.folders.includes(entry.name)))
+  .map((entry) => `src/${entry.name}/`);
+if (unplaced.length > 0) throw new Error(`eslint.config.js: ${unplaced.join(', ')} is in no layer; add it to \`layers\` (and to the table in docs/architecture.md)`);
+/** Peers in one layer that must not import each other either. */
+const apart = [
+  ['tools', 'runtime', 'a tool never drives the runtime, and the runtime knows tools only through the agent'],
+  ['gateway', 'console', 'both stand on src/http/; the composition root mounts the console on the gateway'],
+];
+/**
+ * Folders a layer may import only through the file that declares a port: the cluster's
+ * PostgreSQL adapters implement the tools' RemoteToolPeers, and need nothing else of src/tools/.
+ */
+const portsOnly = [['cluster', 'tools', 'remote-peers.ts']];
+const app = { group: ['**/channels/**', '**/app/**'], message: 'src/ never imports platform adapters or the composition root; inject them.' };
+const why = 'layers import only downward; move the shared piece down to a lower layer, or inject it (docs/architecture.md)';
+/** What a file of `layers[index]` (or `self`, one of its folders) may not import. */
+function restricted(index, self) {
+  const patterns = [];
+  for (const upper of layers.slice(index + 1)) {
+    const group = [...upper.folders.map((folder) => `**/${folder}/**`), ...(upper.files ?? []).map((file) => `**/${file}`)];
+    patterns.push({ group, message: `the ${layers[index].name} layer must not import the ${upper.name} layer (${[...upper.folders.map((f) => `src/${f}/`), ...(upper.files ?? []).map((f) => `src/${f}`)].join(', ')}). Layer rule: ${why}.` });
+  }
+  for (const [a, b, reason] of apart) {
+    const other = self === a ? b : self === b ? a : undefined;
+    if (other) patterns.push({ group: [`**/${other}/**`], message: `src/${self}/ must not import src/${other}/: ${reason} (docs/architecture.md).` });
+  }
+  for (const [from, folder, port] of portsOnly) {
+    if (self === from) patterns.push({ group: [`**/${folder}/**`, `!**/${folder}/${port}`], message: `src/${from}/ imports src/${folder}/ only through its port ${port} (docs/architecture.md).` });
+  }
+  return patterns;
+}
+/**
+ * The same rule for `import()` expressions, which no-restricted-imports does not see (esquery's
+ * regular expressions cannot hold a "/": \W stands for it).
+ */
+function restrictedDynamic(patterns) {
+  return patterns.map(({ group, message }) => {
+    const names = group.filter((g) => !g.startsWith('!')).map((g) => g.replace(/^\*\*\//, '').replace(/\/\*\*$/, '').replace(/\./g, '\\.').replace(/\//g, '\\W'));
+    return { selector: `ImportExpression[source.value=/^\\.\\.?\\W(.*\\W)?(${names.join('|')})(\\W|$)/]`, message };
+  });
+}
+// Tests are left out: a test may put several layers together (and the src/ → channels, app rule still holds for them).
+function layerBlock(files, patterns, { ignores = [], outer = app } = {}) {
+  return {
+    files,
+    ignores: ['**/*.test.ts', ...ignores],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [outer, ...patterns] }],
+      'no-restricted-syntax': ['error', ...restrictedDynamic(patterns)],
+    },
+  };
+}
+const layerBlocks = [
+  layerBlock(['src/*.ts'], restricted(0, undefined), { ignores: layers.flatMap((layer) => (layer.files ?? []).map((file) => `src/${file}`)) }),
+  ...layers.flatMap((layer, index) => [
+    ...layer.folders.map((folder) => layerBlock([`src/${folder}/**/*.ts`], restricted(index, folder))),
+    ...(layer.files ?? []).map((file) => layerBlock([`src/${file}`], restricted(index, undefined))),
+  ]),
+  // A channel uses the contracts and the helpers made for channels (src/inbound, src/outbound,
+  // src/media, src/http, src/policy, src/config), and the console's chat port (the web channel).
+  layerBlock(['channels/**/*.ts'], [
+    {
+      group: ['store', 'security', 'endpoint', 'providers', 'memory', 'schedule', 'agent', 'tools', 'runtime', 'cluster', 'gateway', 'console'].map((folder) => `**/src/${folder}/**`).concat(['**/src/metrics.ts', '**/src/process-metrics.ts', '!**/src/console/deps.ts']),
+      message: `a channel imports only the contracts (src/*.ts) and the helpers made for channels (src/inbound, src/outbound, src/media, src/http, src/policy, src/config, the console's chat port src/console/deps.ts). Layer rule: ${why}.`,
+    },
+  ], { outer: { group: ['**/app/**'], message: 'a channel never imports the composition root (app/); it is handed what it needs in ChannelContext.' } }),
+];
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', '.bench/'] },
@@ -29,10 +115,11 @@ export default tseslint.config(
   {
     files: ['src/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ group: ['**/channels/**', '**/app/**'], message: 'src/ never imports platform adapters or the composition root; inject them.' }] }],
+      'no-restricted-imports': ['error', { patterns: [app] }],
       'no-console': 'error',
     },
   },
+  ...layerBlocks,
   {
     files: ['channels/**/*.ts'],
     rules: { 'no-console': 'error' },

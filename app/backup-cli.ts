@@ -26,7 +26,7 @@ place, so it is never half-written; it is one self-contained file, mode 600.
 Not in FILE: the channels' own state in <data_dir>/channels/ (the Matrix device, Discord
 positions, webhook results), MEMORY_SNAPSHOT.md, and with memory backend "markdown"
 MEMORY.md and memory/ — plain files: copy them with cp -a.
-To restore, see "Backup and restore" in the README.
+To restore, see "Backup and restore" in docs/operating.md.
 
 Options:
   --force             replace FILE if it exists

@@ -32,8 +32,8 @@ import { lockDataDir } from '../src/store/lock.ts';
 import { explainIn, makeDirectory, withFileContext } from '../src/store/files.ts';
 import { StorageHealth } from '../src/store/storage.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
-import { sendJson } from '../src/gateway/json.ts';
-import type { GatewayRoutes } from '../src/gateway/routes.ts';
+import { sendJson } from '../src/http/json.ts';
+import type { GatewayRoutes } from '../src/route.ts';
 import { createSwitchboardMetrics, meterToolRunner } from '../src/metrics.ts';
 import { createMeteredProvider } from '../src/providers/metered.ts';
 import { createToolsRoute } from '../src/tools/sources.ts';
@@ -42,6 +42,7 @@ import { buildProvider } from './compose/provider.ts';
 import { createImagePreparer } from '../src/media/image.ts';
 import { createWorkspaceImages } from '../src/media/workspace-images.ts';
 import { buildTools, type BuiltTools } from './compose/tools.ts';
+import { localTurns } from './compose/turns.ts';
 import { announceReady } from './ready.ts';
 import { configPort, consoleStaticDir, lazyConsole, nodeName, recordRecalls } from './console.ts';
 import { createReloader, createRouteTable, type ConfigDiff, type Prepared, type RouteTable } from './reload.ts';
@@ -263,7 +264,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
         ...(gatewayConfig.token === undefined ? {} : { token: gatewayConfig.token }),
         ...(tokenGuard ? { tokenGuard } : {}),
         log: log.child({ component: 'gateway' }),
-        health: () => ({ ...runtime.health(), ...(cluster ? { cluster: { node: cluster.node, nodes: cluster.nodes() } } : {}) }),
+        health: () => runtime.health(),
+        ...(cluster ? { cluster: () => cluster!.status() } : {}),
         metrics: () => metrics.render(),
         // `switchboard status` prints it on its first line.
         ...(version === undefined ? {} : { version }),
@@ -337,7 +339,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     events: metrics.runtimeEvents,
     pairing,
     storage,
-    ...(cluster ? { queue: cluster.queue, onReplyRecorded: cluster.onReplyRecorded } : {}),
+    ...(cluster?.turns ?? localTurns(maxInFlight, config.runtime.max_queued)),
     ...turnSettings(config),
   });
   function turnSettings(from: Config): { policies: Map<string, ChannelPolicy>; commands: NonNullable<RuntimeOptions['commands']>; historyTurns: number; turnTimeoutMs: number } {
@@ -425,12 +427,7 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
           maxJsonBytes: Math.min(64 * 1024, gatewayConfig!.max_body_kb * 1024),
           // Awaited: the runtime's reads may become asynchronous (the PostgreSQL backend).
           overview: async () => ({
-            status: statusReport(
-              { ...runtime.health(), ...(cluster ? { cluster: { node: cluster.node, nodes: cluster.nodes() } } : {}) },
-              Math.round(Date.now() - process.uptime() * 1000),
-              process.uptime() * 1000,
-              version,
-            ),
+            status: statusReport(runtime.health(), Math.round(Date.now() - process.uptime() * 1000), process.uptime() * 1000, version, cluster?.status()),
             model: current().provider.model,
             node: cluster?.node ?? nodeName(),
             activity: metrics.activity.minutes(),

@@ -212,7 +212,7 @@ export async function checkDatabase(path: string): Promise<CheckResult> {
   } catch (error) {
     const damaged = damagedDatabaseError(error, path);
     return damaged
-      ? { check, ok: false, detail: `${path} is damaged: ${damaged.problem} (${damaged.code})`, fix: 'stop Switchboard, move the file aside and restore the last backup (README: "Backup and restore")' }
+      ? { check, ok: false, detail: `${path} is damaged: ${damaged.problem} (${damaged.code})`, fix: 'stop Switchboard, move the file aside and restore the last backup (docs/operating.md, "Backup and restore")' }
       : { check, ok: false, detail: `cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`, fix: 'check the data_dir check above (owner, mode)' };
   } finally {
     db?.close();

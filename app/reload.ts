@@ -12,8 +12,8 @@ import type { Logger } from 'pino';
 import type { Channel } from '../src/channel.ts';
 import { ConfigError, formatProblems, type ConfigProblem } from '../src/config/load.ts';
 import type { Config } from '../src/config/schema.ts';
-import type { GatewayRoutes, HttpRoute, RouteAuth, UpgradeRoute } from '../src/gateway/routes.ts';
-import { sendJson } from '../src/gateway/json.ts';
+import type { GatewayRoutes, HttpRoute, RouteAuth, UpgradeRoute } from '../src/route.ts';
+import { sendJson } from '../src/http/json.ts';
 
 type ChannelName = keyof Config['channels'];
 

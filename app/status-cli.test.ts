@@ -56,7 +56,7 @@ describe('switchboard status', () => {
     assert.match(out, /Since start: 120 received · 118 answered · 1 failed · 4 ignored · 2 duplicates · 119 sent/);
   });
 
-  it('counts in words that agree with the number, and the README sample is what it prints', () => {
+  it('counts in words that agree with the number, and the sample in docs/operating.md is what it prints', () => {
     assert.deepEqual([count(1, 'turn'), count(2, 'turn'), count(0, 'reply', 'replies'), count(1, 'reply', 'replies')], ['1 turn', '2 turns', '0 replies', '1 reply']);
     const at = Date.parse('2026-11-26T12:00:00.000Z');
     const iso = (ago: number): string => new Date(at - ago).toISOString();
@@ -74,8 +74,8 @@ describe('switchboard status', () => {
     assert.match(printed, /· 1 turn · 0\.1\.0\n/);
     assert.match(printed, /· 1 reply waiting to be sent\n/);
     assert.match(printed, /· 1 duplicate ·/);
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    const sample = /`switchboard status \[--json\]` reads[\s\S]*?```\n([\s\S]*?)```/.exec(readme)![1]!;
+    const page = readFileSync(new URL('../docs/operating.md', import.meta.url), 'utf8');
+    const sample = /`switchboard status \[--json\]` reads[\s\S]*?```\n([\s\S]*?)```/.exec(page)![1]!;
     assert.equal(sample, formatStatus({ ...report, cluster: undefined, pendingReplies: 0, totals: { ...report.totals, duplicates: 2 } }, at));
   });
 

@@ -11,7 +11,7 @@ import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import { NODE_REPORT_MS } from '../src/cluster/nodes.ts';
-import type { TurnQueue } from '../src/cluster/queue.ts';
+import type { TurnQueue } from '../src/runtime/turn-queue.ts';
 import { copyStore, type TableCount } from '../src/store/copy.ts';
 import type { Sql } from '../src/store/sql.ts';
 import { openDatabase } from '../src/store/db.ts';
@@ -201,7 +201,10 @@ async function handOn(sql: Sql, url: string, io: StoreIo): Promise<number> {
   const queue = await io.turnQueue(url);
   try {
     // A job for a message already answered is skipped by the node (it finds it no longer queued), so a copy run again may add one twice.
-    for (const { seq, conversation } of queued) await sql.transaction((tx) => queue.enqueue(tx, conversation, seq));
+    for (const turn of queued) {
+      const ticket = await queue.reserve();
+      await sql.transaction((tx) => ticket.enqueue(tx, turn));
+    }
   } finally {
     await queue.stop(1000);
   }

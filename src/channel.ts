@@ -7,8 +7,8 @@
  */
 import type { Logger } from 'pino';
 import type { ConversationRef } from './conversation.ts';
-import type { GatewayRoutes } from './gateway/routes.ts';
-import type { ChannelState } from './store/channel-state.ts';
+import type { ChannelState } from './channel-state.ts';
+import type { GatewayRoutes } from './route.ts';
 
 /** Who sent a message, as the platform identifies them. */
 export interface Sender {
@@ -227,7 +227,7 @@ export interface ChannelContext {
   /**
    * A directory of this channel's own (created, private to it): `<data_dir>/channels/<name>/`.
    * Channel state lived in files here before it moved into {@link state}; a channel imports its
-   * old file from here once (src/store/state-import.ts). '' in tests: none.
+   * old file from here once (src/state-import.ts). '' in tests: none.
    */
   readonly stateDir: string;
   /** The HTTP gateway, when `[gateway]` is configured: for channels that receive over HTTP (webhooks). */

@@ -9,10 +9,10 @@ import { createActivity, type ActivityLog, type ToolOutcome } from './activity.t
 import type { ToolRunner } from './agent/tool-runner.ts';
 import { registerProcessMetrics } from './process-metrics.ts';
 import { MetricsRegistry } from './prometheus.ts';
+import type { ProviderErrorReason } from './providers/metered.ts';
 import type { RuntimeEvents, RuntimeHealth } from './runtime/runtime.ts';
 
-/** Why a model call failed, in a few values (a label must not take unbounded values). */
-export type ProviderErrorReason = 'rate_limited' | 'auth' | 'server' | 'client' | 'network' | 'context_length' | 'tools_unsupported' | 'aborted';
+export type { ProviderErrorReason } from './providers/metered.ts';
 
 /** Where the metered provider and the tool-runner wrapper report. */
 export interface AgentMeter {

@@ -6,7 +6,7 @@
  * and its CMD starts the daemon in the final stage: first without a config (exit 78, the
  * config error the image's comment promises), then with one, until /readyz answers, the
  * HEALTHCHECK command passes and the web console is served. The final stage's contents and
- * size are printed (README, Docker).
+ * size are printed (docs/operating.md, Docker).
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -58,7 +58,7 @@ describe('deploy/Dockerfile, built as its lines say (no Docker engine)', () => {
     const parts = Object.fromEntries(readdirSync(app).map((name) => [name, sizeOf(join(app, name))]));
     const total = Object.values(parts).reduce((sum, size) => sum + size, 0);
     t.diagnostic(`final stage ${image.final.workdir}: ${mb(total)} — ${Object.entries(parts).map(([name, size]) => `${name} ${mb(size)}`).join(', ')}; dist/console ${mb(sizeOf(join(app, 'dist/console')))}`);
-    // The README states ~125 MB on top of the base image; much more means something crept in.
+    // docs/benchmarks.md states ~125 MB on top of the base image; much more means something crept in.
     assert.ok(total < 200 * 1024 * 1024, `the final stage adds ${mb(total)}`);
     assert.equal(image.final.user, 'node');
     assert.deepEqual(image.final.chowns, ['node:node /data'.replace('/data', image.final.at('/data'))]);

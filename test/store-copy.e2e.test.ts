@@ -1,5 +1,5 @@
 /**
- * Moving a running install to a cluster, as the README says: conversations on the SQLite store,
+ * Moving a running install to a cluster, as docs/cluster.md says: conversations on the SQLite store,
  * `switchboard store copy --to postgres://…` (refused while the daemon runs), `[store]` switched
  * to PostgreSQL, and the node started there carries the conversation on.
  */
@@ -72,7 +72,7 @@ describe('switchboard store copy: SQLite to a cluster', () => {
     const pairing = await runCli(['pairing', 'list', '--config', config.file], { env });
     assert.equal(pairing.code, 0, pairing.stderr);
 
-    // The README's setup ("A cluster on PostgreSQL"): a role with no other right than to log in, owning its database.
+    // The setup in docs/cluster.md ("A cluster on PostgreSQL"): a role with no other right than to log in, owning its database.
     await server.createRole('switchboard', 'sb-secret-1');
     execFileSync(`${postgresBin}/createdb`, ['-h', '127.0.0.1', '-p', String(server.port), '-U', 'postgres', '--owner=switchboard', 'sbmove']);
     const url = `postgres://switchboard:sb-secret-1@127.0.0.1:${server.port}/sbmove`;
@@ -126,12 +126,12 @@ describe('switchboard store copy: SQLite to a cluster', () => {
     await stop(clusterNode);
   });
 
-  it('the README\'s grants for a database the role does not own are enough for a node (migrations, pg-boss, leases)', async () => {
+  it('the grants docs/cluster.md shows for a database the role does not own are enough for a node (migrations, pg-boss, leases)', async () => {
     await server.createRole('sb_granted', 'sb-secret-2');
     execFileSync(`${postgresBin}/createdb`, ['-h', '127.0.0.1', '-p', String(server.port), '-U', 'postgres', 'sbgranted']);
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    const grants = /```sql\n(-- a database the role does not own[\s\S]*?)```/.exec(readme)?.[1];
-    assert.ok(grants, 'the README shows the GRANT lines');
+    const page = readFileSync(new URL('../docs/cluster.md', import.meta.url), 'utf8');
+    const grants = /```sql\n(-- a database the role does not own[\s\S]*?)```/.exec(page)?.[1];
+    assert.ok(grants, 'docs/cluster.md shows the GRANT lines');
     execFileSync('/usr/bin/psql', ['-v', 'ON_ERROR_STOP=1', '-q', '-h', '127.0.0.1', '-p', String(server.port), '-U', 'postgres', '-d', 'sbgranted', '-c', grants.replaceAll('DATABASE switchboard', 'DATABASE sbgranted').replaceAll('TO switchboard', 'TO sb_granted')]);
     const port = await freePort();
     const config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n[memory]\nbackend = "none"\n[gateway]\nlisten = "127.0.0.1:${port}"\n[channels.webhook]\nsecret = "\${WEBHOOK_SECRET}"\n[store]\nkind = "postgres"\nurl = "postgres://sb_granted:sb-secret-2@127.0.0.1:${server.port}/sbgranted"\n[cluster]\nnode = "g1"\n`);

@@ -1,6 +1,6 @@
 /**
- * The README's systemd recipe (Deploy → systemd), run as written: its code block is taken from
- * the README and run line by line by bash, with `set -e`, in a private mount and network
+ * The systemd recipe in docs/operating.md (systemd), run as written: its code block is taken from
+ * that page and run line by line by bash, with `set -e`, in a private mount and network
  * namespace (unshare) over copies of /etc, /opt and /var/lib, so the machine's own are never
  * touched. Real: useradd, git clone (of this checkout), install, sed, `bin/switchboard service
  * install`, the `prepare` build. Stood in for, and recorded — there is no systemd as PID 1 in a
@@ -20,16 +20,18 @@ import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { repoRoot } from './support/dockerfile.ts';
 
-/** The first code block after "### systemd" in the README. */
+/** The first code block after "## systemd" in docs/operating.md. */
 function recipe(): string {
-  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('\n### systemd\n'));
+  const page = readFileSync(join(repoRoot, 'docs', 'operating.md'), 'utf8');
+  const at = page.indexOf('\n## systemd\n');
+  assert.ok(at >= 0, 'docs/operating.md has a "## systemd" section');
+  const section = page.slice(at);
   const block = /```\n([\s\S]*?)```/.exec(section);
   assert.ok(block, 'the systemd section has a code block');
   return block[1]!;
 }
 
-test('the README systemd recipe runs as written, and the unit it installs starts the daemon', { timeout: 600_000 }, () => {
+test('the systemd recipe in docs/operating.md runs as written, and the unit it installs starts the daemon', { timeout: 600_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'sb-recipe-'));
   try {
     const shims = join(dir, 'shims');

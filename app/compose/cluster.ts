@@ -1,17 +1,16 @@
 /**
  * Cluster mode (`[store] kind = "postgres"`), loaded only then: PostgreSQL for every store, the
  * pg-boss turn queue, a lease per channel, the reply wake-up, and this node's report every few
- * seconds. What the runtime sees is a Database and a TurnQueue; which node holds which channel is
- * decided here.
+ * seconds. What the runtime sees is a Database, a TurnQueue and a ReplyRoute; which node holds
+ * which channel is decided here.
  */
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Channel } from '../../src/channel.ts';
 import { NODE_REPORT_MS, NodeRegistry, type ClusterNode } from '../../src/cluster/nodes.ts';
 import { createPgBossQueue } from '../../src/cluster/pg-boss-queue.ts';
-import type { TurnQueue } from '../../src/cluster/queue.ts';
 import { startLeases, type Leases } from '../../src/cluster/leases.ts';
-import { announceReply, listenForReplies, type ReplyListener } from '../../src/cluster/replies.ts';
+import { clusterReplies, listenForReplies, type ReplyListener } from '../../src/cluster/replies.ts';
 import { startRemoteToolBridge, type RemoteToolBridge } from '../../src/cluster/remote-tools.ts';
 import type { Config } from '../../src/config/schema.ts';
 import type { Runtime } from '../../src/runtime/runtime.ts';
@@ -20,6 +19,9 @@ import { openPostgres, redactUrl } from '../../src/store/postgres/sql.ts';
 import { storeUnavailable } from '../../src/store/postgres/unavailable.ts';
 import type { Database } from '../../src/store/sql.ts';
 import { packageVersion } from '../../src/version.ts';
+import type { TurnQueue } from '../../src/runtime/turn-queue.ts';
+import type { ClusterStatus } from '../../src/gateway/server.ts';
+import type { TurnParts } from './turns.ts';
 
 /** How often a node reports itself (and the status shows a node gone after three missed reports). */
 const REPORT_MS = NODE_REPORT_MS;
@@ -27,12 +29,12 @@ const REPORT_MS = NODE_REPORT_MS;
 export interface ClusterParts {
   readonly node: string;
   readonly database: Database;
-  readonly queue: TurnQueue;
-  readonly onReplyRecorded: typeof announceReply;
+  /** The runtime's turn queue (pg-boss) and reply route (the node holding a channel sends its replies). */
+  readonly turns: TurnParts;
   /** The other nodes' remote tools, and routing calls to them (src/tools/remote-peers.ts). */
   readonly remoteTools: RemoteToolBridge;
-  /** The cluster's nodes as last read (for status). */
-  nodes(): readonly ClusterNode[];
+  /** This node and the cluster's nodes as last read (for status). */
+  status(): ClusterStatus;
   /** Starts competing for the channels and reporting; call after runtime.start(). */
   join(runtime: Runtime, channels: readonly Channel[]): Promise<void>;
   /**
@@ -95,10 +97,9 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
   return {
     node,
     database,
-    queue,
-    onReplyRecorded: announceReply,
+    turns: { queue, replies: clusterReplies },
     remoteTools,
-    nodes: () => known,
+    status: () => ({ node, nodes: known }),
     async join(runtime, channels) {
       const version = packageVersion() ?? 'unknown';
       for (const channel of channels) if (!configured.has(channel.name)) configured.set(channel.name, channel);

@@ -13,7 +13,7 @@
 import { makeURLSearchParams, Routes, type REST } from 'discord.js';
 import type { Logger } from 'pino';
 import type { AttachmentStore, ChannelContext, InboundMessage, Push } from '../../src/channel.ts';
-import type { ChannelState } from '../../src/store/channel-state.ts';
+import type { ChannelState } from '../../src/channel-state.ts';
 import { isGone } from './errors.ts';
 import { isRecord, kindOf, MalformedPayload } from '../../src/inbound/malformed.ts';
 import { attachmentKind, attachmentsOf, checkMessage, isAfter, normalise, snowflakeAt, THREAD_TYPES, type BotIdentity, type ChannelInfo, type RawMessage } from './inbound.ts';

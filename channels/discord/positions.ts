@@ -8,8 +8,8 @@
  * Earlier versions kept them in `positions.json` in the state dir: imported from there once.
  */
 import type { Logger } from 'pino';
-import type { ChannelState } from '../../src/store/channel-state.ts';
-import { importStateFile } from '../../src/store/state-import.ts';
+import type { ChannelState } from '../../src/channel-state.ts';
+import { importStateFile } from '../../src/state-import.ts';
 import type { ChannelContext } from '../../src/channel.ts';
 import { before, isAfter, type ChannelInfo } from './inbound.ts';
 import { BoundedMap } from '../../src/bounded-map.ts';

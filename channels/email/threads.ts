@@ -17,8 +17,8 @@
 import { createHash } from 'node:crypto';
 import { pino, type Logger } from 'pino';
 import type { ChannelContext } from '../../src/channel.ts';
-import { MAX_KEY_LENGTH, type ChannelState } from '../../src/store/channel-state.ts';
-import { importStateFile } from '../../src/store/state-import.ts';
+import { MAX_KEY_LENGTH, type ChannelState } from '../../src/channel-state.ts';
+import { importStateFile } from '../../src/state-import.ts';
 import { BoundedMap } from '../../src/bounded-map.ts';
 
 /** The headers of a received mail that a reply to it is built from. */

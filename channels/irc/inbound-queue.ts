@@ -13,7 +13,7 @@
 import type { Logger } from 'pino';
 import { pause } from '../../src/abort.ts';
 import type { InboundMessage, Push } from '../../src/channel.ts';
-import { backoffDelay } from '../../src/runtime/backoff.ts';
+import { backoffDelay } from '../../src/backoff.ts';
 
 /** Messages waiting for `push` at most. */
 export const MAX_WAITING_MESSAGES = 1000;

@@ -13,8 +13,8 @@
  * `sync.json` and `session.json` in the state dir: imported from there once.
  */
 import type { Logger } from 'pino';
-import type { ChannelState } from '../../src/store/channel-state.ts';
-import { importStateFile } from '../../src/store/state-import.ts';
+import type { ChannelState } from '../../src/channel-state.ts';
+import { importStateFile } from '../../src/state-import.ts';
 
 export interface Account {
   readonly homeserver: string;

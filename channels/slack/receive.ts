@@ -25,7 +25,7 @@
 import type { Logger } from 'pino';
 import { pause } from '../../src/abort.ts';
 import type { AttachmentStore, InboundMessage, Push } from '../../src/channel.ts';
-import type { ChannelState } from '../../src/store/channel-state.ts';
+import type { ChannelState } from '../../src/channel-state.ts';
 import type { SlackWebClient } from './app.ts';
 import { platformError, toSendError } from './errors.ts';
 import { MalformedPayload } from '../../src/inbound/malformed.ts';

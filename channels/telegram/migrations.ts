@@ -13,7 +13,7 @@
  * to the new id, and messages from the new supergroup are given the old id as their chat, so
  * they continue the same conversation. Durable, so this holds after a restart or a takeover.
  */
-import type { ChannelState } from '../../src/store/channel-state.ts';
+import type { ChannelState } from '../../src/channel-state.ts';
 
 const PREFIX = 'migrated:';
 

@@ -15,7 +15,7 @@
  */
 import type { Logger } from 'pino';
 import type { ChannelContext } from '../../src/channel.ts';
-import type { ChannelState } from '../../src/store/channel-state.ts';
+import type { ChannelState } from '../../src/channel-state.ts';
 
 const KEY = 'offset';
 /** Well under the week after which Telegram may number updates afresh. */

@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import type { Channel, InboundMessage, ListenLink, OutboundMessage, Push, SkipsInterrupted } from '../../src/channel.ts';
-import { diskFullCode } from '../../src/store/storage.ts';
+import { diskFullCode } from '../../src/disk-full.ts';
 
 /** How often a line refused for a full disk is offered again. */
 const DISK_FULL_RETRY_MS = 2000;

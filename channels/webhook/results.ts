@@ -13,8 +13,8 @@
  * from there once.
  */
 import type { Logger } from 'pino';
-import type { ChannelState } from '../../src/store/channel-state.ts';
-import { importStateFile } from '../../src/store/state-import.ts';
+import type { ChannelState } from '../../src/channel-state.ts';
+import { importStateFile } from '../../src/state-import.ts';
 
 /** One remembered request (or undeliverable message) and, once there is one, its reply. */
 export interface ResultRecord {

@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import type { PgBoss } from 'pg-boss';
 import { rawPostgres } from '../store/postgres/sql.ts';
 import type { Sql } from '../store/sql.ts';
-import type { TurnQueue, TurnWorker } from './queue.ts';
+import type { QueuedTurn, TurnQueue, TurnTicket, TurnWorker } from '../runtime/turn-queue.ts';
 
 export interface PgBossQueueOptions {
   readonly url: string;
@@ -69,6 +69,8 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
   });
   let inFlight = 0;
   let queued = 0;
+  /** Waiting in idle() for the turns running here to end. */
+  const idlers = new Set<() => void>();
   let counting: NodeJS.Timeout | undefined;
   const count = async (): Promise<void> => {
     try {
@@ -78,6 +80,19 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
     }
   };
 
+  const enqueue = async (tx: Sql, turn: QueuedTurn): Promise<void> => {
+    const raw = rawPostgres(tx);
+    if (!raw) throw new Error('the pg-boss queue needs the PostgreSQL store ([store] kind = "postgres")');
+    const data: TurnJob = { seq: turn.seq, conversation: turn.conversation };
+    await boss.send(QUEUE, data, {
+      singletonKey: turn.conversation,
+      db: { executeSql: (text: string, values?: unknown[]) => raw.query(text, values ?? []) as Promise<{ rows: never[] }> },
+    });
+  };
+  // No room to wait for (the queue is in PostgreSQL) and nothing to do after the commit: the job
+  // went in with the message, so a message found stored has its job too.
+  const ticket: TurnTicket = { enqueue, committed: () => undefined, redelivered: async () => undefined, release: () => undefined };
+
   return {
     get inFlight() {
       return inFlight;
@@ -85,15 +100,12 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
     get queued() {
       return queued;
     },
-    async enqueue(tx: Sql, conversation: string, seq: number) {
-      const raw = rawPostgres(tx);
-      if (!raw) throw new Error('the pg-boss queue needs the PostgreSQL store ([store] kind = "postgres")');
-      const data: TurnJob = { seq, conversation };
-      await boss.send(QUEUE, data, {
-        singletonKey: conversation,
-        db: { executeSql: (text: string, values?: unknown[]) => raw.query(text, values ?? []) as Promise<{ rows: never[] }> },
-      });
+    get busy() {
+      return inFlight > 0;
     },
+    reserve: async () => ticket,
+    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idlers.add(resolve))),
+    // Its jobs outlive a restart: nothing to recover from the inbox.
     async start(worker: TurnWorker) {
       // A pg-boss worker waits out its polling interval after each job unless a NOTIFY came
       // meanwhile, so a backlog queued faster than NOTIFYs arrive would drain at one turn per
@@ -112,6 +124,10 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
           if (outcome === 'retry') throw new Error(`turn of message ${job.data.seq} handed back: this node is stopping`);
         } finally {
           inFlight--;
+          if (inFlight === 0) {
+            for (const resolve of idlers) resolve();
+            idlers.clear();
+          }
           fetchAgain();
         }
       });

@@ -5,6 +5,7 @@
  * up for by `onReconnect` (send everything pending) and by the runtime's periodic sweep.
  */
 import type { Logger } from 'pino';
+import type { ReplyRoute } from '../runtime/reply-route.ts';
 import type { Sql } from '../store/sql.ts';
 import { listen } from './listen.ts';
 
@@ -14,6 +15,15 @@ const CHANNEL = 'switchboard_replies';
 export async function announceReply(tx: Sql, conversation: string): Promise<void> {
   await tx.get('SELECT pg_notify(?, ?)', [CHANNEL, conversation]);
 }
+
+/**
+ * The cluster's {@link ReplyRoute}: a reply goes out from the node holding its channel — this
+ * one only if the channel runs here; the holder is woken by {@link announceReply}.
+ */
+export const clusterReplies: ReplyRoute = {
+  recorded: announceReply,
+  sendsHere: (_channel, runsHere) => runsHere,
+};
 
 export interface ReplyListener {
   stop(): Promise<void>;

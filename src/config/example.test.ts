@@ -1,4 +1,4 @@
-/** The shipped example config parses, and the README embeds it word for word. */
+/** The shipped example config parses, and docs/configuration.md embeds it word for word. */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,9 +15,9 @@ describe('switchboard.example.toml', () => {
     assert.ok(config.gateway);
   });
 
-  it('is embedded in the README exactly', () => {
+  it('is embedded in docs/configuration.md exactly', () => {
     const example = readFileSync(join(root, 'switchboard.example.toml'), 'utf8');
-    assert.ok(readFileSync(join(root, 'README.md'), 'utf8').includes(example), 'README is out of date: paste switchboard.example.toml into its Configuration section');
+    assert.ok(readFileSync(join(root, 'docs', 'configuration.md'), 'utf8').includes(example), 'docs/configuration.md is out of date: paste switchboard.example.toml into it');
   });
 
   it('with every commented channel table enabled is still valid', () => {

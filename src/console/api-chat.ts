@@ -49,8 +49,9 @@ export const chatRoutes: readonly ApiRoute[] = [
   {
     method: 'POST',
     path: '/api/console/chat',
-    maxBytes: maxChatBody,
-    handle: async ({ response, deps, json, session }) => {
+    auth: 'session',
+    maxBodyBytes: maxChatBody,
+    handle: async (_request, response, { deps, json, session }) => {
       const chat = deps.chat;
       if (!chat) throw new HttpError(404, 'the browser chat is not available in this daemon');
       if (session.bearer) throw new HttpError(400, 'the browser chat needs a signed-in operator (a session), not a bearer token');
@@ -66,7 +67,8 @@ export const chatRoutes: readonly ApiRoute[] = [
   {
     method: 'GET',
     path: '/api/console/chat/history',
-    handle: async ({ response, deps, session }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps, session }) => {
       const chat = deps.chat;
       if (!chat) throw new HttpError(404, 'the browser chat is not available in this daemon');
       // In the conversation's own order (each message, then its replies), commands included: the page draws it as it comes.
@@ -76,7 +78,8 @@ export const chatRoutes: readonly ApiRoute[] = [
   {
     method: 'GET',
     path: '/api/console/chat/file',
-    handle: async ({ response, deps, url, session }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps, url, session }) => {
       const id = query(url, 'id', 100);
       const file = id === undefined ? undefined : deps.chat?.file(session.operator, id);
       if (!file) throw new HttpError(404, 'no such file');

@@ -3,16 +3,15 @@
  * checked the session (and, for changes, the CSRF token); each handler validates its input
  * before it changes anything and answers a clear 4xx when it is wrong.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HttpRoute } from '../route.ts';
 import type { MemoryEntry, MemoryScope, MemoryWho } from '../memory.ts';
 import type { Session } from './auth.ts';
 import type { ConsoleDeps } from './deps.ts';
 import { HttpError, optStr, query, send, str } from './http.ts';
 import { chatRoutes } from './api-chat.ts';
 
+/** What the console hands an API route besides the request and the response. */
 export interface ApiContext {
-  readonly request: IncomingMessage;
-  readonly response: ServerResponse;
   readonly url: URL;
   readonly session: Session;
   readonly deps: ConsoleDeps;
@@ -20,13 +19,8 @@ export interface ApiContext {
   json(): Promise<Record<string, unknown>>;
 }
 
-export interface ApiRoute {
-  readonly method: 'GET' | 'POST';
-  readonly path: string;
-  /** Largest body this endpoint takes. @default the console's maxJsonBytes */
-  readonly maxBytes?: number;
-  handle(context: ApiContext): Promise<void>;
-}
+/** An endpoint of the console's API: the gateway's route type, handed the console's context. */
+export type ApiRoute = HttpRoute<ApiContext>;
 
 const scopes: readonly MemoryScope[] = ['person', 'conversation', 'shared'];
 
@@ -50,16 +44,18 @@ async function findMemory(deps: ConsoleDeps, id: string): Promise<MemoryEntry> {
 const words = (text: string): string[] => text.toLowerCase().split(/\W+/u).filter((word) => word.length > 1);
 
 export const apiRoutes: readonly ApiRoute[] = [
-  { method: 'GET', path: '/api/console/stream', handle: async () => undefined }, // served by stream.ts
+  { method: 'GET', path: '/api/console/stream', auth: 'session', handle: async () => undefined }, // served by stream.ts
   {
     method: 'GET',
     path: '/api/console/overview',
-    handle: async ({ response, deps }) => send(response, 200, await deps.overview()),
+    auth: 'session',
+    handle: async (_request, response, { deps }) => send(response, 200, await deps.overview()),
   },
   {
     method: 'POST',
     path: '/api/console/channels/restart',
-    handle: async ({ response, deps, json, session }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps, json, session }) => {
       const name = str(await json(), 'name', 64);
       if (!deps.restartChannel(name)) throw new HttpError(404, `no channel named "${name}"`);
       deps.log.info({ target: name, operator: session.operator }, 'console: channel restarted by the operator');
@@ -69,7 +65,8 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'GET',
     path: '/api/console/conversations',
-    handle: async ({ response, deps, url }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps, url }) => {
       const text = query(url, 'q', 200)?.trim();
       if (text) send(response, 200, { hits: await deps.queries.search(text, 100) });
       else send(response, 200, { conversations: await deps.queries.conversations(200) });
@@ -78,7 +75,8 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'GET',
     path: '/api/console/transcript',
-    handle: async ({ response, deps, url }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps, url }) => {
       const conversation = query(url, 'c', 400);
       if (!conversation) throw new HttpError(400, 'query parameter "c" (the conversation key) is required');
       send(response, 200, { conversation, entries: await deps.queries.transcript(conversation, 500), recalls: deps.recalls?.(conversation) ?? [] });
@@ -87,7 +85,8 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'GET',
     path: '/api/console/access',
-    handle: async ({ response, deps }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps }) => {
       const pending = deps.pairing ? await deps.pairing.pending() : [];
       // null (not undefined, which JSON drops) marks a channel that pairs instead of having an allow list.
       const allow = Object.fromEntries(Object.entries(deps.allowLists()).map(([channel, list]) => [channel, list ?? null]));
@@ -97,7 +96,8 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'POST',
     path: '/api/console/pairing/approve',
-    handle: async ({ response, deps, json, session }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps, json, session }) => {
       const body = await json();
       const channel = str(body, 'channel', 64);
       const code = str(body, 'code', 32);
@@ -110,7 +110,8 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'POST',
     path: '/api/console/pairing/deny',
-    handle: async ({ response, deps, json, session }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps, json, session }) => {
       const body = await json();
       const channel = str(body, 'channel', 64);
       const code = str(body, 'code', 32);
@@ -122,7 +123,8 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'POST',
     path: '/api/console/access/revoke',
-    handle: async ({ response, deps, json, session }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps, json, session }) => {
       const body = await json();
       const channel = str(body, 'channel', 64);
       const senderId = str(body, 'senderId', 400);
@@ -134,12 +136,14 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'GET',
     path: '/api/console/approvals',
-    handle: async ({ response, deps }) => send(response, 200, { approvals: await deps.queries.pendingApprovals() }),
+    auth: 'session',
+    handle: async (_request, response, { deps }) => send(response, 200, { approvals: await deps.queries.pendingApprovals() }),
   },
   {
     method: 'POST',
     path: '/api/console/approvals/deny',
-    handle: async ({ response, deps, json, session }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps, json, session }) => {
       const conversation = str(await json(), 'conversation', 400);
       const open = (await deps.queries.pendingApprovals()).some((row) => row.conversation === conversation);
       if (!open) throw new HttpError(404, `no open approval in ${conversation}`);
@@ -151,7 +155,8 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'GET',
     path: '/api/console/memory',
-    handle: async ({ response, deps, url }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps, url }) => {
       const memory = need(deps.memory, 'memory');
       const person = query(url, 'person', 400);
       const scope = query(url, 'scope', 20);
@@ -173,7 +178,8 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'POST',
     path: '/api/console/memory/forget',
-    handle: async ({ response, deps, json, session }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps, json, session }) => {
       const id = str(await json(), 'id', 200);
       const entry = await findMemory(deps, id);
       if (!(await need(deps.memory, 'memory').forget(entry.id, 'operator'))) throw new HttpError(409, `the ${deps.memory!.name} backend did not forget ${id}`);
@@ -184,7 +190,8 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'POST',
     path: '/api/console/memory/edit',
-    handle: async ({ response, deps, json, session }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps, json, session }) => {
       const body = await json();
       const id = str(body, 'id', 200);
       const content = str(body, 'content', 20_000);
@@ -197,7 +204,8 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'POST',
     path: '/api/console/memory/add-shared',
-    handle: async ({ response, deps, json, session }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps, json, session }) => {
       const body = await json();
       const content = str(body, 'content', 20_000);
       const key = optStr(body, 'key', 200);
@@ -209,7 +217,8 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'GET',
     path: '/api/console/memory/export',
-    handle: async ({ response, deps, url }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps, url }) => {
       const person = query(url, 'person', 400);
       const entries = await need(deps.memory, 'memory').list({ ...(person ? { owner: person, scope: 'person' as const } : {}), limit: 100_000 });
       const name = `memories${person ? `-${person.replace(/[^A-Za-z0-9_-]+/g, '_')}` : ''}.json`;
@@ -219,17 +228,20 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'GET',
     path: '/api/console/tools',
-    handle: async ({ response, deps }) => send(response, 200, { tools: deps.tools(), clients: deps.remoteClients(), calls: deps.toolCalls() }),
+    auth: 'session',
+    handle: async (_request, response, { deps }) => send(response, 200, { tools: deps.tools(), clients: deps.remoteClients(), calls: deps.toolCalls() }),
   },
   {
     method: 'GET',
     path: '/api/console/logs',
-    handle: async ({ response, deps }) => send(response, 200, { lines: deps.logs?.lines() ?? [] }),
+    auth: 'session',
+    handle: async (_request, response, { deps }) => send(response, 200, { lines: deps.logs?.lines() ?? [] }),
   },
   {
     method: 'GET',
     path: '/api/console/config',
-    handle: async ({ response, deps }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps }) => {
       const config = need(deps.config, 'the config page');
       let text: string;
       try {
@@ -245,8 +257,9 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'POST',
     path: '/api/console/config/validate',
-    maxBytes: 512 * 1024,
-    handle: async ({ response, deps, json }) => {
+    auth: 'session',
+    maxBodyBytes: 512 * 1024,
+    handle: async (_request, response, { deps, json }) => {
       const text = str(await json(), 'text', 400_000, true);
       const problems = await need(deps.config, 'the config page').validate(text);
       send(response, 200, { ok: problems.length === 0, problems });
@@ -255,8 +268,9 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'POST',
     path: '/api/console/config/save',
-    maxBytes: 512 * 1024,
-    handle: async ({ response, deps, json, session }) => {
+    auth: 'session',
+    maxBodyBytes: 512 * 1024,
+    handle: async (_request, response, { deps, json, session }) => {
       const text = str(await json(), 'text', 400_000, true);
       const result = await need(deps.config, 'the config page').save(text);
       if (result.problems.length > 0) {
@@ -270,7 +284,8 @@ export const apiRoutes: readonly ApiRoute[] = [
   {
     method: 'POST',
     path: '/api/console/config/reload',
-    handle: async ({ response, deps }) => {
+    auth: 'session',
+    handle: async (_request, response, { deps }) => {
       const result = await need(deps.config, 'the config page').reload();
       send(response, result.ok ? 200 : 422, result);
     },

@@ -12,10 +12,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { secretsEqual } from '../net.ts';
-import { createTokenGuard, type Refusal, type TokenGuard } from '../gateway/token-guard.ts';
+import { createTokenGuard, type Refusal, type TokenGuard } from '../http/token-guard.ts';
 import { BoundedMap } from '../bounded-map.ts';
 
-export type { Refusal } from '../gateway/token-guard.ts';
+export type { Refusal } from '../http/token-guard.ts';
 
 export interface Session {
   readonly id: string;

@@ -7,12 +7,12 @@
  * backend): the console awaits each call, so both work.
  */
 import type { Logger } from 'pino';
-import type { StatusReport } from '../gateway/server.ts';
+import type { StatusReport } from '../runtime/status-report.ts';
 import type { LogTail } from '../log.ts';
 import type { Memory } from '../memory.ts';
 import type { ActivityMinute, ToolCallRecord } from '../activity.ts';
 import type { ConsoleQueries } from './queries.ts';
-import type { TokenGuard } from '../gateway/token-guard.ts';
+import type { TokenGuard } from '../http/token-guard.ts';
 
 type MaybePromise<T> = T | Promise<T>;
 

@@ -1,9 +1,11 @@
 /**
  * HTTP helpers of the console: security headers on every answer, bounded JSON bodies, and a
- * small validator that turns a wrong body into a clear 400 before anything is changed.
+ * small validator that turns a wrong body into a clear 400 before anything is changed. The
+ * writing and reading themselves are the gateway's (src/http/).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyTooLarge, readBody as readRequestBody } from '../gateway/server.ts';
+import { BodyTooLarge, readBody as readRequestBody } from '../http/body.ts';
+import { sendJson } from '../http/json.ts';
 
 /** No inline script, nothing framed, nothing loaded from elsewhere. */
 export const contentSecurityPolicy =
@@ -30,10 +32,9 @@ export class HttpError extends Error {
   }
 }
 
-export function send(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  response.writeHead(status, { ...securityHeaders, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', ...headers });
-  response.end(text);
+/** A JSON answer with the console's security headers. */
+export function send(response: ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): void {
+  sendJson(response, status, body, { ...securityHeaders, ...headers });
 }
 
 /** Reads at most `max` bytes; a larger body is a 413 (and the rest is not read). */

@@ -470,7 +470,7 @@ describe('console: the client address behind a reverse proxy', () => {
   });
 
   it('reads the nearest untrusted hop, and refuses a setting that is no address', async () => {
-    const { clientAddress, trustedProxies } = await import('../gateway/token-guard.ts');
+    const { clientAddress, trustedProxies } = await import('../http/token-guard.ts');
     const request = (peer: string, forwarded?: string): import('node:http').IncomingMessage =>
       ({ socket: { remoteAddress: peer }, headers: forwarded === undefined ? {} : { 'x-forwarded-for': forwarded } }) as unknown as import('node:http').IncomingMessage;
     const proxies = trustedProxies(['10.0.0.0/8', '127.0.0.1']);

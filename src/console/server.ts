@@ -7,13 +7,14 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { hostRefusal, originRefusal } from '../gateway/browser-guard.ts';
+import { hostRefusal, originRefusal } from '../http/browser-guard.ts';
 import { createAuth, sessionCookie, type Auth, type Session } from './auth.ts';
-import { createTokenGuard } from '../gateway/token-guard.ts';
+import { createTokenGuard } from '../http/token-guard.ts';
 import type { ConsoleDeps } from './deps.ts';
 import { HttpError, readJson, securityHeaders, send, str } from './http.ts';
 import { apiRoutes, type ApiContext } from './api.ts';
 import { openStream } from './stream.ts';
+import { RouteTable } from '../http/route-table.ts';
 
 export type ConsoleHandler = (request: IncomingMessage, response: ServerResponse) => Promise<void>;
 
@@ -40,6 +41,9 @@ export function createConsole(deps: ConsoleDeps): ConsoleHandler {
   const auth: Auth = createAuth({ token: () => deps.token(), sessionMs: deps.sessionMs, log: deps.log, guard });
   const files = new Map<string, { body: Buffer; type: string }>();
   const maxJson = deps.maxJsonBytes ?? 64 * 1024;
+  const routes = new RouteTable('console route', apiRoutes);
+  // The console checks sessions only: an API route of another kind would be served unguarded.
+  for (const route of apiRoutes) if (route.auth !== 'session') throw new TypeError(`console route ${route.path} must have auth 'session'`);
   /** Open event streams (each an open page); past the cap a page gets 429 and its EventSource retries. */
   let streams = 0;
   const maxStreams = 32;
@@ -122,9 +126,9 @@ export function createConsole(deps: ConsoleDeps): ConsoleHandler {
     if (presented && !presented.ok) throw new HttpError(presented.status, presented.error, presented.retryAfterS === undefined ? {} : { 'retry-after': String(presented.retryAfterS) });
     const session = presented?.session;
     if (path === '/api/console/session') return sessionRoute(request, response, session, address);
-    const route = apiRoutes.find((candidate) => candidate.path === path);
-    if (!route) throw new HttpError(404, `no such endpoint: ${path}`);
-    if (route.method !== request.method) throw new HttpError(405, `${request.method} is not allowed on ${path}`, { allow: route.method });
+    const found = routes.match(request.method ?? '', path);
+    if (!('route' in found)) throw new HttpError(found.status, found.error, found.allow === undefined ? {} : { allow: found.allow });
+    const { route } = found;
     if (!session) throw new HttpError(401, 'sign in first (POST /api/console/session with the gateway token)');
     if (mutation && !auth.csrfOk(request, session)) throw new HttpError(403, 'missing or wrong CSRF token (X-CSRF-Token)');
     if (route.path === '/api/console/stream') {
@@ -134,8 +138,8 @@ export function createConsole(deps: ConsoleDeps): ConsoleHandler {
       openStream(request, response, deps, session, url, { current: () => auth.current(session), onSignOut: (ended) => auth.onSignOut(session, ended) });
       return;
     }
-    const context: ApiContext = { request, response, url, session, deps, json: () => readJson(request, route.maxBytes ?? maxJson) };
-    await route.handle(context);
+    const context: ApiContext = { url, session, deps, json: () => readJson(request, route.maxBodyBytes ?? maxJson) };
+    await route.handle(request, response, context);
   }
 
   return async (request, response) => {

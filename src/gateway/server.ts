@@ -10,11 +10,14 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { ConfigError } from '../config/load.ts';
 import { parseListen } from '../net.ts';
-import { hostRefusal, isLoopback, jsonRefusal, originRefusal, type Refusal } from './browser-guard.ts';
-import { sendJson } from './json.ts';
-import { createTokenGuard, type TokenGuard } from './token-guard.ts';
+import { BodyTimeout, BodyTooLarge, declaresBody, readBody } from '../http/body.ts';
+import { hostRefusal, isLoopback, jsonRefusal, originRefusal, type Refusal } from '../http/browser-guard.ts';
+import { sendJson } from '../http/json.ts';
+import { RouteTable } from '../http/route-table.ts';
+import { createTokenGuard, type TokenGuard } from '../http/token-guard.ts';
+import type { Admission, GatewayRoutes, HttpRoute, RouteAuth, UpgradeRoute } from '../route.ts';
 import type { RuntimeHealth } from '../runtime/runtime.ts';
-import type { Admission, GatewayRoutes, HttpRoute, UpgradeRoute } from './routes.ts';
+import { iso, statusReport, type ClusterStatus } from '../runtime/status-report.ts';
 
 export interface GatewayOptions {
   /** `host:port` (`[::1]:8787` for IPv6); port 0 picks a free one (tests). */
@@ -24,6 +27,8 @@ export interface GatewayOptions {
   readonly log: Logger;
   /** The runtime's health: `/readyz` and `/api/status` read it per request. */
   readonly health: () => RuntimeHealth;
+  /** Cluster mode: this node and every node as last reported, for `/api/status`. */
+  readonly cluster?: () => ClusterStatus;
   /** The `/metrics` body (Prometheus text). Omitted = no `/metrics`. */
   readonly metrics?: () => string;
   /** Longest request body read, in bytes; a larger one gets 413. @default 1048576 (1 MiB) */
@@ -62,37 +67,10 @@ export interface Gateway extends GatewayRoutes {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** What `/api/status` answers (and `switchboard status` reads). Times are ISO 8601. */
-export interface StatusReport {
-  readonly version?: string;
-  readonly pid: number;
-  readonly startedAt: string;
-  readonly uptimeSeconds: number;
-  readonly channels: ReadonlyArray<{
-    readonly name: string;
-    readonly state: string;
-    readonly since: string;
-    readonly restarts: number;
-    readonly lastError?: string;
-    readonly lastErrorAt?: string;
-    readonly lastInboundAt?: string;
-    readonly notes?: readonly string[];
-  }>;
-  readonly queued: number;
-  readonly inFlight: number;
-  readonly pendingReplies: number;
-  readonly totals: RuntimeHealth['counters'];
-  /** Present while the data_dir's disk is full. */
-  readonly storage?: { readonly writable: false; readonly code: string; readonly since: string; readonly refused: number };
-  /** Cluster mode: this node and every node (which channels each holds, its turns in flight). */
-  readonly cluster?: {
-    readonly node: string;
-    readonly nodes: ReadonlyArray<{ readonly node: string; readonly alive: boolean; readonly channels: readonly string[]; readonly inFlight: number; readonly turns: number; readonly seenAt: number; readonly version: string }>;
-  };
-}
-
-export { isLoopback } from './browser-guard.ts';
-export { createTokenGuard } from './token-guard.ts';
+// The composition root loads this module lazily and takes these from it.
+export { isLoopback } from '../http/browser-guard.ts';
+export { createTokenGuard } from '../http/token-guard.ts';
+export { statusReport, type StatusReport, type ClusterStatus } from '../runtime/status-report.ts';
 
 /** Shortest token accepted on a non-loopback address. */
 const minTokenLength = 16;
@@ -130,47 +108,6 @@ export function validateGatewayConfig(gateway: { readonly listen: string; readon
 }
 
 
-/** A request body over the limit (answer 413 and close: the rest is not read). */
-export class BodyTooLarge extends Error {}
-
-/** A request body that did not arrive in time (answer 408 and close). */
-export class BodyTimeout extends Error {}
-
-/** Reads at most `max` bytes of a request body; rejects with BodyTooLarge past that, BodyTimeout after `timeoutMs`. */
-export function readBody(request: IncomingMessage, max: number, timeoutMs = Infinity): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(request.headers['content-length']);
-    if (Number.isFinite(declared) && declared > max) {
-      reject(new BodyTooLarge());
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const timer = Number.isFinite(timeoutMs) ? setTimeout(() => fail(new BodyTimeout()), timeoutMs) : undefined;
-    const fail = (error: Error): void => {
-      clearTimeout(timer);
-      request.removeAllListeners('data');
-      reject(error);
-    };
-    request.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > max) return fail(new BodyTooLarge());
-      chunks.push(chunk);
-    });
-    request.on('end', () => {
-      clearTimeout(timer);
-      resolve(Buffer.concat(chunks));
-    });
-    request.on('error', fail);
-  });
-}
-
-/** True when a request says a body follows (a GET's is never read). */
-function declaresBody(request: IncomingMessage): boolean {
-  const length = request.headers['content-length'];
-  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-}
-
 const statusText: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 429: 'Too Many Requests', 500: 'Internal Server Error' };
 
 /** An HTTP error written straight to a socket being upgraded (there is no ServerResponse yet). */
@@ -179,33 +116,6 @@ function refuseUpgrade(socket: Duplex, status: number, message: string, extra = 
   socket.end(
     `HTTP/1.1 ${status} ${statusText[status] ?? 'Error'}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`,
   );
-}
-
-const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
-
-/** The `/api/status` body from the runtime's health; `startedAt` is a wall time, `uptimeMs` measured on the monotonic clock. */
-export function statusReport(health: RuntimeHealth, startedAt: number, uptimeMs: number, version?: string): StatusReport {
-  return {
-    ...(version === undefined ? {} : { version }),
-    pid: process.pid,
-    startedAt: new Date(startedAt).toISOString(),
-    uptimeSeconds: Math.max(0, Math.round(uptimeMs / 1000)),
-    channels: health.channels.map((channel) => ({
-      name: channel.name,
-      state: channel.state,
-      since: new Date(channel.since).toISOString(),
-      restarts: channel.restarts,
-      ...(channel.lastError === undefined ? {} : { lastError: channel.lastError, lastErrorAt: iso(channel.lastErrorAt)! }),
-      ...(channel.lastInboundAt === undefined ? {} : { lastInboundAt: iso(channel.lastInboundAt)! }),
-      ...(channel.notes?.length ? { notes: channel.notes } : {}),
-    })),
-    queued: health.queued,
-    inFlight: health.inFlight,
-    pendingReplies: health.pendingReplies,
-    totals: health.counters,
-    ...(health.storage?.writable === false ? { storage: { writable: false, code: health.storage.code!, since: iso(health.storage.since)!, refused: health.storage.refused ?? 0 } } : {}),
-    ...(health.cluster ? { cluster: health.cluster } : {}),
-  };
 }
 
 /**
@@ -228,21 +138,18 @@ export function createGateway(options: GatewayOptions): Gateway {
   const startedAt = options.startedAt ?? Math.round(Date.now() - process.uptime() * 1000);
   // The uptime is counted on the monotonic clock from here on, so a wall clock step does not change it.
   const startedMonotonic = performance.now() - (Date.now() - startedAt);
-  const routes = new Map<string, Map<string, HttpRoute>>();
+  const routes = new RouteTable<HttpRoute>('gateway route');
   const upgrades = new Map<string, UpgradeRoute>();
   let server: Server | undefined;
   let fallback: FallbackHandler | undefined;
 
   const addRoute = (route: HttpRoute): void => {
-    if (!route.path.startsWith('/')) throw new TypeError(`gateway route path must start with "/", got ${JSON.stringify(route.path)}`);
-    const byMethod = routes.get(route.path) ?? new Map<string, HttpRoute>();
-    if (byMethod.has(route.method)) throw new TypeError(`gateway route ${route.method} ${route.path} is registered twice`);
-    byMethod.set(route.method, route);
-    routes.set(route.path, byMethod);
+    if (route.auth === 'session') throw new TypeError(`gateway route ${route.method} ${route.path}: the gateway has no console sessions; use 'token'`);
+    routes.add(route);
   };
   const guard = options.tokenGuard ?? createTokenGuard({ token: () => token, log });
   /** Undefined when the request may pass; else the refusal (a wrong or missing token: 401; too many wrong ones: 429). */
-  const tokenRefusal = (request: IncomingMessage, auth: 'none' | 'token' | 'signature', path: string): { status: 401 | 429; error: string; headers: Record<string, string> } | undefined => {
+  const tokenRefusal = (request: IncomingMessage, auth: RouteAuth, path: string): { status: 401 | 429; error: string; headers: Record<string, string> } | undefined => {
     if (auth !== 'token' || token === undefined) return undefined;
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
     // no token at all is no guess: refused without counting (a scraper not yet configured)
@@ -271,7 +178,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     method: 'GET',
     path: '/api/status',
     auth: 'token',
-    handle: (_req, res) => sendJson(res, 200, statusReport(options.health(), startedAt, performance.now() - startedMonotonic, options.version)),
+    handle: (_req, res) => sendJson(res, 200, statusReport(options.health(), startedAt, performance.now() - startedMonotonic, options.version, options.cluster?.())),
   });
   const metrics = options.metrics;
   if (metrics) {
@@ -302,11 +209,10 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   async function onRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = (request.url ?? '/').split('?')[0]!;
-    const byMethod = routes.get(path);
-    const route = byMethod?.get(request.method ?? '');
-    const browser = browserRefusal(request, route?.auth === 'signature');
+    const found = routes.match(request.method ?? '', path);
+    const browser = browserRefusal(request, 'route' in found && found.route.auth === 'signature');
     if (browser) return refuse(response, browser.status, browser.error);
-    if (!byMethod && fallback) {
+    if (!('route' in found) && found.status === 404 && fallback) {
       try {
         await fallback(request, response);
       } catch (error) {
@@ -316,8 +222,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       }
       return;
     }
-    if (!byMethod) return refuse(response, 404, `no such endpoint: ${path}`);
-    if (!route) return refuse(response, 405, `${request.method} is not allowed on ${path}`, { allow: [...byMethod.keys()].join(', ') });
+    if (!('route' in found)) return refuse(response, found.status, found.error, found.allow === undefined ? {} : { allow: found.allow });
+    const { route } = found;
     const denied = tokenRefusal(request, route.auth, path);
     if (denied) return refuse(response, denied.status, denied.error, denied.headers);
     let body: Buffer = Buffer.alloc(0);
@@ -329,7 +235,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (json) return refuse(response, json.status, json.error);
       const admission: Admission = route.admit?.(request) ?? {};
       if ('refuse' in admission) return refuse(response, admission.refuse.status, admission.refuse.error);
-      const limit = Math.min(maxBody, admission.maxBodyBytes ?? maxBody);
+      const limit = Math.min(maxBody, route.maxBodyBytes ?? maxBody, admission.maxBodyBytes ?? maxBody);
       try {
         body = await readBody(request, limit, admission.bodyTimeoutMs);
       } catch (error) {

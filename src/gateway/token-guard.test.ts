@@ -12,7 +12,7 @@ import { createConsole } from '../console/server.ts';
 import type { RuntimeHealth } from '../runtime/runtime.ts';
 import { fakeConsoleDeps } from '../../test/support/console-deps.ts';
 import { createGateway, type Gateway } from './server.ts';
-import { createTokenGuard } from './token-guard.ts';
+import { createTokenGuard } from '../http/token-guard.ts';
 
 const token = 'test-token-0123456789abcdef';
 const health = (): RuntimeHealth => ({ channels: [], queued: 0, inFlight: 0, pendingReplies: 0, counters: { received: 0, duplicates: 0, answered: 0, failed: 0, ignored: 0, sent: 0 } });

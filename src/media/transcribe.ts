@@ -21,8 +21,8 @@ import { readFile, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { ProviderError } from '../provider.ts';
-import { errorInBody, httpFailure, isObject, readJsonObject, type EndpointCall } from '../providers/http.ts';
-import { backoffDelay, sleep as defaultSleep } from '../runtime/backoff.ts';
+import { errorInBody, httpFailure, isObject, readJsonObject, type EndpointCall } from '../endpoint/http.ts';
+import { backoffDelay, sleep as defaultSleep } from '../backoff.ts';
 
 export type TranscriptResult = { readonly ok: true; readonly text: string } | { readonly ok: false; readonly reason: string };
 

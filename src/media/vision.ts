@@ -13,7 +13,7 @@
  */
 import type { Logger } from 'pino';
 import { ProviderError, type ChatMessage, type ChatRequest, type ChatResponse, type ImagePart, type Provider, type UserMessage } from '../provider.ts';
-import { rejectsImages } from '../providers/http.ts';
+import { rejectsImages } from '../endpoint/http.ts';
 import type { ImageLimits } from './image.ts';
 import type { WorkspaceImages } from './workspace-images.ts';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BinaryIndex } from './binary-index.ts';
 import { randomUnitVector, seededRandom } from './testing.ts';
-import { signBits } from './vectors.ts';
+import { signBits } from '../vectors.ts';
 
 function hamming(a: Uint8Array, b: Uint8Array): number {
   let distance = 0;

@@ -14,7 +14,7 @@ import type { EmbeddingProvider } from '../memory.ts';
 import type { Db } from '../store/db.ts';
 import { partitionOf } from './owners.ts';
 import type { IndexEntry } from './recall-protocol.ts';
-import { signBits, toBlob } from './vectors.ts';
+import { signBits, toBlob } from '../vectors.ts';
 
 export interface EmbedderOptions {
   readonly db: Db;

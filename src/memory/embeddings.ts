@@ -4,7 +4,7 @@
  */
 import type { EmbeddingProvider } from '../memory.ts';
 import { ProviderError } from '../provider.ts';
-import { endpointMessage, parseJson } from '../providers/http.ts';
+import { endpointMessage, parseJson } from '../endpoint/http.ts';
 
 export interface OpenAIEmbeddingsOptions {
   /** Up to and including the version, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:11434/v1`. */

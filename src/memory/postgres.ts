@@ -19,7 +19,7 @@ import type { Hit } from './fts.ts';
 import { mergeHybrid } from './hybrid.ts';
 import { AmbiguousKeyError, defaultKey, entryOf, scopes, type MemoryRow } from './keys.ts';
 import { ownerFilter, scopePriority } from './owners.ts';
-import { cosine, fromBlob, toBlob } from './vectors.ts';
+import { cosine, fromBlob, toBlob } from '../vectors.ts';
 
 export interface PostgresMemoryOptions {
   readonly sql: Sql;

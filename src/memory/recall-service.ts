@@ -8,7 +8,7 @@ import { BinaryIndex } from './binary-index.ts';
 import { KeywordSearch, type Hit } from './fts.ts';
 import { partitionOf, partitionsFor } from './owners.ts';
 import type { FromWorker, ToWorker, VectorRequest } from './recall-protocol.ts';
-import { cosine, fromBlob } from './vectors.ts';
+import { cosine, fromBlob } from '../vectors.ts';
 
 interface VectorRow {
   readonly rowid: number;

@@ -33,7 +33,7 @@ import { mergeHybrid, type HybridWeights } from './hybrid.ts';
 import { ownerFilter, ownerParams, scopePriority } from './owners.ts';
 import { RecallClient } from './recall-client.ts';
 import type { KeywordRequest, VectorRequest } from './recall-protocol.ts';
-import { signBits } from './vectors.ts';
+import { signBits } from '../vectors.ts';
 
 export interface SqliteMemoryOptions {
   /** The daemon's connection: every write and lookup goes through it. */

@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import type { Logger } from '../log.ts';
 import type { EmbeddingProvider } from '../memory.ts';
 import type { Db } from '../store/db.ts';
-import { signBits, toBlob } from './vectors.ts';
+import { signBits, toBlob } from '../vectors.ts';
 
 const stopwords = new Set('a an and are at be did do does for from has have i in is it me my of on or that the this to was what when where which who with you your'.split(' '));
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ProviderError, type Provider } from '../provider.ts';
-import type { ProviderErrorReason } from '../metrics.ts';
+import type { ProviderErrorReason } from './metered.ts';
 import { createMeteredProvider, errorReason } from './metered.ts';
 
 const request = { system: '', messages: [{ role: 'user' as const, content: 'hi' }], tools: [] };

@@ -4,10 +4,17 @@
  * per provider, or the whole composed provider to see what a turn waits for.
  */
 import { ProviderError, type ChatRequest, type ChatResponse, type Provider } from '../provider.ts';
-import type { AgentMeter, ProviderErrorReason } from '../metrics.ts';
+
+/** Why a model call failed, in a few values (a label must not take unbounded values). */
+export type ProviderErrorReason = 'rate_limited' | 'auth' | 'server' | 'client' | 'network' | 'context_length' | 'tools_unsupported' | 'aborted';
+
+/** Where the metered provider reports each call: the daemon's metrics (src/metrics.ts) implement it. */
+export interface ProviderMeter {
+  providerCall(provider: string, seconds: number, error?: ProviderErrorReason): void;
+}
 
 export interface MeteredProviderOptions {
-  readonly meter: Pick<AgentMeter, 'providerCall'>;
+  readonly meter: ProviderMeter;
   /** The `provider` label. @default the wrapped provider's name */
   readonly label?: string;
   /** Injectable for tests. @default performance.now */

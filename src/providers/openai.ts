@@ -6,7 +6,7 @@
 import { deadline } from '../abort.ts';
 import { ProviderError, sendable, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
 import { cleanSchema } from './schema-clean.ts';
-import { cutShort, errorInBody, eventObject, httpFailure, isEventStream, isObject, messageText, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from './http.ts';
+import { cutShort, errorInBody, eventObject, httpFailure, isEventStream, isObject, messageText, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from '../endpoint/http.ts';
 
 export interface OpenAIProviderOptions {
   /** e.g. "https://api.openai.com/v1" — the path before `/chat/completions`. */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { ProviderError, type ChatRequest, type ChatResponse, type Provider } from '../provider.ts';
-import { sleep as realSleep } from '../runtime/backoff.ts';
+import { sleep as realSleep } from '../backoff.ts';
 import { startFakeOpenAI } from '../../test/fixtures/fake-openai.ts';
 import { testLogger } from '../../test/support/log.ts';
 import { createOpenAIProvider } from './openai.ts';

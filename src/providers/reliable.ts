@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { ProviderError, type ChatRequest, type ChatResponse, type Provider } from '../provider.ts';
-import { backoffDelay, sleep as defaultSleep } from '../runtime/backoff.ts';
+import { backoffDelay, sleep as defaultSleep } from '../backoff.ts';
 
 /** One provider to try: the main one (first candidate) or a `[[provider.fallbacks]]` entry. */
 export interface ReliableCandidate {
@@ -34,7 +34,7 @@ export interface ReliableProviderOptions {
   /** A `Retry-After` longer than this is not waited for: the next key / model / candidate is tried instead. @default 30000 */
   readonly maxRetryAfterMs?: number;
   readonly log: Logger;
-  /** Injectable for tests. @default sleep from runtime/backoff.ts */
+  /** Injectable for tests. @default sleep from src/backoff.ts */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Injectable for tests (backoff jitter). @default Math.random */
   readonly random?: () => number;

@@ -16,7 +16,7 @@ import { canEdit, canSendFiles, hasMessageLimit, SendError, type Channel, type O
 import { refOf } from '../conversation.ts';
 import { splitMessage } from '../outbound/split.ts';
 import type { Outbox, Reply } from '../store/outbox.ts';
-import { backoffDelay, sleep } from './backoff.ts';
+import { backoffDelay, sleep } from '../backoff.ts';
 import { FloodWaitError, type ChannelLookup } from './flood.ts';
 
 export interface DeliveryOptions {
@@ -102,11 +102,11 @@ export class Delivery {
     return next;
   }
 
-  /** Sends every pending reply of every conversation (of one channel, if given). */
-  async deliverAll(signal: AbortSignal, channel?: string): Promise<void> {
+  /** Sends every pending reply of every conversation (of the channels `include` picks, if given). */
+  async deliverAll(signal: AbortSignal, include: (channel: string) => boolean = () => true): Promise<void> {
     let targets;
     try {
-      targets = (await this.#outbox.pendingConversations()).filter((row) => channel === undefined || row.channel === channel);
+      targets = (await this.#outbox.pendingConversations()).filter((row) => include(row.channel));
     } catch (error) {
       this.#log.error({ err: error }, 'could not read the outbox; unsent replies go out at the next round');
       return;
@@ -140,7 +140,12 @@ export class Delivery {
     }
   }
 
-  /** A round that stopped on the store is tried again, backing off, without waiting for the sweep. */
+  /**
+   * A round that stopped on the store is tried again, backing off, without waiting for the sweep.
+   * Not the sweep's job: the sweep (every 30 s, all conversations) retries replies the platform
+   * refused; a store back after a moment's lock or a freed disk should not hold a reply that long,
+   * and a per-conversation backoff keeps a store that stays down from being hammered.
+   */
   #retrySoon(conversation: string, signal: AbortSignal): void {
     if (this.#stopped || signal.aborted) return;
     const retry = this.#retries.get(conversation) ?? { timer: undefined, attempt: 0 };
@@ -236,7 +241,9 @@ export class Delivery {
   }
 
   async #sendWithRetries(channel: Channel, id: number, reply: Reply, unit: Unit, signal: AbortSignal, log: Logger): Promise<'sent' | { dead: string } | 'retry later'> {
-    for (let attempt = 0; attempt < this.#options.attemptsPerRound; attempt++) {
+    // Counts failed sends only: a flood wait is no failure.
+    let failures = 0;
+    while (failures < this.#options.attemptsPerRound) {
       try {
         await this.#sendUnit(channel, reply, unit);
         return 'sent';
@@ -245,7 +252,6 @@ export class Delivery {
           // Refused before the platform: the chat is inside a wait the platform asked for. Not
           // a failed attempt — wait it out (in steps of at most maxBackoffMs) and send then.
           log.debug({ waitMs: error.retryAfterMs }, 'reply waits for the platform\'s flood control');
-          attempt--;
           try {
             await sleep(Math.min(error.retryAfterMs!, this.#options.maxBackoffMs), signal);
           } catch {
@@ -267,7 +273,8 @@ export class Delivery {
           // Only a counter and the last error: losing it loses nothing.
           if (!this.#events.onWriteFailed?.(failure, `count a failed send of reply ${id}`)) throw failure;
         }
-        const last = attempt + 1 >= this.#options.attemptsPerRound;
+        const attempt = failures++;
+        const last = failures >= this.#options.attemptsPerRound;
         const wait =
           error instanceof SendError && error.retryAfterMs !== undefined
             ? Math.min(error.retryAfterMs, this.#options.maxBackoffMs)

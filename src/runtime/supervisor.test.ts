@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { Channel, ListenLink, Push } from '../channel.ts';
 import { testLogger } from '../../test/support/log.ts';
 import { DAY_MS, HOUR_MS, jumpingClock } from '../../test/support/clock.ts';
-import { backoffDelay } from './backoff.ts';
+import { backoffDelay } from '../backoff.ts';
 import { ChannelSupervisor, type SupervisorOptions } from './supervisor.ts';
 
 const push: Push = async () => 'accepted';

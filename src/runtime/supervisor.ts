@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import { hasStatusNotes, isLivenessWatched, type Channel, type ListenLink, type Push } from '../channel.ts';
 import { systemClock, type Clock } from '../clock.ts';
-import { backoffDelay, sleep } from './backoff.ts';
+import { backoffDelay, sleep } from '../backoff.ts';
 
 export type ChannelState = 'starting' | 'running' | 'backoff' | 'stopped';
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { testLogger } from '../../test/support/log.ts';
 import { startPostgres, type TestPostgres } from '../../test/support/postgres.ts';
-import { signBits, toBlob } from '../memory/vectors.ts';
+import { signBits, toBlob } from '../vectors.ts';
 import { COPIED_TABLES, copyStore, ENGINE_COLUMNS, listColumns, listTables, skipped } from './copy.ts';
 import { openDatabase } from './db.ts';
 import { openPostgres } from './postgres/sql.ts';

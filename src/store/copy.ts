@@ -177,9 +177,9 @@ async function copyTable(plan: TablePlan, options: CopyOptions, batchRows: numbe
   const missing = fromColumns.filter((column) => !toColumns.has(column) && ENGINE_COLUMNS[`${plan.table}.${column}`] === undefined);
   if (missing.length > 0) throw new Error(`store copy: ${plan.table}.${missing.join(`, ${plan.table}.`)} has no place in the target (is its schema older?); nothing of ${plan.table} was copied`);
   const columns = fromColumns.filter((column) => toColumns.has(column));
-  // SQLite's vector sign bits, computed from the vector (src/memory/vectors.ts) when the source has none.
+  // SQLite's vector sign bits, computed from the vector (src/vectors.ts) when the source has none.
   const addBits = plan.table === 'memories' && toColumns.has('embedding_bits') && !fromColumns.includes('embedding_bits');
-  const { signBits, fromBlob } = addBits ? await import('../memory/vectors.ts') : { signBits: undefined, fromBlob: undefined };
+  const { signBits, fromBlob } = addBits ? await import('../vectors.ts') : { signBits: undefined, fromBlob: undefined };
   const insertColumns = addBits ? [...columns, 'embedding_bits'] : columns;
   const keyList = plan.key.map(ident).join(', ');
   let after: SqlValue[] | undefined;

@@ -39,7 +39,7 @@ export class DatabaseDamagedError extends Error {
   constructor(path: string, code: string, problem: string, cause?: unknown) {
     super(
       `The database ${path} is damaged: ${problem} (${code}). Switchboard does not run on a damaged database: the inbox and outbox are in it, and guessing at them could lose a message or answer one twice. ` +
-        `Fix: move it aside (mv ${path} ${path}.damaged, and its -wal and -shm files if any) and restore the last backup (README, "Backup and restore": switchboard backup makes one), ` +
+        `Fix: move it aside (mv ${path} ${path}.damaged, and its -wal and -shm files if any) and restore the last backup (docs/operating.md, "Backup and restore": switchboard backup makes one), ` +
         `or start without it (a new empty database: conversations and memories are gone). To salvage what is still readable: sqlite3 ${path}.damaged .recover | sqlite3 ${path}`,
       { cause },
     );

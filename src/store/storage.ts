@@ -17,18 +17,9 @@
 import { closeSync, fsyncSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { diskFullCode, type DiskFullCode } from '../disk-full.ts';
 
-/** The codes that mean "no space": SQLite's and the operating system's. */
-export type DiskFullCode = 'SQLITE_FULL' | 'ENOSPC' | 'EDQUOT';
-
-/** Which disk-full code `error` carries (SQLITE_FULL, ENOSPC, EDQUOT), if any. */
-export function diskFullCode(error: unknown): DiskFullCode | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string') return undefined;
-  if (code.startsWith('SQLITE_FULL')) return 'SQLITE_FULL';
-  if (code === 'ENOSPC' || code === 'EDQUOT') return code;
-  return undefined;
-}
+export { diskFullCode, type DiskFullCode } from '../disk-full.ts';
 
 /**
  * Which passing store failure `error` is, if any: the write lock held past busy_timeout

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { backoffDelay, sleep, type BackoffOptions } from '../runtime/backoff.ts';
+import { backoffDelay, sleep, type BackoffOptions } from '../backoff.ts';
 import { ok, toolError, type Tool, type ToolResult } from '../tool.ts';
 import { createSchemaInterner, toolNamePattern, type ToolSource } from './sources.ts';
 

@@ -22,7 +22,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
-import type { UpgradeRoute } from '../gateway/routes.ts';
+import type { UpgradeRoute } from '../route.ts';
 import { toolError, type Tool, type ToolResult } from '../tool.ts';
 import { remoteToolMessages, type RemoteToolPeers } from './remote-peers.ts';
 import { createSchemaInterner, toolNamePattern, type ToolSource } from './sources.ts';

@@ -6,7 +6,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { ToolList } from '../agent/tool-runner.ts';
-import type { HttpRoute } from '../gateway/routes.ts';
+import type { HttpRoute } from '../route.ts';
 import type { Tool } from '../tool.ts';
 
 /** A changing list of tools that also says where each one comes from. */

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { TurnHandler } from '../../src/agent/agent.ts';
 import type { Channel, ChannelContext } from '../../src/channel.ts';
-import type { TurnQueue } from '../../src/cluster/queue.ts';
+import type { TurnQueue } from '../../src/runtime/turn-queue.ts';
 import { createAttachmentStore } from '../../src/inbound/attachments.ts';
 import { Runtime } from '../../src/runtime/runtime.ts';
 import { channelState } from '../../src/store/channel-state.ts';

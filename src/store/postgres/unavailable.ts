@@ -95,12 +95,12 @@ export function storeUnavailable(url: string, error: unknown): StoreUnavailableE
     case '28P01':
       return make('authentication failed', `the server refused the password of user ${user}`, `put the role's password in [store] url (e.g. url = "postgres://switchboard:\${PGPASSWORD}@…" with PGPASSWORD in the environment), or set it: ALTER ROLE … PASSWORD '…'`, false);
     case '28000':
-      if (/role .* does not exist/.test(message)) return make('role missing', message, `create it: createuser --pwprompt ${user.replace(/"/g, '')} (README: "A cluster on PostgreSQL")`, false);
+      if (/role .* does not exist/.test(message)) return make('role missing', message, `create it: createuser --pwprompt ${user.replace(/"/g, '')} (docs/cluster.md)`, false);
       return make('authentication failed', `the server does not let user ${user} in from this host (${message})`, `add a line for this host to the server's pg_hba.conf (host ${database.replace(/"/g, '')} ${user.replace(/"/g, '')} <this host>/32 scram-sha-256) and reload it, or check the user name in [store] url`, false);
     case '3D000':
-      return make('database missing', `the database ${database} does not exist`, `create it: createdb --owner=${user.replace(/"/g, '')} ${database.replace(/"/g, '')} (README: "A cluster on PostgreSQL")`, false);
+      return make('database missing', `the database ${database} does not exist`, `create it: createdb --owner=${user.replace(/"/g, '')} ${database.replace(/"/g, '')} (docs/cluster.md)`, false);
     case '42501':
-      return make('permission denied', `user ${user} may not create Switchboard's tables or its queue's schema (${message})`, `make it the database's owner (ALTER DATABASE ${database.replace(/"/g, '')} OWNER TO ${user.replace(/"/g, '')}), or GRANT CONNECT, CREATE ON DATABASE ${database.replace(/"/g, '')} TO ${user.replace(/"/g, '')}; GRANT USAGE, CREATE ON SCHEMA public TO ${user.replace(/"/g, '')} (README: "A cluster on PostgreSQL")`, false);
+      return make('permission denied', `user ${user} may not create Switchboard's tables or its queue's schema (${message})`, `make it the database's owner (ALTER DATABASE ${database.replace(/"/g, '')} OWNER TO ${user.replace(/"/g, '')}), or GRANT CONNECT, CREATE ON DATABASE ${database.replace(/"/g, '')} TO ${user.replace(/"/g, '')}; GRANT USAGE, CREATE ON SCHEMA public TO ${user.replace(/"/g, '')} (docs/cluster.md)`, false);
     default:
       break;
   }

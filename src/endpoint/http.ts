@@ -1,7 +1,9 @@
 /**
- * HTTP plumbing shared by every provider: a JSON POST with timeout and cancellation, reading
- * bodies and SSE streams under the same deadline, and turning failures into ProviderErrors
- * that carry status, Retry-After and a code.
+ * HTTP plumbing for calling a model endpoint, shared by the providers (chat), the embedder
+ * (src/memory) and transcription and vision (src/media): a JSON POST with timeout and
+ * cancellation, reading bodies and SSE streams under the same deadline, and turning failures
+ * into ProviderErrors that carry status, Retry-After and a code. It sits below all three so
+ * none of them imports another's folder (docs/architecture.md).
  */
 import { ProviderError, type ProviderErrorCode } from '../provider.ts';
 import { readSse, type SseEvent } from './sse.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { KeyedPool } from './pool.ts';
+import { KeyedPool } from './local-queue.ts';
 
 /** A promise with its resolve exposed. */
 function deferred(): { promise: Promise<void>; resolve: () => void } {

@@ -1,4 +1,4 @@
-/** Exponential backoff with jitter, shared by the supervisor and the outbox. */
+/** Exponential backoff with jitter and an abortable sleep: shared by the supervisor, the outbox, the providers, MCP, transcription and channels. */
 export interface BackoffOptions {
   /** First delay in ms. */
   readonly initialMs: number;

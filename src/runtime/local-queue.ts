@@ -1,4 +1,10 @@
+/**
+ * The local {@link TurnQueue} (one node): turns in memory, on a keyed pool over p-queue. Nothing
+ * here outlives the process: the inbox is what is durable, and at start every message it holds
+ * unanswered is queued again.
+ */
 import PQueue from 'p-queue';
+import type { QueuedTurn, TurnQueue, TurnTicket, TurnWorker } from './turn-queue.ts';
 
 /**
  * A keyed worker pool: at most `concurrency` items run at once, never two of one key at
@@ -14,6 +20,8 @@ export interface KeyedPoolOptions<T> {
   /** Runs one item. A rejection is reported to `onError`; the pool goes on. */
   readonly worker: (item: T, key: string) => Promise<void>;
   readonly onError: (error: unknown, item: T, key: string) => void;
+  /** Whether items run as soon as they are added; false = from {@link KeyedPool.start}. @default true */
+  readonly autoStart?: boolean;
 }
 
 /**
@@ -45,7 +53,7 @@ export class KeyedPool<T> {
     if (!(options.concurrency >= 1)) throw new RangeError(`concurrency must be ≥ 1, got ${options.concurrency}`);
     if (!(options.maxQueued >= 1)) throw new RangeError(`maxQueued must be ≥ 1, got ${options.maxQueued}`);
     this.#options = options;
-    this.#queue = new PQueue({ concurrency: options.concurrency });
+    this.#queue = new PQueue({ concurrency: options.concurrency, autoStart: options.autoStart ?? true });
   }
 
   /** Items waiting to run: p-queue's own queue plus the later items of busy keys. */
@@ -84,6 +92,11 @@ export class KeyedPool<T> {
     }
     this.#held.set(key, []);
     this.#schedule(key, item);
+  }
+
+  /** Starts running items (a pool made with `autoStart: false`). */
+  start(): void {
+    this.#queue.start();
   }
 
   /** Resolves when nothing is queued or running. */
@@ -144,3 +157,64 @@ export class KeyedPool<T> {
     });
   }
 }
+
+export interface LocalQueueOptions {
+  /** Turns running at once. */
+  readonly concurrency: number;
+  /** Turns waiting in memory before `reserve()` waits. */
+  readonly maxQueued: number;
+}
+
+/**
+ * The turn queue of one node. A turn is scheduled once its message's transaction committed
+ * (a turn started inside it could read the inbox before the message is there); turns queued
+ * before `start` wait for it.
+ */
+export function createLocalQueue(options: LocalQueueOptions): TurnQueue {
+  let worker: TurnWorker | undefined;
+  const pool = new KeyedPool<number>({
+    concurrency: options.concurrency,
+    maxQueued: options.maxQueued,
+    autoStart: false,
+    // 'retry' needs nothing here: the message stays in the inbox, queued again at the next start.
+    worker: async (seq, conversation) => void (await worker?.(seq, conversation)),
+    onError: () => undefined, // a TurnWorker does not reject
+  });
+  const ticket: TurnTicket = {
+    enqueue: async () => undefined,
+    committed: (turn) => pool.enqueue(turn.conversation, turn.seq, { reserved: true }),
+    async redelivered(waiting) {
+      const turn = await waiting().catch(() => undefined);
+      if (turn) pool.enqueue(turn.conversation, turn.seq, { reserved: true });
+      else pool.release();
+    },
+    release: () => pool.release(),
+  };
+  return {
+    async reserve() {
+      await pool.acquire();
+      return ticket;
+    },
+    async start(run, unanswered) {
+      worker = run;
+      for (const turn of await unanswered()) pool.enqueue(turn.conversation, turn.seq);
+      pool.start();
+    },
+    async stop() {
+      pool.clearQueued();
+      await pool.idle();
+    },
+    idle: () => pool.idle(),
+    get busy() {
+      return pool.queued > 0 || pool.inFlight > 0;
+    },
+    get queued() {
+      return pool.queued;
+    },
+    get inFlight() {
+      return pool.inFlight;
+    },
+  };
+}
+
+export type { QueuedTurn };

@@ -1,0 +1,88 @@
+/**
+ * How a turn's end is recorded: its history, its reply and its message answered — all or
+ * nothing, in one transaction. The reply is in the outbox before it is sent.
+ */
+import type { InboundMessage } from '../channel.ts';
+import { conversationKey, refOf } from '../conversation.ts';
+import type { TurnOutput } from '../agent/agent.ts';
+import type { Database, Sql } from '../store/sql.ts';
+import type { History } from '../store/history.ts';
+import type { Inbox } from '../store/inbox.ts';
+import type { Outbox, Reply } from '../store/outbox.ts';
+import type { Drafts } from '../store/settings.ts';
+import type { ReplyRoute } from './reply-route.ts';
+
+export interface TurnRecordsOptions {
+  readonly database: Database;
+  readonly inbox: Inbox;
+  readonly outbox: Outbox;
+  readonly history: History;
+  readonly drafts: Drafts;
+  readonly replies: ReplyRoute;
+}
+
+export class TurnRecords {
+  readonly #o: TurnRecordsOptions;
+
+  constructor(options: TurnRecordsOptions) {
+    this.#o = options;
+  }
+
+  /** A turn through the model: its output, and its reply (if any) replacing its streamed draft. */
+  turn(seq: number, conversation: string, output: TurnOutput, message: InboundMessage, draftId: string | undefined): Promise<boolean> {
+    return this.#end(seq, 'done', async (tx) => {
+      await output.commit?.(tx);
+      await this.#o.history.in(tx).append(conversation, seq, output.messages);
+      if (output.reply !== '' || (output.files?.length ?? 0) > 0) {
+        await this.#reply(tx, seq, message, {
+          text: output.reply,
+          ...(output.files?.length ? { files: output.files } : {}),
+          ...(draftId === undefined ? {} : { draftId }),
+        });
+      }
+      await this.#o.drafts.in(tx).delete(seq);
+    });
+  }
+
+  /** A reply the runtime gives itself (a pairing code, a command's answer). */
+  answer(seq: number, message: InboundMessage, text: string, commit: ((tx: Sql) => Promise<void>) | undefined): Promise<boolean> {
+    return this.#end(seq, 'done', async (tx) => {
+      await commit?.(tx);
+      await this.#reply(tx, seq, message, { text });
+    });
+  }
+
+  /** A failed turn: the message marked failed with `error`, and the apology `text` for its sender. */
+  failure(seq: number, message: InboundMessage, text: string, error: string, draftId: string | undefined): Promise<boolean> {
+    return this.#end(
+      seq,
+      { failed: error },
+      async (tx) => {
+        await this.#reply(tx, seq, message, { text, ...(draftId === undefined ? {} : { draftId }) });
+        await this.#o.drafts.in(tx).delete(seq);
+      },
+    );
+  }
+
+  /**
+   * Ends message `seq` and records `work` in one transaction; false (recording nothing) when the
+   * message no longer waits. Marked first, so a commit tried again after one that was applied
+   * (its answer lost with the connection) records nothing twice.
+   */
+  #end(seq: number, end: 'done' | { failed: string }, work: (tx: Sql) => Promise<void>): Promise<boolean> {
+    return this.#o.database.transaction(async (tx) => {
+      const inbox = this.#o.inbox.in(tx);
+      if (!(await (end === 'done' ? inbox.markDone(seq) : inbox.markFailed(seq, end.failed)))) return false;
+      await work(tx);
+      return true;
+    });
+  }
+
+  /** Puts a reply to `message` in the outbox inside `tx`, and tells the node that sends it (once `tx` commits). */
+  async #reply(tx: Sql, seq: number, message: InboundMessage, body: Pick<Reply, 'text' | 'files' | 'draftId'>): Promise<void> {
+    const { text, ...rest } = body;
+    const reply: Reply = { ...refOf(message), text, replyTo: message.id, ...rest };
+    await this.#o.outbox.in(tx).add(reply, seq);
+    await this.#o.replies.recorded(tx, conversationKey(reply));
+  }
+}
