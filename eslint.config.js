@@ -14,7 +14,7 @@ import tseslint from 'typescript-eslint';
  * under src/; `files` are single files at the top of src/ that belong to the layer.
  */
 const layers = [
-  { name: 'base (contracts and utilities)', folders: ['config'] },
+  { name: 'base (contracts and utilities)', folders: ['config', 'setup'] },
   { name: 'plumbing', folders: ['store', 'security', 'http', 'endpoint', 'inbound', 'outbound'] },
   { name: 'services', folders: ['providers', 'media', 'memory', 'policy', 'schedule'] },
   { name: 'agent', folders: ['agent'] },
@@ -87,7 +87,7 @@ const layerBlocks = [
   layerBlock(['channels/**/*.ts'], [
     {
       group: ['store', 'security', 'endpoint', 'providers', 'memory', 'schedule', 'agent', 'tools', 'runtime', 'cluster', 'gateway', 'console'].map((folder) => `**/src/${folder}/**`).concat(['**/src/metrics.ts', '**/src/process-metrics.ts', '!**/src/console/deps.ts']),
-      message: `a channel imports only the contracts (src/*.ts) and the helpers made for channels (src/inbound, src/outbound, src/media, src/http, src/policy, src/config, the console's chat port src/console/deps.ts). Layer rule: ${why}.`,
+      message: `a channel imports only the contracts (src/*.ts) and the helpers made for channels (src/inbound, src/outbound, src/media, src/http, src/policy, src/config, src/setup, the console's chat port src/console/deps.ts). Layer rule: ${why}.`,
     },
   ], { outer: { group: ['**/app/**'], message: 'a channel never imports the composition root (app/); it is handed what it needs in ChannelContext.' } }),
 ];

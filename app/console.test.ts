@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { parseConfig } from '../src/config/load.ts';
+import { parseConfig } from './config.ts';
 import type { Memory, MemoryEntry } from '../src/memory.ts';
 import { configPort, recordRecalls } from './console.ts';
 

@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ConfigError, formatProblems, parseConfig } from '../src/config/load.ts';
+import { ConfigError, formatProblems, parseConfig } from './config.ts';
 import type { Config } from '../src/config/schema.ts';
 import type { ConfigPort, ConsoleDeps, RecallRecord, ReloadOutcome } from '../src/console/deps.ts';
 import type { Memory, MemoryWho, RecallOptions } from '../src/memory.ts';

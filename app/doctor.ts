@@ -9,7 +9,7 @@ import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, s
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import pino from 'pino';
-import { ConfigError, loadConfig, locateConfig } from '../src/config/load.ts';
+import { channelModules, ConfigError, loadConfig, locateConfig } from './config.ts';
 import type { Config } from '../src/config/schema.ts';
 import { checkChannels, checkEndpoint, type CheckResult } from './doctor-remote.ts';
 
@@ -80,9 +80,10 @@ export async function collectChecks(io: DoctorIo): Promise<CheckResult[]> {
       ...config.provider.fallbacks.map((fallback, index) =>
         checkEndpoint(`provider fallback ${index + 1}`, fallback, timeoutMs, () => chatProbe({ ...config, provider: { ...config.provider, ...fallback, fallbacks: [] } }, timeoutMs)),
       ),
-      ...checkChannels(config.channels, timeoutMs),
     ];
-    results.push(...(await Promise.all(pending)));
+    // Started with the endpoints' (all run at once), reported after them, in the registry's order.
+    const channelChecks = checkChannels(channelModules, config.channels, timeoutMs);
+    results.push(...(await Promise.all(pending)), ...(await Promise.all(channelChecks)).flat());
     const dataDir = resolve(dirname(file), config.data_dir);
     results.push(checkDataDir(dataDir), checkDisk(dataDir));
     // In a cluster the store is PostgreSQL: the SQLite file in data_dir holds no conversation, so it is not the one checked.

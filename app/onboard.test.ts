@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { PassThrough, Writable } from 'node:stream';
 import { startFakeOpenAI } from '../test/fixtures/fake-openai.ts';
 import { cliPath } from '../test/support/cli.ts';
-import { loadConfig, parseConfig } from '../src/config/load.ts';
+import { loadConfig, parseConfig } from './config.ts';
 import { validateGatewayConfig } from '../src/gateway/server.ts';
 import { runOnboard } from './onboard.ts';
 

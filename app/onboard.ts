@@ -7,7 +7,7 @@
  */
 import { chmodSync, copyFileSync, existsSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { ConfigError, parseConfig } from '../src/config/load.ts';
+import { ConfigError, parseConfig } from './config.ts';
 import { isLoopback } from '../src/gateway/server.ts';
 import { parseListen } from '../src/net.ts';
 import { makeDirectory } from '../src/store/files.ts';

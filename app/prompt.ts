@@ -20,20 +20,11 @@ export class InterruptedError extends Error {
   }
 }
 
+import type { Prompt } from '../src/setup/onboard.ts';
+
 type Input = NodeJS.ReadableStream & { readonly isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
 
-export interface Prompt {
-  /** Asks until `check` accepts the answer; an empty answer is `fallback`. */
-  text(question: string, fallback: string, check?: (answer: string) => string | undefined): Promise<string>;
-  /** A comma-separated list (empty = `fallback`); `required` asks again until it has an item. */
-  list(question: string, fallback: readonly string[], check?: (item: string) => string | undefined, required?: boolean): Promise<string[]>;
-  /** yes / no. */
-  yes(question: string, fallback: boolean): Promise<boolean>;
-  /** Not echoed at a terminal. Empty is allowed (the caller decides what it means). */
-  secret(question: string): Promise<string>;
-  /** Stops reading (so the process can exit). */
-  close(): void;
-}
+export type { Prompt } from '../src/setup/onboard.ts';
 
 export function createPrompt(input: Input, output: NodeJS.WritableStream): Prompt {
   const tty = input.isTTY === true && typeof input.setRawMode === 'function';

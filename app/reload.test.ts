@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { parseConfig } from '../src/config/load.ts';
+import { parseConfig } from './config.ts';
 import type { Channel } from '../src/channel.ts';
 import { createReloader, diffConfig, effectiveConfig, stableJson } from './reload.ts';
 import { testLogger } from '../test/support/log.ts';

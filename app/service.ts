@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, 
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, locateConfig } from '../src/config/load.ts';
+import { loadConfig, locateConfig } from './config.ts';
 import { FileSystemError, makeDirectory } from '../src/store/files.ts';
 
 /** Runs `systemctl <args>`; resolves with the exit code and combined output. */

@@ -12,7 +12,7 @@ import { pino } from 'pino';
 import { buildTools } from '../app/compose/tools.ts';
 import { createAgent } from '../src/agent/agent.ts';
 import { ApprovalStore } from '../src/agent/approvals.ts';
-import { parseConfig } from '../src/config/load.ts';
+import { parseConfig } from '../app/config.ts';
 import type { ChatRequest, Provider } from '../src/provider.ts';
 import { createOpenAIProvider } from '../src/providers/openai.ts';
 import { ScheduleStore } from '../src/schedule/store.ts';

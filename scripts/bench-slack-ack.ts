@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { pino } from 'pino';
 import type { Channel, ChannelContext, InboundMessage } from '../src/channel.ts';
-import type { SlackConfig } from '../src/config/schema.ts';
+import type { SlackConfig } from '../channels/slack/config.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
 import { channelState } from '../src/store/channel-state.ts';
 import { openDatabase } from '../src/store/db.ts';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createEmailChannel } from '../channels/email/index.ts';
 import type { Channel, ChannelContext, InboundMessage } from '../src/channel.ts';
-import type { EmailConfig } from '../src/config/schema.ts';
+import type { EmailConfig } from '../channels/email/config.ts';
 import { refOf } from '../src/conversation.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
 import { createImagePreparer, IMAGE_LIMITS } from '../src/media/image.ts';

@@ -14,7 +14,7 @@ import { getCACertificates, setDefaultCACertificates } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { createIrcChannel, type IrcChannel, type IrcChannelOptions } from '../channels/irc/index.ts';
 import { SendError, type ChannelContext, type InboundMessage } from '../src/channel.ts';
-import type { IrcConfig } from '../src/config/schema.ts';
+import type { IrcConfig } from '../channels/irc/config.ts';
 import { refOf } from '../src/conversation.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
 import { runChannelContract } from './contracts/channel.ts';

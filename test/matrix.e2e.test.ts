@@ -15,7 +15,7 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createMatrixChannel, type MatrixChannel, type MatrixChannelOptions } from '../channels/matrix/index.ts';
 import { SendError, type InboundMessage, type ListenLink } from '../src/channel.ts';
-import type { MatrixConfig } from '../src/config/schema.ts';
+import type { MatrixConfig } from '../channels/matrix/config.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
 import { runChannelContract } from './contracts/channel.ts';
 import { runChatChannelContract, type Place } from './contracts/chat-channel.ts';

@@ -13,7 +13,7 @@ import { createSlackChannel } from '../channels/slack/index.ts';
 import { pino } from 'pino';
 import { SendError, type InboundMessage } from '../src/channel.ts';
 import type { ChannelState } from '../src/store/channel-state.ts';
-import type { SlackConfig } from '../src/config/schema.ts';
+import type { SlackConfig } from '../channels/slack/config.ts';
 import { createAttachmentStore } from '../src/inbound/attachments.ts';
 import { runChannelContract } from './contracts/channel.ts';
 import { runChatChannelContract, type Place } from './contracts/chat-channel.ts';

@@ -37,7 +37,7 @@ describe('telegram: the disk fills between two messages', { skip }, () => {
     model = await startFakeOpenAI();
     // 35 messages from one person within seconds: Telegram would pace the 70 calls to her chat
     // (typing and reply each) at about one a second. What this tests is the disk, not that pace
-    // (channels/telegram/channel.test.ts tests flood control): a burst allowance that covers them.
+    // (channels/telegram/index.test.ts tests flood control): a burst allowance that covers them.
     peer = await startTelegramPeer({ flood: { burst: 100 } });
     configDir = mkdtempSync(join(tmpdir(), 'sb-tgfull-'));
     const file = join(configDir, 'switchboard.toml');

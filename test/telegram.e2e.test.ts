@@ -25,7 +25,7 @@ const env = { TEST_MODEL_KEY: 'sk-telegram' };
 
 // The contract's group test keeps unaddressed chatter as context: that needs privacy mode off
 // (BotFather /setprivacy → Disable), as the README says. With it on (every new bot), Telegram
-// never delivers that chatter — channels/telegram/channel.test.ts tests that.
+// never delivers that chatter — channels/telegram/index.test.ts tests that.
 runChatChannelContract('telegram', () => startTelegramPeer({ canReadAllGroupMessages: true }));
 
 runChannelContract('telegram', async () => {

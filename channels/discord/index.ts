@@ -30,7 +30,7 @@ import {
   type StatusNotes,
   type TypingIndicator,
 } from '../../src/channel.ts';
-import type { DiscordConfig } from '../../src/config/schema.ts';
+import type { DiscordConfig } from './config.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
 import { cacheOptions, startDirectChannelSweeper } from './caches.ts';
 import { toSendError } from './errors.ts';

@@ -1,7 +1,7 @@
 /** IMAP plumbing over imapflow: connections, the wait between polls, the Sent folder, finding a mail by Message-ID. */
 import { ImapFlow } from 'imapflow';
 import { simpleParser } from 'mailparser';
-import type { EmailConfig } from '../../src/config/schema.ts';
+import type { EmailConfig } from './config.ts';
 import { firstAddress, messageIds, parentReferences, threadRoot } from './inbound.ts';
 import type { ReplyTarget, SentMail } from './threads.ts';
 

@@ -1,7 +1,7 @@
 /**
  * Fuzzing received mail: raw RFC 5322 bytes (headers, encoded words, transfer encodings,
  * nested multiparts, broken charsets, plain garbage) through mailparser and the channel's
- * screening, threading and normalisation — the steps readMail (receive.ts) takes between
+ * screening, threading and normalisation — the steps readMail (intake.ts) takes between
  * fetching a mail and pushing it. A mail gives a message, a reason not to answer it, or an
  * error readMail catches (logged, the mail marked read); never a TypeError, which would end
  * the listen and make the same UNSEEN mail fail again on every restart.

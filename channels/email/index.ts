@@ -30,12 +30,12 @@ import {
   type OutboundMessage,
   type Push,
 } from '../../src/channel.ts';
-import type { EmailConfig } from '../../src/config/schema.ts';
+import type { EmailConfig } from './config.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
 import { describeSmtpError, toSendError } from './errors.ts';
 import { closeClient, findReplyTarget, findSentFolder, findSentMail, imapClient, savesSentMailItself } from './imap.ts';
 import { replySubject } from './inbound.ts';
-import { HEARTBEAT_MS, receive } from './receive.ts';
+import { HEARTBEAT_MS, receive } from './intake.ts';
 import { renderHtml, renderPlain } from './render.ts';
 import { ThreadBook, type ReplyTarget, type SentMail } from './threads.ts';
 import { BoundedMap } from '../../src/bounded-map.ts';

@@ -25,9 +25,9 @@
  * the channel sends a PING of its own.
  */
 import { SendError, type Channel, type ChannelContext, type ListenLink, type LivenessWatched, type MessageLimit, type OutboundMessage, type Push } from '../../src/channel.ts';
-import type { IrcConfig } from '../../src/config/schema.ts';
+import type { IrcConfig } from './config.ts';
 import { normalise } from './inbound.ts';
-import { InboundQueue } from './inbound-queue.ts';
+import { InboundQueue } from './intake.ts';
 import { Pacer, type Clock } from './pacer.ts';
 import { renderLines } from './render.ts';
 import { DeliveryFailure } from './barrier.ts';

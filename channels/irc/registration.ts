@@ -5,7 +5,7 @@
  * the session sends its own PINGs — and the alternate nicks tried while ours is taken.
  */
 import type { ClientOptions } from 'irc-framework';
-import type { IrcConfig } from '../../src/config/schema.ts';
+import type { IrcConfig } from './config.ts';
 
 export function connectOptions(config: IrcConfig, username: string, realname: string): ClientOptions {
   const tls = config.tls;

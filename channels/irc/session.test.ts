@@ -8,7 +8,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, it } from 'node:test';
 import { pino } from 'pino';
 import type { ChannelContext, InboundMessage } from '../../src/channel.ts';
-import type { IrcConfig } from '../../src/config/schema.ts';
+import type { IrcConfig } from './config.ts';
 import { createIrcChannel, type IrcChannelOptions } from './index.ts';
 import { parseChannels } from './membership.ts';
 import { alternateNick } from './registration.ts';

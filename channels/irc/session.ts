@@ -10,7 +10,7 @@
  */
 import { Client, ircLineParser, type IrcMessage } from 'irc-framework';
 import type { Logger } from 'pino';
-import type { IrcConfig } from '../../src/config/schema.ts';
+import type { IrcConfig } from './config.ts';
 import { DeliveryBarrier, DeliveryFailure, notConnected } from './barrier.ts';
 import { alternateNick, connectOptions } from './registration.ts';
 import { privmsgOf, sameNick, type IrcPrivmsg } from './inbound.ts';

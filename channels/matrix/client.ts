@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { ClientPrefix, createClient, MediaPrefix, Method, type IRequestOpts, type MatrixClient } from 'matrix-js-sdk';
 import { logger as globalSdkLogger, type Logger as SdkLogger } from 'matrix-js-sdk/lib/logger.js';
 import type { Logger } from 'pino';
-import type { MatrixConfig } from '../../src/config/schema.ts';
+import type { MatrixConfig } from './config.ts';
 import { describeError, isTokenRejected, matrixFailure } from './errors.ts';
 import { parseMxc, type RoomEvent } from './inbound.ts';
 import type { Content } from './render.ts';

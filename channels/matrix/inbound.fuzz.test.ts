@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { ChannelContext, InboundMessage } from '../../src/channel.ts';
-import type { MatrixConfig } from '../../src/config/schema.ts';
+import type { MatrixConfig } from './config.ts';
 import { anyJson, exact, fuzz, fuzzAsync, nastyText, payload } from '../../test/support/fuzz.ts';
 import { testLogger } from '../../test/support/log.ts';
 import type { MatrixApi } from './client.ts';

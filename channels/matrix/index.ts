@@ -26,7 +26,7 @@ import {
   type Push,
   type TypingIndicator,
 } from '../../src/channel.ts';
-import type { MatrixConfig } from '../../src/config/schema.ts';
+import type { MatrixConfig } from './config.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
 import { readImageHeaderOfFile } from '../../src/media/dimensions.ts';
 import { MatrixApi } from './client.ts';

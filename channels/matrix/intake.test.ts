@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pino from 'pino';
 import type { ChannelContext, Push } from '../../src/channel.ts';
-import type { MatrixConfig } from '../../src/config/schema.ts';
+import type { MatrixConfig } from './config.ts';
 import type { MatrixApi } from './client.ts';
 import { Intake, INVITES_REMEMBERED, type MatrixStats } from './intake.ts';
 import { BoundedMap } from '../../src/bounded-map.ts';

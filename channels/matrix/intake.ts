@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ChannelContext, Push } from '../../src/channel.ts';
-import type { MatrixConfig } from '../../src/config/schema.ts';
+import type { MatrixConfig } from './config.ts';
 import { isAllowed } from '../../src/policy/access.ts';
 import type { MatrixApi } from './client.ts';
 import { describeError } from './errors.ts';

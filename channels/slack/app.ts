@@ -6,7 +6,7 @@
  * Acknowledging: processEvent calls an Events API event's `ack` *before* its listeners run
  * ("Events API requests are acknowledged right away"). That call only tells the receiver what
  * to answer. Both receivers answer Slack once processEvent has resolved — after the listener
- * wrote the raw event to the channel's journal (receive.ts), well within Slack's 3 seconds;
+ * wrote the raw event to the channel's journal (intake.ts), well within Slack's 3 seconds;
  * the lookups and the push come after — and not at all (Socket Mode) or with a 503 (HTTP)
  * when it rejected (the journal could not be written), so Slack delivers the event again.
  *
@@ -16,7 +16,7 @@
  *   carries no token and every call passes it (`token: …`), as Bolt's docs do for apps with
  *   an `authorize`.
  * - ignoreSelf off: the bot's own messages arrive as events too — their echo in a thread tells
- *   the intake the bot is in that thread (receive.ts), which then drops them.
+ *   the intake the bot is in that thread (intake.ts), which then drops them.
  * - No conversation store (Bolt's default keeps state per conversation in memory).
  * - A listener error is logged once here, with the event id, and rethrown: processEvent rejects.
  * - Slash commands, actions, shortcuts (this app subscribes to none) are acknowledged and dropped.

@@ -8,7 +8,7 @@
  *   refused too, which Bolt does not check. Refused: 401, and nothing else happens.
  * - url_verification: the challenge is echoed (by Bolt).
  * - event_callback: processBeforeResponse holds the answer until App.processEvent resolved,
- *   i.e. until the raw event is in the channel's journal (receive.ts; milliseconds, where
+ *   i.e. until the raw event is in the channel's journal (intake.ts; milliseconds, where
  *   Slack allows 3 s): then 200. When processEvent rejects (the journal could not be written)
  *   the answer is 503, so Slack retries. A retry (X-Slack-Retry-Num) of an event already taken
  *   is answered 200 (the intake and the inbox recognise its id).

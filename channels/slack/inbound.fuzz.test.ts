@@ -14,7 +14,7 @@ import { anyJson, exact, fuzz, fuzzAsync, nastyText, noCrash, payload } from '..
 import type { SlackWebClient } from './app.ts';
 import { fromTheFuture } from './http.ts';
 import { isMessageEvent, normalise, type SlackMessageEvent } from './inbound.ts';
-import { BotThreads, Intake } from './receive.ts';
+import { BotThreads, Intake } from './intake.ts';
 import { testChannelState } from '../../test/support/channel-state.ts';
 
 const identity = { userId: 'U0BOT', botId: 'B0BOT', teamId: 'T1', names: ['testbot'] };

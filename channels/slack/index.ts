@@ -14,7 +14,7 @@
  * - Ack within Slack's 3 seconds: the intake journals the raw event (the channel's state, in
  *   the database beside the inbox) and the receivers answer Slack once that is committed
  *   (socket.ts: envelope ack; http.ts: HTTP 200), see app.ts; names, thread lookups and file
- *   downloads run after, then the push (receive.ts). What is journaled but not pushed when a
+ *   downloads run after, then the push (intake.ts). What is journaled but not pushed when a
  *   listen ends is pushed by the next one.
  * - auth.test once per process, by the first listen; a failure rejects that listen (the
  *   supervisor retries it). Bolt never calls auth.test itself (app.ts).
@@ -29,14 +29,14 @@
 import type { Channel, ChannelContext, FileSender, ListenLink, LivenessWatched, MessageEditor, MessageLimit, OutboundFile, OutboundMessage, Push } from '../../src/channel.ts';
 import { SendError } from '../../src/channel.ts';
 import type { ConversationRef } from '../../src/conversation.ts';
-import type { SlackConfig } from '../../src/config/schema.ts';
+import type { SlackConfig } from './config.ts';
 import { nameForImage, readImageHeader } from '../../src/media/dimensions.ts';
 import { readOutboundFile } from '../../src/outbound/file.ts';
 import { createBoltApp } from './app.ts';
 import { toSendError } from './errors.ts';
 import { eventsReceiver, serveEvents } from './http.ts';
 import type { SlackIdentity } from './inbound.ts';
-import { BotThreads, Intake } from './receive.ts';
+import { BotThreads, Intake } from './intake.ts';
 import { measureMrkdwn, renderMrkdwn } from './render.ts';
 import { SocketReceiver } from './socket.ts';
 
@@ -48,7 +48,7 @@ export interface SlackChannelOptions {
   readonly clientPingTimeoutMs?: number;
   /** Socket Mode: no frame, ping or pong for this long → the connection is abandoned. @default 12000 */
   readonly silenceMs?: number;
-  /** Waits between tries of a refused push or a failed thread lookup. @default receive.ts RETRY_MS */
+  /** Waits between tries of a refused push or a failed thread lookup. @default intake.ts RETRY_MS */
   readonly retryMs?: readonly number[];
 }
 

@@ -6,7 +6,7 @@
  * once, and processEvent calls it before the listeners run — a message would be acknowledged
  * before it is stored anywhere, and lost if the process died then. Here that `ack` only
  * records the answer; the envelope is acknowledged after `await app.processEvent(…)`
- * resolved, i.e. after the listener journaled the raw event (receive.ts; the push follows).
+ * resolved, i.e. after the listener journaled the raw event (intake.ts; the push follows).
  * When processEvent rejects (the journal could not be written, too many events waiting) the
  * envelope is left unacknowledged and the connection is replaced: Slack redelivers it on the
  * next one, where the intake and the inbox recognise it. Envelopes that are not events (slash commands,

@@ -12,7 +12,7 @@
  */
 import type { Channel, ChannelContext, OutboundMessage, Push } from '../../src/channel.ts';
 import { ConfigError } from '../../src/config/load.ts';
-import type { WebhookConfig } from '../../src/config/schema.ts';
+import type { WebhookConfig } from './config.ts';
 import { postCallback } from './callback.ts';
 import { ResultStore } from './results.ts';
 import { createWebhookRoute } from './route.ts';

@@ -11,7 +11,7 @@ import { homedir, userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import { parse, stringify, TomlError } from 'smol-toml';
 import * as v from 'valibot';
-import { ConfigSchema, schemaAt, unwrap, type Config, type SchemaNode } from './schema.ts';
+import { schemaAt, unwrap, type Config, type SchemaNode } from './schema.ts';
 
 /** Exit code for a config problem (EX_CONFIG from sysexits.h). */
 export const EXIT_CONFIG = 78;
@@ -36,9 +36,9 @@ export class ConfigError extends Error {
   }
 }
 
-export interface LoadedConfig {
+export interface LoadedConfig<C = Config> {
   readonly file: string;
-  readonly config: Config;
+  readonly config: C;
 }
 
 export interface LocateOptions {
@@ -76,20 +76,36 @@ export interface LoadOptions {
   readonly requireSecrets?: boolean | ((path: readonly string[]) => boolean);
 }
 
-/** Reads and validates a config file. Throws ConfigError. */
-export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env, options: LoadOptions = {}): LoadedConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new ConfigError(file, [{ path: '', problem: code === 'ENOENT' ? 'the file does not exist' : unreadable(file, code ?? String(error)) }]);
-  }
-  return { file, config: parseConfig(text, file, env, options) };
+/** Reads and validates config files against one schema (the composition root's, channels included). */
+export interface ConfigLoader<C> {
+  /** Reads and validates a config file. Throws ConfigError. */
+  loadConfig(file: string, env?: NodeJS.ProcessEnv, options?: LoadOptions): LoadedConfig<C>;
+  /** Validates config text (TOML). `file` is only used in messages. Throws ConfigError. */
+  parseConfig(text: string, file: string | undefined, env?: NodeJS.ProcessEnv, options?: LoadOptions): C;
 }
 
-/** Validates config text (TOML). `file` is only used in messages. Throws ConfigError. */
-export function parseConfig(text: string, file: string | undefined, env: NodeJS.ProcessEnv = process.env, options: LoadOptions = {}): Config {
+/**
+ * The loader for `schema` — configSchema() with the channels' tables, which src/ does not know:
+ * app/config.ts makes the one the program uses.
+ */
+export function createConfigLoader<S extends v.GenericSchema>(schema: S): ConfigLoader<v.InferOutput<S>> {
+  const parseConfig = (text: string, file: string | undefined, env: NodeJS.ProcessEnv = process.env, options: LoadOptions = {}): v.InferOutput<S> => parseWith(schema, text, file, env, options);
+  return {
+    parseConfig,
+    loadConfig: (file, env = process.env, options = {}) => {
+      let text: string;
+      try {
+        text = readFileSync(file, 'utf8');
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        throw new ConfigError(file, [{ path: '', problem: code === 'ENOENT' ? 'the file does not exist' : unreadable(file, code ?? String(error)) }]);
+      }
+      return { file, config: parseConfig(text, file, env, options) };
+    },
+  };
+}
+
+function parseWith<S extends v.GenericSchema>(schema: S, text: string, file: string | undefined, env: NodeJS.ProcessEnv, options: LoadOptions): v.InferOutput<S> {
   let raw: unknown;
   try {
     raw = parse(text);
@@ -100,7 +116,7 @@ export function parseConfig(text: string, file: string | undefined, env: NodeJS.
   }
   const problems: ConfigProblem[] = [];
   const interpolated = interpolate(raw, [], env, problems, options.requireSecrets ?? true);
-  const result = v.safeParse(ConfigSchema, interpolated, { abortEarly: false });
+  const result = v.safeParse(schema, interpolated, { abortEarly: false });
   for (const issue of result.issues ?? []) {
     const path = (issue.path ?? []).map((item) => String(item.key));
     const unknownKey = issue.type === 'strict_object' && issue.expected === 'never';
@@ -112,7 +128,7 @@ export function parseConfig(text: string, file: string | undefined, env: NodeJS.
       problems.push({ path: key, problem: issue.message });
       continue;
     }
-    problems.push(describe(unknownKey ? 'unknown' : missing ? 'missing' : 'invalid', path, issue.input));
+    problems.push(describe(schema, unknownKey ? 'unknown' : missing ? 'missing' : 'invalid', path, issue.input));
   }
   if (problems.length > 0 || !result.success) throw new ConfigError(file, problems);
   return result.output;
@@ -168,13 +184,14 @@ function interpolate(value: unknown, path: string[], env: NodeJS.ProcessEnv, pro
   return value;
 }
 
-function describe(kind: 'unknown' | 'missing' | 'invalid', path: string[], value: unknown): ConfigProblem {
+function describe(root: unknown, kind: 'unknown' | 'missing' | 'invalid', path: string[], value: unknown): ConfigProblem {
   const key = path.join('.');
-  const schema = schemaAt(path);
+  const schema = schemaAt(root, path);
   const example = schema ? exampleLine(path, schema) : undefined;
   const withExample = (problem: string): ConfigProblem => (example ? { path: key, problem, example } : { path: key, problem });
   if (kind === 'unknown' || !schema) {
-    const known = Object.keys(schemaAt(path.slice(0, -1)) ? (unwrap(schemaAt(path.slice(0, -1))!).base.entries ?? {}) : {});
+    const parent = schemaAt(root, path.slice(0, -1));
+    const known = Object.keys(parent ? (unwrap(parent).base.entries ?? {}) : {});
     const name = path.at(-1) ?? '';
     const close = known.find((candidate) => editDistance(candidate, name) <= 2);
     const hint = close ? `did you mean "${close}"? ` : '';

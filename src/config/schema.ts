@@ -5,24 +5,9 @@
  */
 import { isIP } from 'node:net';
 import * as v from 'valibot';
+import { choice, int, listenAddress, num, positive, text, textOr } from './fields.ts';
 
-/** A whole number in [min, max] with a default. */
-const int = (min: number, max: number, fallback: number) =>
-  v.optional(v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max), v.examples([fallback])), fallback);
-
-/** A number (fractions allowed) in [min, max] with a default. */
-const num = (min: number, max: number, fallback: number) => v.optional(v.pipe(v.number(), v.minValue(min), v.maxValue(max), v.examples([fallback])), fallback);
-
-/** A number in (0, max] with a default: durations that must not be zero. */
-const positive = (max: number, fallback: number) => v.optional(v.pipe(v.number(), v.gtValue(0), v.maxValue(max), v.examples([fallback])), fallback);
-
-/** A non-empty string. */
-const text = (example: string) => v.pipe(v.string(), v.nonEmpty(), v.examples([example]));
-
-/** A non-empty string with a default. */
-const textOr = (example: string, fallback: string) => v.optional(text(example), fallback);
-
-const choice = <const T extends string>(values: readonly [T, ...T[]], fallback: T) => v.optional(v.pipe(v.picklist(values), v.examples([fallback])), fallback);
+export type { ChannelPolicyConfig } from './fields.ts';
 
 const Log = v.strictObject({
   /** Default info; error for `chat` so the conversation stays readable (`--verbose` overrides it). */
@@ -217,13 +202,6 @@ const Runtime = v.strictObject({
   heap: choice(['compact', 'v8'], 'compact'),
 });
 
-const Terminal = v.strictObject({
-  user: v.optional(text('alice')),
-});
-
-/** host:port for a listener this daemon opens. */
-const listenAddress = (example: string) => v.pipe(v.string(), v.regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'a host:port address'), v.examples([example]));
-
 /** Remote tools registered by WebSocket clients at /ws/tools (seed 004). */
 const RemoteTools = v.strictObject({
   /** How long the model waits for a client's answer. */
@@ -292,150 +270,6 @@ const Mcp = v.strictObject({
   servers: v.optional(v.pipe(v.array(McpServer), v.check((list) => new Set(list.map((s) => s.name)).size === list.length, 'each [[mcp.servers]] needs its own name')), []),
 });
 
-/** The conversation policy every chat channel shares (the terminal is exempt). */
-const policy = {
-  /** Sender ids let through; ["*"] = anyone. Without it, unknown senders get a pairing code. */
-  allow: v.optional(v.pipe(v.array(text('123456789')), v.examples([['123456789']]))),
-  /** In groups, rooms and channels answer only when addressed. */
-  mention_only: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
-  /** Show the reply growing as the model writes it (edits one message). */
-  stream: v.optional(v.pipe(v.boolean(), v.examples([false])), false),
-};
-
-const Telegram = v.strictObject({
-  token: text('${TELEGRAM_BOT_TOKEN}'),
-  /** Bot API server (a local Bot API server or a test peer). */
-  api_root: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/, 'an http:// or https:// URL'), v.examples(['https://api.telegram.org']))),
-  /** Seconds a getUpdates long poll is held open. */
-  poll_timeout_seconds: int(1, 50, 25),
-  /** Webhook mode instead of long polling: Telegram POSTs updates to `url`, served on `listen`. */
-  webhook: v.optional(
-    v.strictObject({
-      url: v.pipe(v.string(), v.regex(/^https:\/\/\S+$/, 'an https:// URL (Telegram sends webhooks only over HTTPS)'), v.examples(['https://bot.example.org/telegram'])),
-      listen: v.optional(listenAddress('127.0.0.1:8443'), '127.0.0.1:8443'),
-      /**
-       * Checked against X-Telegram-Bot-Api-Secret-Token. Telegram's setWebhook takes 1–256
-       * characters of A-Z a-z 0-9 _ - only (tdlib/telegram-bot-api Client.cpp: "secret token
-       * contains unallowed characters"), so a base64 secret would fail at every start. A check,
-       * not a regex: its error must not quote the secret. An unresolved ${…} (commands that
-       * need no secrets) passes.
-       */
-      secret: v.pipe(
-        v.string(),
-        v.nonEmpty(),
-        v.check(
-          (secret) => /^[A-Za-z0-9_-]{1,256}$/.test(secret) || secret.includes('${'),
-          'Telegram takes 1–256 characters of A-Z, a-z, 0-9, _ and - only (no +, /, = or spaces: not base64); make one with: openssl rand -hex 32',
-        ),
-        v.examples(['${TELEGRAM_WEBHOOK_SECRET}']),
-      ),
-    }),
-  ),
-  ...policy,
-});
-
-const Discord = v.strictObject({
-  token: text('${DISCORD_BOT_TOKEN}'),
-  /** REST API base (a local peer in tests); the gateway URL comes from GET /gateway/bot. */
-  api_base: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/, 'an http:// or https:// URL'), v.examples(['https://discord.com/api']))),
-  ...policy,
-});
-
-const Slack = v.pipe(
-  v.strictObject({
-    bot_token: text('${SLACK_BOT_TOKEN}'),
-    /** Socket Mode (xapp-…). */
-    app_token: v.optional(text('${SLACK_APP_TOKEN}')),
-    /** HTTP Events API instead of Socket Mode: requests are verified with this. */
-    signing_secret: v.optional(text('${SLACK_SIGNING_SECRET}')),
-    /** Where the HTTP Events API listener binds (HTTP mode only). */
-    listen: v.optional(listenAddress('127.0.0.1:3000'), '127.0.0.1:3000'),
-    /** Web API base (a local peer in tests). */
-    api_url: v.optional(v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/, 'an http:// or https:// URL'), v.examples(['https://slack.com/api/']))),
-    ...policy,
-  }),
-  v.check((slack) => slack.app_token !== undefined || slack.signing_secret !== undefined, 'needs app_token (Socket Mode) or signing_secret (HTTP events)'),
-);
-
-const Matrix = v.pipe(
-  v.strictObject({
-    homeserver: v.pipe(v.string(), v.regex(/^https?:\/\/\S+$/, 'an http:// or https:// URL'), v.examples(['https://matrix.example.org'])),
-    user_id: v.pipe(v.string(), v.regex(/^@[^:]+:\S+$/, 'a Matrix user id, @name:server'), v.examples(['@switchboard:example.org'])),
-    access_token: v.optional(text('${MATRIX_ACCESS_TOKEN}')),
-    password: v.optional(text('${MATRIX_PASSWORD}')),
-    /** Rooms to join at start (ids or aliases); invites from allowed senders are accepted too. */
-    rooms: v.optional(v.pipe(v.array(text('#general:example.org')), v.examples([['#general:example.org']])), []),
-    ...policy,
-  }),
-  v.check((matrix) => matrix.access_token !== undefined || matrix.password !== undefined, 'needs access_token or password'),
-);
-
-const Irc = v.strictObject({
-  host: text('irc.libera.chat'),
-  port: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(65_535), v.examples([6697]))),
-  tls: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
-  nick: v.pipe(v.string(), v.regex(/^[A-Za-z[\]\\`_^{|}][A-Za-z0-9[\]\\`_^{|}-]{0,29}$/, 'an IRC nick: a letter or one of [ ] \\ ` _ ^ { | } first, then also digits and -, at most 30'), v.examples(['switchboard'])),
-  /** Channels to join (with their key after a space, if any). */
-  channels: v.optional(v.pipe(v.array(text('#switchboard')), v.examples([['#switchboard']])), []),
-  /** Server password (PASS). */
-  password: v.optional(text('${IRC_SERVER_PASSWORD}')),
-  sasl: v.optional(v.strictObject({ user: text('switchboard'), password: text('${IRC_SASL_PASSWORD}') })),
-  nickserv_password: v.optional(text('${IRC_NICKSERV_PASSWORD}')),
-  /** Rejoin a channel after being kicked from it. */
-  rejoin_on_kick: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
-  /** Reply lines sent per second (servers throttle floods). */
-  lines_per_second: num(0.1, 50, 1),
-  /** Nick or nick!user@host masks (* and ? wildcards); ["*"] = anyone. */
-  allow: policy.allow,
-  mention_only: policy.mention_only,
-});
-
-const mailServer = (port: number) =>
-  v.strictObject({
-    host: text('mail.example.org'),
-    port: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(65_535), v.examples([port]))),
-    /** Implicit TLS (993 / 465); false = plain, upgraded with STARTTLS when the server offers it. */
-    tls: v.optional(v.pipe(v.boolean(), v.examples([true])), true),
-    user: text('bot@example.org'),
-    password: text('${EMAIL_PASSWORD}'),
-  });
-
-const Email = v.strictObject({
-  /** The bot's address: replies come from it. */
-  address: v.pipe(v.string(), v.regex(/^[^@\s]+@[^@\s]+$/, 'an email address, name@domain'), v.examples(['bot@example.org'])),
-  imap: mailServer(993),
-  smtp: mailServer(465),
-  /** Sender addresses (or globs like "*@example.org") answered; required: strangers are never answered (no backscatter). */
-  allow: v.pipe(v.array(text('alice@example.org')), v.minLength(1), v.examples([['alice@example.org', '*@example.org']])),
-  folder: textOr('INBOX', 'INBOX'),
-  /** Polling interval when IDLE is unavailable or as a safety net (seconds). */
-  poll_seconds: int(5, 86_400, 60),
-  /** Mails larger than this are not read (bytes of the whole message, MB). */
-  max_message_mb: positive(200, 25),
-  /** Send an HTML part next to the plain text. */
-  html: v.optional(v.pipe(v.boolean(), v.examples([false])), false),
-});
-
-/** The generic webhook channel, served by the gateway at POST /webhook. */
-const Webhook = v.strictObject({
-  /** HMAC-SHA256 key: X-Switchboard-Signature: t=<unix>,v1=<hex HMAC of "<t>.<Idempotency-Key>.<raw body>">. */
-  secret: text('${WEBHOOK_SECRET}'),
-  /** Also accept the old body-only signature (sha256=<hex of the body>), which a captured request can be replayed with under a new key; for migrating senders only. */
-  legacy_signature: v.optional(v.pipe(v.boolean(), v.examples([false])), false),
-  /** Largest request body (KB), read only after the signature header passed; larger gets 413. Capped by [gateway] max_body_kb. */
-  max_body_kb: int(1, 65_536, 64),
-  /** How long a request waits for the reply before answering 202 (the reply then goes to callback_url, if given). */
-  reply_timeout_seconds: positive(3600, 120),
-  /** Sender ids let through; ["*"] = anyone (the signature already proves the caller). */
-  allow: v.optional(v.pipe(v.array(text('*')), v.examples([['*']])), ['*']),
-  /** Requests remembered for replays (Idempotency-Key → reply), in the database (channel state); the oldest are forgotten first. */
-  max_results: int(1, 1_000_000, 10_000),
-  /** How long a request is remembered (days); a replay after that runs again. */
-  result_retention_days: positive(3650, 7),
-  /** Most megabytes the remembered requests and replies take (their JSON, in the database); the oldest are forgotten first. */
-  max_results_mb: positive(1024, 16),
-});
-
 /** Where durable state lives: SQLite in data_dir (one machine), or PostgreSQL (one or more nodes, see [cluster]). */
 const Store = v.pipe(v.strictObject({
   kind: choice(['sqlite', 'postgres'], 'sqlite'),
@@ -453,18 +287,8 @@ const Cluster = v.strictObject({
   failover_seconds: int(3, 600, 15),
 });
 
-const Channels = v.strictObject({
-  terminal: v.optional(Terminal),
-  telegram: v.optional(Telegram),
-  discord: v.optional(Discord),
-  slack: v.optional(Slack),
-  matrix: v.optional(Matrix),
-  irc: v.optional(Irc),
-  email: v.optional(Email),
-  webhook: v.optional(Webhook),
-});
-
-export const ConfigSchema = v.strictObject({
+/** Every table but `[channels.*]`: those are each channel's own (channels/<name>/config.ts). */
+const coreEntries = {
   data_dir: textOr('./data', './data'),
   log: v.optional(Log, {}),
   agent: v.optional(Agent, {}),
@@ -482,27 +306,37 @@ export const ConfigSchema = v.strictObject({
   /** Absent = no HTTP gateway. */
   gateway: v.optional(Gateway),
   mcp: v.optional(Mcp, {}),
-  channels: v.optional(Channels, {}),
-});
+};
 
-/** The validated config, defaults filled in. */
-export type Config = v.InferOutput<typeof ConfigSchema>;
+/** The schema of each `[channels.<name>]` table, by name, in the order errors list them. */
+export type ChannelSchemas = Readonly<Record<string, v.GenericSchema>>;
+
+type OptionalEach<C extends ChannelSchemas> = { readonly [K in keyof C]: v.OptionalSchema<C[K], undefined> };
+
+/**
+ * The whole config file's schema, with the channels' tables given by the composition root
+ * (app/config.ts passes the registry's): src/ knows no channel.
+ */
+export function configSchema<const C extends ChannelSchemas>(channels: C) {
+  const tables = Object.fromEntries(Object.entries(channels).map(([name, schema]) => [name, v.optional(schema)])) as unknown as OptionalEach<C>;
+  return v.strictObject({ ...coreEntries, channels: v.optional(v.strictObject(tables), {} as never) });
+}
+
+/** A config schema as configSchema() builds it, for some set of channels. */
+export type ConfigSchemaOf<C extends ChannelSchemas> = ReturnType<typeof configSchema<C>>;
+
+/**
+ * The validated config, defaults filled in, as src/ sees it: each channel's section is that
+ * channel's business (typed in its own config.ts).
+ */
+export type Config = Omit<v.InferOutput<v.StrictObjectSchema<typeof coreEntries, undefined>>, 'channels'> & { readonly channels: Readonly<Record<string, unknown>> };
 export type EndpointConfig = v.InferOutput<typeof Fallback>;
 export type RouteConfig = v.InferOutput<typeof Route>;
 export type TranscriptionConfig = v.InferOutput<typeof Transcription>;
-export type TelegramConfig = v.InferOutput<typeof Telegram>;
-export type DiscordConfig = v.InferOutput<typeof Discord>;
-export type SlackConfig = v.InferOutput<typeof Slack>;
 export type GatewayConfig = v.InferOutput<typeof Gateway>;
 export type RemoteToolsConfig = v.InferOutput<typeof RemoteTools>;
-export type WebhookConfig = v.InferOutput<typeof Webhook>;
-export type MatrixConfig = v.InferOutput<typeof Matrix>;
-export type IrcConfig = v.InferOutput<typeof Irc>;
-export type EmailConfig = v.InferOutput<typeof Email>;
 export type StoreConfig = v.InferOutput<typeof Store>;
 export type ClusterConfig = v.InferOutput<typeof Cluster>;
-/** The policy keys every chat channel section has. */
-export type ChannelPolicyConfig = Pick<TelegramConfig, 'allow'> & Partial<Pick<TelegramConfig, 'mention_only' | 'stream'>>;
 export type ToolName = (typeof toolNames)[number];
 
 /** A schema node as this module builds them: wrappers, pipes, objects and leaves. */
@@ -528,9 +362,9 @@ export function unwrap(node: SchemaNode): { base: SchemaNode; actions: readonly 
   return { base: current, actions: [] };
 }
 
-/** The schema of the value at `path` (e.g. ["agent", "history_turns"]), if there is one. */
-export function schemaAt(path: readonly string[]): SchemaNode | undefined {
-  let node: SchemaNode | undefined = ConfigSchema as unknown as SchemaNode;
+/** The schema of the value at `path` (e.g. ["agent", "history_turns"]) under `root`, if there is one. */
+export function schemaAt(root: unknown, path: readonly string[]): SchemaNode | undefined {
+  let node: SchemaNode | undefined = root as SchemaNode;
   for (const key of path) {
     if (!node) return undefined;
     const base: SchemaNode = unwrap(node).base;

@@ -17,7 +17,7 @@ import type { ImapFlow } from 'imapflow';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import type { Logger } from 'pino';
 import type { ChannelContext, InboundMessage, ListenLink, Push } from '../../src/channel.ts';
-import type { EmailConfig } from '../../src/config/schema.ts';
+import type { EmailConfig } from './config.ts';
 import { closeClient, imapClient, Waker } from './imap.ts';
 import { knownThread, namedIds, normalise, parentReferences, screen } from './inbound.ts';
 import type { ThreadBook } from './threads.ts';

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { stringify } from 'smol-toml';
 import * as v from 'valibot';
-import { ConfigError, parseConfig } from './load.ts';
-import { ConfigSchema, unwrap, type SchemaNode } from './schema.ts';
+import { ConfigError, ConfigSchema, parseConfig } from './config.ts';
+import { unwrap, type SchemaNode } from '../src/config/schema.ts';
 
 interface Leaf {
   /** The key's path as errors name it (`mcp.servers.0.name`). */

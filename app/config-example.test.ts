@@ -4,9 +4,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { loadConfig } from './load.ts';
+import { loadConfig } from './config.ts';
 
-const root = join(import.meta.dirname, '..', '..');
+const root = join(import.meta.dirname, '..');
 
 describe('switchboard.example.toml', () => {
   it('is a valid config as shipped, with no channel enabled: `chat` needs none, `start` says what to enable', () => {

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import type { Attachment, AttachmentInput, InboundMessage } from '../../src/channel.ts';
 import type { SlackWebClient } from './app.ts';
-import { BotThreads, Intake } from './receive.ts';
+import { BotThreads, Intake } from './intake.ts';
 import type { ChannelState } from '../../src/store/channel-state.ts';
 import { testChannelState } from '../../test/support/channel-state.ts';
 

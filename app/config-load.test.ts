@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { ConfigError, loadConfig, locateConfig, parseConfig } from './load.ts';
+import { ConfigError, loadConfig, locateConfig, parseConfig } from './config.ts';
 
 const minimal = `
 [provider]

@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { parse, stringify } from 'smol-toml';
-import { fuzz, nastyText } from '../../test/support/fuzz.ts';
-import { ConfigError, parseConfig } from './load.ts';
+import { fuzz, nastyText } from '../test/support/fuzz.ts';
+import { ConfigError, parseConfig } from './config.ts';
 
-const example = readFileSync(join(import.meta.dirname, '..', '..', 'switchboard.example.toml'), 'utf8');
+const example = readFileSync(join(import.meta.dirname, '..', 'switchboard.example.toml'), 'utf8');
 const start = example.indexOf('# [channels.terminal]');
 const enabled = example.slice(0, start) + example.slice(start).replace(/^# (\[|[a-z_]+ = )/gm, '$1');
 const names = [...new Set(enabled.match(/\$\{([A-Z_][A-Z0-9_]*)\}/g)?.map((ref) => ref.slice(2, -1)) ?? [])];

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import type { InboundMessage, Push } from '../../src/channel.ts';
-import { InboundQueue } from './inbound-queue.ts';
+import { InboundQueue } from './intake.ts';
 
 const message = (n: number): InboundMessage => ({ channel: 'irc', account: 'bot', chat: '#c', id: `m${n}`, sender: { id: 'alice' }, text: `line ${n}`, timestamp: n });
 
