@@ -12,6 +12,7 @@ import { ConfigError, formatProblems, parseConfig } from './config.ts';
 import type { Config } from '../src/config/schema.ts';
 import type { ConfigPort, ConsoleDeps, RecallRecord, ReloadOutcome } from '../src/console/deps.ts';
 import type { Memory, MemoryWho, RecallOptions } from '../src/memory.ts';
+import { BoundedMap } from '../src/bounded-map.ts';
 
 /** dist/console, from app/console.ts (source) or dist/app/console.js (built). */
 export function consoleStaticDir(): string {
@@ -111,7 +112,7 @@ export function configPort(options: { file: string; current: () => Config; reloa
  * last 200 conversations), for the Conversations page's "recalled" notes. In process only.
  */
 export function recordRecalls(memory: Memory): { memory: Memory; recalls(conversation: string): readonly RecallRecord[] } {
-  const byConversation = new Map<string, RecallRecord[]>();
+  const byConversation = new BoundedMap<string, RecallRecord[]>(200);
   const wrapped: Memory = {
     get name() {
       return memory.name;
@@ -127,9 +128,7 @@ export function recordRecalls(memory: Memory): { memory: Memory; recalls(convers
       const list = byConversation.get(who.conversation) ?? [];
       list.push({ at: Date.now(), query: query.slice(0, 200), entries: entries.map((e) => ({ id: e.id, key: e.key, content: e.content.slice(0, 300), scope: e.scope, ...(e.score === undefined ? {} : { score: e.score }) })) });
       if (list.length > 20) list.shift();
-      byConversation.delete(who.conversation);
-      byConversation.set(who.conversation, list);
-      if (byConversation.size > 200) byConversation.delete(byConversation.keys().next().value!);
+      byConversation.setNewest(who.conversation, list);
       return entries;
     },
   };

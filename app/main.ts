@@ -2,13 +2,13 @@
  * The CLI: `start`, `chat`, `--help`, `--version`. Usage errors exit 2, config errors 78,
  * a data_dir that cannot be created or written 73, a damaged database 65.
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, EXIT_CONFIG } from '../src/config/load.ts';
 import { DataDirInUseError } from '../src/store/lock.ts';
 import { EXIT_CANTCREAT, FileSystemError } from '../src/store/files.ts';
 import { DatabaseDamagedError, EXIT_DATAERR } from '../src/store/integrity.ts';
 import { StoreUnavailableError } from '../src/store/postgres/unavailable.ts';
+import { packageVersion } from '../src/version.ts';
 
 const EXIT_USAGE = 2;
 
@@ -135,7 +135,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   const { values, positionals } = parsed;
   if (values.version) {
-    process.stdout.write(`switchboard ${version()}\n`);
+    process.stdout.write(`switchboard ${packageVersion() ?? 'unknown'}\n`);
     return 0;
   }
   const [command, ...extra] = positionals;
@@ -312,15 +312,4 @@ async function runOperator(run: OperatorRun, args: readonly string[], configFlag
 function usageError(message: string): number {
   process.stderr.write(`switchboard: ${message}\nRun "switchboard --help" for the commands and options.\n`);
   return EXIT_USAGE;
-}
-
-function version(): string {
-  for (const path of ['../package.json', '../../package.json']) {
-    try {
-      return (JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { version: string }).version;
-    } catch {
-      // try the next layout (source tree vs dist/)
-    }
-  }
-  return 'unknown';
 }

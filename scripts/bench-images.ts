@@ -17,14 +17,14 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { pino } from 'pino';
 import { createImagePreparer, IMAGE_LIMITS, type ProviderKind } from '../src/media/image.ts';
 import { createVisionMemory, createVisionProvider } from '../src/media/vision.ts';
 import { createWorkspaceImages } from '../src/media/workspace-images.ts';
 import { createOpenAIProvider } from '../src/providers/openai.ts';
 import { startFakeOpenAI } from '../test/fixtures/fake-openai.ts';
-import { children, cleanUp, fmt, fmtInt, median, percentile, readRssMb, ROOT, say, sleep, stopChild, tempDir, within } from './bench-support.ts';
+import { children, cleanUp, fmt, fmtInt, median, percentile, readRssMb, ROOT, say, sleep, tempDir, within } from './bench-support.ts';
+import { startOnce, terminalConfig } from './bench-startup.ts';
 
 const RUNS = 20;
 const RSS_CHILD_FLAG = '--rss-child';
@@ -131,37 +131,10 @@ async function rss(large: string): Promise<void> {
   say();
 }
 
-function configFile(dir: string): string {
-  const file = join(dir, 'switchboard.toml');
-  writeFileSync(file, ['data_dir = "./data"', '', '[log]', 'level = "info"', 'format = "json"', '', '[provider]', 'kind = "openai"', 'base_url = "http://127.0.0.1:9/v1"', 'model = "bench"', '', '[channels.terminal]', 'user = "bench"', ''].join('\n'));
-  return file;
-}
-
-async function startOnce(root: string): Promise<{ wallMs: number; rssMb: number; vips: boolean }> {
+async function startImagesOnce(root: string): Promise<{ wallMs: number; rssMb: number; vips: boolean }> {
   const cli = join(root, 'dist', 'app', 'cli.js');
-  const env: NodeJS.ProcessEnv = { ...process.env, MALLOC_ARENA_MAX: '2' };
-  delete env.SWITCHBOARD_LOG_LEVEL;
-  delete env.SWITCHBOARD_CONFIG;
-  const t0 = performance.now();
-  const child = spawn(process.execPath, [cli, 'start', '--config', configFile(tempDir('images-start'))], { cwd: root, env, stdio: ['pipe', 'pipe', 'pipe'] });
-  children.add(child);
-  child.stdout!.resume();
-  const lines = createInterface({ input: child.stderr! });
-  const wallMs = await within(
-    new Promise<number>((resolve, reject) => {
-      lines.on('line', (line) => {
-        if (line.includes('"msg":"ready"')) resolve(performance.now() - t0);
-      });
-      child.once('exit', (code) => reject(new Error(`daemon exited before ready (code ${code})`)));
-    }),
-    20_000,
-    'daemon ready',
-  );
-  await sleep(2000);
-  const rssMb = readRssMb(child.pid!).rss;
-  const vips = /libvips|sharp-linux/.test(readFileSync(`/proc/${child.pid}/maps`, 'utf8'));
-  await stopChild(child, 'SIGTERM');
-  return { wallMs, rssMb, vips };
+  const { wallMs, rssMb, seen } = await startOnce(root, [cli, 'start', '--config', terminalConfig(tempDir('images-start'))], 20_000, (pid) => /libvips|sharp-linux/.test(readFileSync(`/proc/${pid}/maps`, 'utf8')));
+  return { wallMs, rssMb, vips: seen };
 }
 
 async function startUp(): Promise<void> {
@@ -173,7 +146,7 @@ async function startUp(): Promise<void> {
       continue;
     }
     const runs = [];
-    for (let run = 0; run < 5; run++) runs.push(await startOnce(root));
+    for (let run = 0; run < 5; run++) runs.push(await startImagesOnce(root));
     say(`   ${label}: spawn→ready median ${fmt(median(runs.map((r) => r.wallMs)))} ms, idle RSS (2 s after ready) median ${fmt(median(runs.map((r) => r.rssMb)))} MB, libvips mapped: ${runs.some((r) => r.vips) ? 'YES' : 'no'}`);
   }
   say();

@@ -11,14 +11,13 @@
  * 2. start-up without [transcription]: the daemon (from source, [channels.terminal]) spawn→ready
  *    and idle RSS, and whether src/media/transcribe.ts was loaded (it must not be).
  */
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, realpath, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { pino } from 'pino';
 import { oggOpusVoice, startFakeWhisper } from '../test/fixtures/fake-whisper.ts';
-import { children, cleanUp, fmt, median, percentile, readRssMb, ROOT, say, sleep, stopChild, tempDir, within } from './bench-support.ts';
+import { cleanUp, fmt, median, percentile, ROOT, say, tempDir } from './bench-support.ts';
+import { startOnce, terminalConfig } from './bench-startup.ts';
 
 const RUNS = 100;
 
@@ -51,12 +50,6 @@ async function roundTrip(): Promise<void> {
   say();
 }
 
-function configFile(dir: string): string {
-  const file = join(dir, 'switchboard.toml');
-  writeFileSync(file, ['data_dir = "./data"', '', '[log]', 'level = "info"', 'format = "json"', '', '[provider]', 'kind = "openai"', 'base_url = "http://127.0.0.1:9/v1"', 'model = "bench"', '', '[channels.terminal]', 'user = "bench"', ''].join('\n'));
-  return file;
-}
-
 /** A preload that notes every module URL naming media/transcribe. */
 function hook(out: string): string {
   const source = `import { registerHooks } from 'node:module'; import { appendFileSync } from 'node:fs';
@@ -64,39 +57,19 @@ registerHooks({ load(url, context, next) { if (url.includes('media/transcribe'))
   return `data:text/javascript,${encodeURIComponent(source)}`;
 }
 
-async function startOnce(root: string): Promise<{ wallMs: number; rssMb: number; loaded: boolean }> {
+async function startVoiceOnce(root: string): Promise<{ wallMs: number; rssMb: number; loaded: boolean }> {
   const dir = tempDir('voice-start');
   const loadedFile = join(dir, 'loaded.txt');
   writeFileSync(loadedFile, '');
-  const env: NodeJS.ProcessEnv = { ...process.env, MALLOC_ARENA_MAX: '2' };
-  delete env.SWITCHBOARD_LOG_LEVEL;
-  delete env.SWITCHBOARD_CONFIG;
-  const t0 = performance.now();
-  const child = spawn(process.execPath, ['--import', hook(loadedFile), join(root, 'app', 'cli.ts'), 'start', '--config', configFile(dir)], { cwd: root, env, stdio: ['pipe', 'pipe', 'pipe'] });
-  children.add(child);
-  child.stdout!.resume();
-  const lines = createInterface({ input: child.stderr! });
-  const wallMs = await within(
-    new Promise<number>((resolve, reject) => {
-      lines.on('line', (line) => {
-        if (line.includes('"msg":"ready"')) resolve(performance.now() - t0);
-      });
-      child.once('exit', (code) => reject(new Error(`daemon exited before ready (code ${code})`)));
-    }),
-    30_000,
-    'daemon ready',
-  );
-  await sleep(2000);
-  const rssMb = readRssMb(child.pid!).rss;
-  await stopChild(child, 'SIGTERM');
+  const { wallMs, rssMb } = await startOnce(root, ['--import', hook(loadedFile), join(root, 'app', 'cli.ts'), 'start', '--config', terminalConfig(dir)], 30_000, () => undefined);
   return { wallMs, rssMb, loaded: readFileSync(loadedFile, 'utf8').trim() !== '' };
 }
 
 async function startUp(): Promise<void> {
   say('## 2. Start-up without [transcription] (daemon from source, [channels.terminal], 5 runs each, alternating)');
   const roots = [{ label: 'this checkout', root: ROOT }, ...(process.env.BASELINE ? [{ label: `baseline ${process.env.BASELINE}`, root: process.env.BASELINE }] : [])].filter(({ root }) => existsSync(join(root, 'app', 'cli.ts')));
-  const runs = new Map(roots.map(({ label }) => [label, [] as Array<Awaited<ReturnType<typeof startOnce>>>]));
-  for (let run = 0; run < 5; run++) for (const { label, root } of roots) runs.get(label)!.push(await startOnce(root));
+  const runs = new Map(roots.map(({ label }) => [label, [] as Array<Awaited<ReturnType<typeof startVoiceOnce>>>]));
+  for (let run = 0; run < 5; run++) for (const { label, root } of roots) runs.get(label)!.push(await startVoiceOnce(root));
   for (const [label, list] of runs) {
     say(`   ${label}: spawn→ready median ${fmt(median(list.map((r) => r.wallMs)))} ms, idle RSS (2 s after ready) median ${fmt(median(list.map((r) => r.rssMb)))} MB, media/transcribe loaded: ${list.some((r) => r.loaded) ? 'YES' : 'no'}`);
   }

@@ -13,7 +13,8 @@ import { createToolRunner } from './agent/tool-runner.ts';
 import { createArgsValidator } from './agent/validate.ts';
 import type { Channel, InboundMessage, Push } from './channel.ts';
 import { createGateway } from './gateway/server.ts';
-import { createSwitchboardMetrics, meterToolRunner, MetricsRegistry } from './metrics.ts';
+import { createSwitchboardMetrics, meterToolRunner } from './metrics.ts';
+import { MetricsRegistry } from './prometheus.ts';
 import { ProviderError, type ChatRequest, type Provider } from './provider.ts';
 import { createMeteredProvider } from './providers/metered.ts';
 import { Runtime } from './runtime/runtime.ts';
@@ -306,7 +307,7 @@ describe('switchboard metrics after real traffic', () => {
 
 describe('createActivity (the console’s last hour)', () => {
   it('counts per minute, keeps 60 minutes, and gives latency percentiles', async () => {
-    const { createActivity } = await import('./metrics.ts');
+    const { createActivity } = await import('./activity.ts');
     let now = Date.UTC(2026, 0, 1, 12, 0, 0);
     const activity = createActivity(() => now);
     activity.received();

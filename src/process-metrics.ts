@@ -12,7 +12,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { constants, monitorEventLoopDelay, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
-import type { MetricsRegistry } from './metrics.ts';
+import type { MetricsRegistry } from './prometheus.ts';
 
 /** Event-loop delay since the previous scrape, in seconds beyond the sampling interval. */
 export interface LagSnapshot {

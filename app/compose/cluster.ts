@@ -4,7 +4,6 @@
  * seconds. What the runtime sees is a Database, a TurnQueue and a ReplyRoute; which node holds
  * which channel is decided here.
  */
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Channel } from '../../src/channel.ts';
@@ -19,6 +18,7 @@ import type { ReloadableChannels } from '../reload.ts';
 import { openPostgres, redactUrl } from '../../src/store/postgres/sql.ts';
 import { storeUnavailable } from '../../src/store/postgres/unavailable.ts';
 import type { Database } from '../../src/store/sql.ts';
+import { packageVersion } from '../../src/version.ts';
 import type { TurnQueue } from '../../src/runtime/turn-queue.ts';
 import type { ClusterStatus } from '../../src/gateway/server.ts';
 import type { TurnParts } from './turns.ts';
@@ -101,7 +101,7 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
     remoteTools,
     status: () => ({ node, nodes: known }),
     async join(runtime, channels) {
-      const version = packageVersion();
+      const version = packageVersion() ?? 'unknown';
       for (const channel of channels) if (!configured.has(channel.name)) configured.set(channel.name, channel);
       listener = await listenForReplies(url, clusterLog, {
         onReply: (conversation) => runtime.deliverRecorded(conversation),
@@ -157,16 +157,4 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
       await database.close();
     },
   };
-}
-
-/** This Switchboard's version (source tree or dist/ layout). */
-function packageVersion(): string {
-  for (const path of ['../../package.json', '../../../package.json']) {
-    try {
-      return (JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { version: string }).version;
-    } catch {
-      // the other layout
-    }
-  }
-  return 'unknown';
 }

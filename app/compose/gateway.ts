@@ -4,13 +4,13 @@
  * (loaded on its first request, never at start). The gateway module itself (and node:http,
  * ~40 ms) is imported by the caller only when `[gateway]` is configured.
  */
-import { readFileSync } from 'node:fs';
 import type { GatewayConfig } from '../../src/config/schema.ts';
 import type { ChatPort, ConsoleDeps } from '../../src/console/deps.ts';
 import type { Gateway, GatewayOptions } from '../../src/gateway/server.ts';
 import { sendJson } from '../../src/http/json.ts';
 import type { Logger } from '../../src/log.ts';
 import { createToolsRoute } from '../../src/tools/sources.ts';
+import { packageVersion } from '../../src/version.ts';
 import { consoleStaticDir, lazyConsole } from '../console.ts';
 import { createRouteTable, type Reloader, type RouteTable } from '../reload.ts';
 import type { BuiltTools } from './tools.ts';
@@ -107,15 +107,3 @@ export function serveConsole(parts: GatewayParts, config: GatewayConfig, log: Lo
 }
 
 const consoleToken = (config: GatewayConfig): string | undefined => (config.token === undefined || config.token === '' ? undefined : config.token);
-
-/** The version in package.json (for the console's Overview). */
-function packageVersion(): string | undefined {
-  for (const path of ['../../package.json', '../../../package.json']) {
-    try {
-      return (JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { version: string }).version;
-    } catch {
-      // try the next
-    }
-  }
-  return undefined;
-}

@@ -36,10 +36,11 @@ import { cacheOptions, startDirectChannelSweeper } from './caches.ts';
 import { toSendError } from './errors.ts';
 import { makeDestroyFinal } from './gateway.ts';
 import type { BotIdentity, ChannelInfo, RawMessage, RawUser } from './inbound.ts';
-import { Intake, RecentIds } from './intake.ts';
+import { Intake } from './intake.ts';
 import { chunkContent, DISCORD_LIMIT, measureDiscord, renderDiscord } from './render.ts';
 import { nameForImage, readImageHeader } from '../../src/media/dimensions.ts';
 import { readOutboundFile } from '../../src/outbound/file.ts';
+import { BoundedMap, BoundedSet } from '../../src/bounded-map.ts';
 
 export type DiscordChannel = Channel & MessageLimit & TypingIndicator & MessageEditor & FileSender & LivenessWatched & StatusNotes;
 
@@ -75,9 +76,9 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
   rest.on('rateLimited', (limit) => log.debug({ route: limit.route, waitMs: limit.timeToReset, global: limit.global }, 'Discord rate limit'));
 
   /** Messages the bot sent (a reply to one addresses the bot). */
-  const sent = new RecentIds(10_000);
+  const sent = new BoundedSet<string>(10_000);
   /** Parts sent so far per answered message: the first part references it; nonces tell parts apart. */
-  const partsSent = new Map<string, number>();
+  const partsSent = new BoundedMap<string, number>(10_000);
   const channelInfos = new Map<string, ChannelInfo>();
   let client: Client | undefined;
   /** Set while Discord refuses the Message Content intent (close 4014); cleared by the next READY. */
@@ -140,9 +141,7 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext,
         throw toSendError(error, what);
       }
       if (replyTo !== undefined) {
-        partsSent.delete(replyTo); // re-inserted last: the map forgets the oldest replies first
-        partsSent.set(replyTo, part + 1);
-        if (partsSent.size > 10_000) partsSent.delete(partsSent.keys().next().value!);
+        partsSent.setNewest(replyTo, part + 1); // the map forgets the oldest replies first
       }
     }
     return first;

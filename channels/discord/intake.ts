@@ -12,12 +12,14 @@
  */
 import { makeURLSearchParams, Routes, type REST } from 'discord.js';
 import type { Logger } from 'pino';
-import type { Attachment, AttachmentStore, ChannelContext, Push } from '../../src/channel.ts';
+import type { AttachmentStore, ChannelContext, InboundMessage, Push } from '../../src/channel.ts';
 import type { ChannelState } from '../../src/channel-state.ts';
 import { isGone } from './errors.ts';
 import { isRecord, kindOf, MalformedPayload } from '../../src/inbound/malformed.ts';
 import { attachmentKind, attachmentsOf, checkMessage, isAfter, normalise, snowflakeAt, THREAD_TYPES, type BotIdentity, type ChannelInfo, type RawMessage } from './inbound.ts';
 import { Positions } from './positions.ts';
+import { BoundedSet } from '../../src/bounded-map.ts';
+import { withAttachments } from '../../src/inbound/with-attachments.ts';
 
 export interface IntakeDeps {
   /** Channel instance name. */
@@ -51,7 +53,7 @@ const MAX_PAGES = 20;
 export class Intake {
   readonly #deps: IntakeDeps;
   readonly #positions: Positions;
-  readonly #done = new RecentIds(20_000);
+  readonly #done = new BoundedSet<string>(20_000);
 
   constructor(deps: IntakeDeps) {
     this.#deps = deps;
@@ -113,8 +115,7 @@ export class Intake {
         this.#deps.log.warn({ id: raw.id, discordChannel: raw.channel_id, reason: error.message }, 'could not read a Discord message; skipped');
       }
       if (message) {
-        const attachments = await this.#saveAttachments(raw);
-        const result = await push(attachments.length > 0 ? { ...message, attachments } : message);
+        const result = await push(await this.#withAttachments(message, raw));
         this.#deps.log.debug({ id: raw.id, chat: message.chat, result }, 'message pushed');
       }
       this.#done.add(raw.id);
@@ -164,26 +165,24 @@ export class Intake {
     return this.#deps.channelInfo(raw.channel_id);
   }
 
-  async #saveAttachments(raw: RawMessage): Promise<Attachment[]> {
-    const saved: Attachment[] = [];
-    for (const { attachment, flags } of attachmentsOf(raw)) {
-      saved.push(
-        await this.#deps.attachments.save({
-          channel: this.#deps.name,
-          messageId: raw.id,
-          kind: attachmentKind(attachment, flags),
-          name: attachment.filename,
-          ...(attachment.content_type ? { mime: attachment.content_type } : {}),
-          ...(attachment.size === undefined ? {} : { size: attachment.size }),
-          download: async (signal) => {
-            const response = await fetch(attachment.url, { signal });
-            if (!response.ok || !response.body) throw new Error(`download failed: HTTP ${response.status}`);
-            return response.body as unknown as AsyncIterable<Uint8Array>;
-          },
-        }),
-      );
-    }
-    return saved;
+  #withAttachments(message: InboundMessage, raw: RawMessage): Promise<InboundMessage> {
+    return withAttachments(
+      this.#deps.attachments,
+      message,
+      attachmentsOf(raw),
+      ({ attachment, flags }) => ({
+        kind: attachmentKind(attachment, flags),
+        name: attachment.filename,
+        ...(attachment.content_type ? { mime: attachment.content_type } : {}),
+        ...(attachment.size === undefined ? {} : { size: attachment.size }),
+        download: async (signal) => {
+          const response = await fetch(attachment.url, { signal });
+          if (!response.ok || !response.body) throw new Error(`download failed: HTTP ${response.status}`);
+          return response.body as unknown as AsyncIterable<Uint8Array>;
+        },
+      }),
+      { oneByOne: true },
+    );
   }
 }
 
@@ -272,24 +271,5 @@ export class IntakeRun {
       .finally(() => {
         this.#waiting--;
       });
-  }
-}
-
-/** A set that forgets its oldest entries beyond `max`. */
-export class RecentIds {
-  readonly #ids = new Set<string>();
-  readonly #max: number;
-
-  constructor(max: number) {
-    this.#max = max;
-  }
-
-  has(id: string): boolean {
-    return this.#ids.has(id);
-  }
-
-  add(id: string): void {
-    this.#ids.add(id);
-    if (this.#ids.size > this.#max) this.#ids.delete(this.#ids.values().next().value!);
   }
 }

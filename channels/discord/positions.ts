@@ -12,6 +12,7 @@ import type { ChannelState } from '../../src/channel-state.ts';
 import { importStateFile } from '../../src/state-import.ts';
 import type { ChannelContext } from '../../src/channel.ts';
 import { before, isAfter, type ChannelInfo } from './inbound.ts';
+import { BoundedMap } from '../../src/bounded-map.ts';
 
 export interface Position {
   /** Everything up to this message id has been pushed (or deliberately skipped). */
@@ -43,7 +44,7 @@ export class Positions {
   readonly #options: PositionsOptions;
   readonly #log: Logger;
   /** Least recently active first. */
-  readonly #positions = new Map<string, Position>();
+  readonly #positions = new BoundedMap<string, Position>(MAX_CHANNELS);
   #timer: NodeJS.Timeout | undefined;
   /** Saves run one after another, each writing what is known when it starts. */
   #saving: Promise<void> = Promise.resolve();
@@ -71,7 +72,6 @@ export class Positions {
     if (!position) {
       position = { after: before(messageId) };
       this.#positions.set(channelId, position);
-      if (this.#positions.size > MAX_CHANNELS) this.#positions.delete(this.#positions.keys().next().value!);
       void this.flush();
     }
     return position;
@@ -82,8 +82,7 @@ export class Positions {
     const position = this.#positions.get(channelId);
     if (!position || !isAfter(messageId, position.after)) return;
     position.after = messageId;
-    this.#positions.delete(channelId); // most recently active last
-    this.#positions.set(channelId, position);
+    this.#positions.setNewest(channelId, position); // most recently active last
     this.#timer ??= setTimeout(() => void this.flush(), SAVE_DELAY_MS).unref();
   }
 

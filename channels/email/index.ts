@@ -38,6 +38,7 @@ import { replySubject } from './inbound.ts';
 import { HEARTBEAT_MS, receive } from './intake.ts';
 import { renderHtml, renderPlain } from './render.ts';
 import { ThreadBook, type ReplyTarget, type SentMail } from './threads.ts';
+import { BoundedMap } from '../../src/bounded-map.ts';
 
 /** A reply is one mail: the limit only guards against absurd lengths. */
 export const EMAIL_LIMIT = 100_000;
@@ -62,7 +63,7 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
     socketTimeout: 60_000,
   });
   /** Per thread, the mail the reply being sent answers: a reply's later parts (sent without replyTo) answer it too. */
-  const answering = new Map<string, ReplyTarget>();
+  const answering = new BoundedMap<string, ReplyTarget>(1000);
   /** undefined: not looked up yet; null: the server has no Sent folder. */
   let sentFolder: string | null | undefined;
   /** Whether the server files mail sent through its SMTP in Sent by itself (undefined: not known yet). */
@@ -217,9 +218,7 @@ export function createEmailChannel(config: EmailConfig, ctx: ChannelContext): Em
 
     async send(message: OutboundMessage): Promise<void> {
       const target = await replyTarget(message, message.replyTo);
-      answering.delete(message.chat); // re-inserted at the end: the thread answered longest ago is dropped first
-      answering.set(message.chat, target);
-      if (answering.size > 1000) answering.delete(answering.keys().next().value!);
+      answering.setNewest(message.chat, target); // the thread answered longest ago is dropped first
       const headers = replyHeaders(target);
       await deliver(
         { ...headers, text: renderPlain(message.text), ...(config.html ? { html: renderHtml(message.text) } : {}) },

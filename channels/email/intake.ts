@@ -16,11 +16,12 @@
 import type { ImapFlow } from 'imapflow';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import type { Logger } from 'pino';
-import type { Attachment, ChannelContext, InboundMessage, ListenLink, Push } from '../../src/channel.ts';
+import type { ChannelContext, InboundMessage, ListenLink, Push } from '../../src/channel.ts';
 import type { EmailConfig } from './config.ts';
 import { closeClient, imapClient, Waker } from './imap.ts';
 import { knownThread, namedIds, normalise, parentReferences, screen } from './inbound.ts';
 import type { ThreadBook } from './threads.ts';
+import { withAttachments } from '../../src/inbound/with-attachments.ts';
 
 /** Longest wait without talking to the server (a NOOP or a poll), so a dead connection shows. */
 export const HEARTBEAT_MS = 60_000;
@@ -138,7 +139,7 @@ async function readMail(options: ReceiveOptions, client: ImapFlow, uid: number, 
     log.warn({ err: error }, 'mail not answered: it could not be read');
     return markSeen();
   }
-  const attachments = await saveAttachments(ctx, mail, message.id);
+  const withFiles = await saveAttachments(ctx, mail, message);
   await threads.record({
     id: message.id,
     chat: message.chat,
@@ -147,7 +148,7 @@ async function readMail(options: ReceiveOptions, client: ImapFlow, uid: number, 
     subject: mail.subject ?? '',
     references: parentReferences(mail),
   });
-  const result = await push(attachments.length > 0 ? { ...message, attachments } : message);
+  const result = await push(withFiles);
   if (result === 'duplicate') log.info('mail handed out again (not yet marked read): already in the inbox');
   else log.debug({ chat: message.chat }, 'mail received');
   await markSeen();
@@ -173,23 +174,19 @@ async function threadOf(options: ReceiveOptions, mail: ParsedMail, sender: strin
  * HTML's furniture, not files the person sent. An inline image without a name gets one from its
  * position, so two of them never share a path.
  */
-function saveAttachments(ctx: ChannelContext, mail: ParsedMail, messageId: string): Promise<Attachment[]> {
+function saveAttachments(ctx: ChannelContext, mail: ParsedMail, message: InboundMessage): Promise<InboundMessage> {
   const image = (file: ParsedMail['attachments'][number]): boolean => file.contentType.toLowerCase().startsWith('image/');
   const files = mail.attachments.filter((file) => image(file) || !(file.related && file.contentDisposition !== 'attachment'));
-  return Promise.all(
-    files.map((file, i) => {
-      const name = file.filename ?? (image(file) ? `inline-${i + 1}.${inlineExtension(file.contentType)}` : undefined);
-      return ctx.attachments.save({
-        channel: ctx.name,
-        messageId,
-        kind: image(file) ? 'photo' : 'file',
-        ...(name ? { name } : {}),
-        mime: file.contentType,
-        size: file.size,
-        download: async () => new Uint8Array(file.content),
-      });
-    }),
-  );
+  return withAttachments(ctx.attachments, message, files, (file, i) => {
+    const name = file.filename ?? (image(file) ? `inline-${i + 1}.${inlineExtension(file.contentType)}` : undefined);
+    return {
+      kind: image(file) ? 'photo' : 'file',
+      ...(name ? { name } : {}),
+      mime: file.contentType,
+      size: file.size,
+      download: async () => new Uint8Array(file.content),
+    };
+  });
 }
 
 function inlineExtension(mime: string): string {

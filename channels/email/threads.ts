@@ -19,6 +19,7 @@ import { pino, type Logger } from 'pino';
 import type { ChannelContext } from '../../src/channel.ts';
 import { MAX_KEY_LENGTH, type ChannelState } from '../../src/channel-state.ts';
 import { importStateFile } from '../../src/state-import.ts';
+import { BoundedMap } from '../../src/bounded-map.ts';
 
 /** The headers of a received mail that a reply to it is built from. */
 export interface ReplyTarget {
@@ -74,9 +75,9 @@ export class ThreadBook {
   readonly #options: ThreadBookOptions;
   readonly #log: Logger;
   readonly #limit: number;
-  readonly #byId = new Map<string, ReplyTarget>();
-  readonly #byChat = new Map<string, ReplyTarget>();
-  readonly #sent = new Map<string, SentMail>();
+  readonly #byId: BoundedMap<string, ReplyTarget>;
+  readonly #byChat: BoundedMap<string, ReplyTarget>;
+  readonly #sent: BoundedMap<string, SentMail>;
   #loaded: Promise<void> | undefined;
 
   constructor(options: ThreadBookOptions = {}) {
@@ -85,6 +86,9 @@ export class ThreadBook {
     this.#options = options;
     this.#log = options.log ?? pino({ enabled: false });
     this.#limit = limit;
+    this.#byId = new BoundedMap(limit);
+    this.#byChat = new BoundedMap(limit);
+    this.#sent = new BoundedMap(limit);
   }
 
   /** Reads the record from the store now (a listen starts: another node may have added to it). */
@@ -146,9 +150,9 @@ export class ThreadBook {
 
   /** Remembers an entry; returns the store keys of the entries that fell out. */
   #remember(entry: Entry): string[] {
-    if (entry.kind === 'sent') return refresh(this.#sent, entry.id, { id: entry.id, chat: entry.chat, to: entry.to }, this.#limit).map((id) => keyOf(SENT, id));
-    const dropped = refresh(this.#byId, entry.id, entry, this.#limit).map((id) => keyOf(RECEIVED, id));
-    refresh(this.#byChat, entry.chat, entry, this.#limit);
+    if (entry.kind === 'sent') return this.#sent.setNewest(entry.id, { id: entry.id, chat: entry.chat, to: entry.to }).map((id) => keyOf(SENT, id));
+    const dropped = this.#byId.setNewest(entry.id, entry).map((id) => keyOf(RECEIVED, id));
+    this.#byChat.setNewest(entry.chat, entry);
     return dropped;
   }
 
@@ -196,19 +200,6 @@ export class ThreadBook {
     this.#byChat.clear();
     this.#sent.clear();
   }
-}
-
-/** Sets `key` as the newest entry of `map`, dropping the oldest beyond `limit`; returns the keys dropped. */
-function refresh<V>(map: Map<string, V>, key: string, value: V, limit: number): string[] {
-  map.delete(key);
-  map.set(key, value);
-  const dropped: string[] = [];
-  while (map.size > limit) {
-    const oldest = map.keys().next().value!;
-    map.delete(oldest);
-    dropped.push(oldest);
-  }
-  return dropped;
 }
 
 /** A line of the file as an entry, or undefined when it is not one. */

@@ -32,6 +32,7 @@ import { Pacer, type Clock } from './pacer.ts';
 import { renderLines } from './render.ts';
 import { DeliveryFailure } from './barrier.ts';
 import { IrcSession, type SessionTimings } from './session.ts';
+import { BoundedMap } from '../../src/bounded-map.ts';
 
 export type IrcChannel = Channel & MessageLimit & LivenessWatched;
 
@@ -76,7 +77,7 @@ export function createIrcChannel(config: IrcConfig, ctx: ChannelContext, options
   }
   const username = config.nick.toLowerCase().replace(/[^a-z0-9]/g, '').slice(0, 10) || 'switchbrd';
   /** Channel messages that addressed us: inbound id → the nick to address the reply to. */
-  const addressedBy = new Map<string, string>();
+  const addressedBy = new BoundedMap<string, string>(REMEMBERED);
   let current: IrcSession | undefined;
   /** One send at a time: a reply's lines stay together, and the barrier belongs to it. */
   let sending: Promise<unknown> = Promise.resolve();
@@ -108,10 +109,7 @@ export function createIrcChannel(config: IrcConfig, ctx: ChannelContext, options
           message: (msg) => {
             const message = normalise(msg, { channel: ctx.name, configuredNick: config.nick, currentNick: session.nick, assistantName: ctx.assistantName, chanTypes: session.chanTypes });
             if (!message) return;
-            if (message.direct === false && message.addressed) {
-              addressedBy.set(message.id, msg.nick);
-              if (addressedBy.size > REMEMBERED) addressedBy.delete(addressedBy.keys().next().value!);
-            }
+            if (message.direct === false && message.addressed) addressedBy.set(message.id, msg.nick);
             inbound.add(message);
           },
         },

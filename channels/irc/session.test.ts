@@ -10,7 +10,8 @@ import { pino } from 'pino';
 import type { ChannelContext, InboundMessage } from '../../src/channel.ts';
 import type { IrcConfig } from './config.ts';
 import { createIrcChannel, type IrcChannelOptions } from './index.ts';
-import { alternateNick, parseChannels } from './session.ts';
+import { parseChannels } from './membership.ts';
+import { alternateNick } from './registration.ts';
 import { testChannelState } from '../../test/support/channel-state.ts';
 
 type Reply = (line: string) => void;

@@ -3,7 +3,7 @@
  * CAP / SASL PLAIN, PASS, registration and answers the server's PINGs; this class reads the
  * parsed lines and keeps our state — the nick (an alternate when ours is taken, regained when
  * it frees up), our own `nick!user@host` (its length decides how long a line may be), the
- * channels joined (rejoined after a kick), and the delivery barrier of `send` (barrier.ts).
+ * channels joined (membership.ts; rejoined after a kick), and the delivery barrier of `send` (barrier.ts).
  *
  * It never reconnects: when the connection ends, `run` rejects and the channel supervisor
  * starts a new session with backoff (irc-framework's own auto_reconnect is off).
@@ -12,7 +12,9 @@ import { Client, ircLineParser, type IrcMessage } from 'irc-framework';
 import type { Logger } from 'pino';
 import type { IrcConfig } from './config.ts';
 import { DeliveryBarrier, DeliveryFailure, notConnected } from './barrier.ts';
-import { ircLower, privmsgOf, sameNick, type IrcPrivmsg } from './inbound.ts';
+import { alternateNick, connectOptions } from './registration.ts';
+import { privmsgOf, sameNick, type IrcPrivmsg } from './inbound.ts';
+import { Membership } from './membership.ts';
 
 export interface SessionTimings {
   /** Wait before rejoining a channel we were kicked from. */
@@ -38,20 +40,6 @@ export interface SessionEvents {
   alive(): void;
 }
 
-/** Channel names and keys from config entries like "#chan key". */
-export function parseChannels(entries: readonly string[]): Array<{ name: string; key?: string }> {
-  return entries.map((entry) => {
-    const [name, key] = entry.trim().split(/\s+/, 2);
-    return key ? { name: name!, key } : { name: name! };
-  });
-}
-
-/** The n-th alternate nick: nick_, nick__, nick___, then nick plus digits. */
-export function alternateNick(nick: string, attempt: number): string {
-  if (attempt <= 3) return nick + '_'.repeat(attempt);
-  return `${nick.slice(0, 12)}${Math.floor(Math.random() * 9000 + 1000)}`;
-}
-
 /** How long a stopping session waits for the server to close the link after our QUIT. */
 const QUIT_WAIT_MS = 1500;
 
@@ -61,9 +49,7 @@ export class IrcSession {
   readonly #events: SessionEvents;
   readonly #timings: SessionTimings;
   readonly #client: Client;
-  readonly #channels: Array<{ name: string; key?: string }>;
-  readonly #joined = new Set<string>();
-  readonly #failedJoins = new Set<string>();
+  readonly #channels: Membership;
   readonly #timers = new Set<NodeJS.Timeout>();
   readonly #username: string;
   readonly #realname: string;
@@ -89,7 +75,7 @@ export class IrcSession {
     this.#events = events;
     this.#timings = timings;
     this.#nick = config.nick;
-    this.#channels = parseChannels(config.channels);
+    this.#channels = new Membership(config.channels);
     this.#client = new Client();
     this.#username = username;
     this.#realname = realname;
@@ -118,12 +104,12 @@ export class IrcSession {
 
   /** Whether we are in `channel` right now. */
   inChannel(channel: string): boolean {
-    return this.#joined.has(ircLower(channel));
+    return this.#channels.has(channel);
   }
 
   /** Whether `channel` is one we join by config (and so rejoin after a kick). */
   configured(channel: string): boolean {
-    return this.#channels.some((c) => sameNick(c.name, channel));
+    return this.#channels.entry(channel) !== undefined;
   }
 
   /** Connects and runs until `signal` aborts (resolves, after QUIT) or the connection ends (rejects). */
@@ -161,25 +147,8 @@ export class IrcSession {
         }
       }, this.#timings.registrationTimeoutMs);
       this.#interval(() => this.#keepalive(), Math.max(50, Math.min(this.#timings.pingAfterMs / 2, 15_000)));
-      const tls = this.#config.tls;
-      this.#client.connect({
-        host: this.#config.host,
-        port: this.#config.port ?? (tls ? 6697 : 6667),
-        tls,
-        nick: this.#config.nick,
-        username: this.#username,
-        gecos: this.#realname,
-        ...(this.#config.password === undefined ? {} : { password: this.#config.password }),
-        // an empty account keeps irc-framework from using the server password for SASL
-        account: this.#config.sasl ? { account: this.#config.sasl.user, password: this.#config.sasl.password } : {},
-        sasl_disconnect_on_fail: true,
-        auto_reconnect: false,
-        ping_interval: 0,
-        ping_timeout: 0,
-        version: 'Switchboard',
-        encoding: 'utf8',
-      });
-      this.#log.debug({ host: this.#config.host, tls, nick: this.#config.nick }, 'connecting to IRC');
+      this.#client.connect(connectOptions(this.#config, this.#username, this.#realname));
+      this.#log.debug({ host: this.#config.host, tls: this.#config.tls, nick: this.#config.nick }, 'connecting to IRC');
       if (signal.aborted) onAbort();
     });
   }
@@ -258,7 +227,7 @@ export class IrcSession {
       case 'KICK':
         return this.#kicked(msg, param(0), param(1), last);
       case 'PART':
-        if (sameNick(msg.nick, this.#nick)) this.#joined.delete(ircLower(param(0)));
+        if (sameNick(msg.nick, this.#nick)) this.#channels.left(param(0));
         return;
       case 'NICK':
         return this.#nickChange(msg.nick, param(0));
@@ -285,21 +254,21 @@ export class IrcSession {
       // IDENTIFY <account> <password>: works from an alternate nick too (Atheme, Anope)
       this.#client.raw(`PRIVMSG NickServ :IDENTIFY ${this.#config.nick} ${this.#config.nickserv_password}`);
     }
-    for (const channel of this.#channels) this.#client.join(channel.name, channel.key);
+    for (const channel of this.#channels.wanted) this.#client.join(channel.name, channel.key);
     if (!sameNick(this.#nick, this.#config.nick)) {
       this.#log.warn({ nick: this.#nick, wanted: this.#config.nick }, 'IRC nick in use; using an alternate and trying to regain it');
     }
     this.#interval(() => {
       if (this.registered && !sameNick(this.#nick, this.#config.nick)) this.#regain('periodic retry');
     }, this.#timings.regainIntervalMs);
-    if (this.#channels.length === 0) this.#ready();
+    if (this.#channels.wanted.length === 0) this.#ready();
     else this.#timer(() => this.#ready(), this.#timings.joinTimeoutMs);
   }
 
   #ready(): void {
     if (this.#readySent || !this.registered) return;
     this.#readySent = true;
-    const missing = this.#channels.filter((c) => !this.inChannel(c.name)).map((c) => c.name);
+    const missing = this.#channels.missing();
     if (missing.length > 0) this.#log.warn({ rooms: missing }, 'ready without every IRC channel joined');
     this.#events.ready();
   }
@@ -341,27 +310,26 @@ export class IrcSession {
 
   #joinSeen(msg: IrcMessage, channel: string): void {
     if (!sameNick(msg.nick, this.#nick)) return;
-    this.#joined.add(ircLower(channel));
-    this.#failedJoins.delete(ircLower(channel));
+    this.#channels.joined(channel);
     if (msg.ident !== '' && msg.hostname !== '') {
       this.#user = msg.ident;
       this.#host = msg.hostname;
     }
     this.#log.info({ room: channel }, 'joined IRC channel');
-    if (this.#channels.every((c) => this.inChannel(c.name) || this.#failedJoins.has(ircLower(c.name)))) this.#ready();
+    if (this.#channels.settled()) this.#ready();
   }
 
   #joinFailed(code: string, channel: string, reason: string): void {
     if (!this.configured(channel)) return;
-    this.#failedJoins.add(ircLower(channel));
+    this.#channels.failed(channel);
     this.#log.warn({ room: channel, code, reason }, 'could not join IRC channel');
-    if (this.#channels.every((c) => this.inChannel(c.name) || this.#failedJoins.has(ircLower(c.name)))) this.#ready();
+    if (this.#channels.settled()) this.#ready();
   }
 
   #kicked(msg: IrcMessage, channel: string, kicked: string, reason: string): void {
     if (!sameNick(kicked, this.#nick)) return;
-    this.#joined.delete(ircLower(channel));
-    const entry = this.#channels.find((c) => sameNick(c.name, channel));
+    this.#channels.left(channel);
+    const entry = this.#channels.entry(channel);
     const rejoin = this.#config.rejoin_on_kick && entry !== undefined;
     this.#log.warn({ room: channel, by: msg.nick, reason, rejoinInMs: rejoin ? this.#timings.rejoinDelayMs : undefined }, 'kicked from IRC channel');
     if (rejoin) {

@@ -12,7 +12,8 @@ import { anyJson, exact, fuzz, fuzzAsync, nastyText, payload } from '../../test/
 import { testLogger } from '../../test/support/log.ts';
 import type { MatrixApi } from './client.ts';
 import { classify, normalise, type BotIdentity, type RoomEvent } from './inbound.ts';
-import { Bounded, Intake } from './intake.ts';
+import { Intake } from './intake.ts';
+import { BoundedMap } from '../../src/bounded-map.ts';
 import { Rooms } from './rooms.ts';
 import { checkSync } from './shape.ts';
 
@@ -79,7 +80,7 @@ function intake() {
   const ctx = { name: 'matrix', assistantName: 'Testbot', attachments: { maxBytes: 0, save: async (input) => ({ kind: input.kind, name: input.name ?? 'f', size: 0, note: 'not saved' }) } } as ChannelContext;
   return new Intake({
     api, ctx, config: { allow: ['*'] } as unknown as MatrixConfig, rooms: new Rooms(), log: testLogger(),
-    stats: { encryptedEvents: 0, invitesAccepted: 0, invitesIgnored: 0 }, senders: new Bounded(100), threadLatest: new Bounded(100), displayName: () => 'Switchboard',
+    stats: { encryptedEvents: 0, invitesAccepted: 0, invitesIgnored: 0 }, senders: new BoundedMap(100), threadLatest: new BoundedMap(100), displayName: () => 'Switchboard',
   });
 }
 

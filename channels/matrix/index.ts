@@ -34,7 +34,8 @@ import { encryptAttachment, type EncryptedFile } from './attachment-crypto.ts';
 import type { SyncKeys } from './crypto.ts';
 import { ChannelE2ee } from './e2ee.ts';
 import { describeError, matrixFailure, toSendError } from './errors.ts';
-import { Bounded, Intake, type MatrixStats } from './intake.ts';
+import { Intake, type MatrixStats } from './intake.ts';
+import { BoundedMap } from '../../src/bounded-map.ts';
 import { editContent, fileContent, imageContent, MATRIX_LIMIT, measure, relation, textContent, type Content } from './render.ts';
 import { Rooms } from './rooms.ts';
 import { SessionStore, SyncTokenStore } from './state.ts';
@@ -98,8 +99,8 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
   const api = new MatrixApi(config, log, new SessionStore(ctx.state, account, legacy));
   const rooms = new Rooms();
   const tokens = new SyncTokenStore(ctx.state, account, legacy);
-  const senders = new Bounded<boolean>(5000);
-  const threadLatest = new Bounded<string>(1000);
+  const senders = new BoundedMap<string, boolean>(5000);
+  const threadLatest = new BoundedMap<string, string>(1000);
   const stats: MatrixStats = { encryptedEvents: 0, invitesAccepted: 0, invitesIgnored: 0 };
   const syncTimeoutMs = options.syncTimeoutMs ?? 30_000;
   // A sync returns at least every syncTimeoutMs and is cut off locally a little after that; the
@@ -147,7 +148,7 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
         throw toSendError(retryError, what, api.token);
       }
     }
-    senders.set(eventId, true);
+    senders.setNewest(eventId, true);
     return eventId;
   }
 
@@ -163,7 +164,7 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
   async function sendText(message: OutboundMessage, kind: 'send' | 'draft'): Promise<string> {
     const relates = relationFor(message);
     const eventId = await post(message.chat, (html) => ({ ...textContent(message.text, { html }), ...(relates ? { 'm.relates_to': relates } : {}) }), transactionId(kind, message), kind === 'send' ? 'send' : 'sendDraft');
-    if (message.thread !== undefined) threadLatest.set(message.thread, eventId);
+    if (message.thread !== undefined) threadLatest.setNewest(message.thread, eventId);
     void api.typing(message.chat, false).catch(() => undefined); // the reply is here: stop "typing…"
     return eventId;
   }

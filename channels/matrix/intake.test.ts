@@ -4,7 +4,8 @@ import pino from 'pino';
 import type { ChannelContext, Push } from '../../src/channel.ts';
 import type { MatrixConfig } from './config.ts';
 import type { MatrixApi } from './client.ts';
-import { Bounded, Intake, INVITES_REMEMBERED, type MatrixStats } from './intake.ts';
+import { Intake, INVITES_REMEMBERED, type MatrixStats } from './intake.ts';
+import { BoundedMap } from '../../src/bounded-map.ts';
 import { Rooms } from './rooms.ts';
 import type { SyncResponse } from './sync.ts';
 import { testChannelState } from '../../test/support/channel-state.ts';
@@ -19,7 +20,7 @@ function intake(joined: string[]): { intake: Intake; stats: MatrixStats } {
   const config = { homeserver: 'https://m.example.org', user_id: botId, rooms: [], allow: ['@alice:example.org'], mention_only: true, stream: false, encryption: false } as MatrixConfig;
   const stats: MatrixStats = { encryptedEvents: 0, invitesAccepted: 0, invitesIgnored: 0 };
   const ctx = { name: 'matrix', log, assistantName: 'Switchboard', state: testChannelState('matrix'), stateDir: '' } as unknown as ChannelContext;
-  const deps = { api, ctx, config, rooms: new Rooms(), log, stats, senders: new Bounded<boolean>(10), threadLatest: new Bounded<string>(10), displayName: () => undefined };
+  const deps = { api, ctx, config, rooms: new Rooms(), log, stats, senders: new BoundedMap<string, boolean>(10), threadLatest: new BoundedMap<string, string>(10), displayName: () => undefined };
   return { intake: new Intake(deps), stats };
 }
 
@@ -45,18 +46,5 @@ describe('matrix intake: invites', () => {
     assert.equal(stats.invitesIgnored, rooms.length);
     await handler.handle(invites('@alice:example.org', ['!ok:example.org']), { initial: false, since: 'c' }, refuse);
     assert.deepEqual([joined, stats.invitesAccepted, handler.invitesRemembered], [['!ok:example.org'], 1, INVITES_REMEMBERED]);
-  });
-});
-
-describe('Bounded', () => {
-  it('keeps the newest `limit` entries, a set refreshing an entry', () => {
-    const map = new Bounded<number>(3);
-    for (let i = 0; i < 100_000; i++) map.set(`k${i}`, i);
-    assert.equal(map.size, 3);
-    map.set('k99997', 0);
-    map.set('new', 1);
-    assert.deepEqual([map.has('k99998'), map.has('k99997'), map.has('k99999'), map.has('new')], [false, true, true, true]);
-    map.delete('new');
-    assert.equal(map.size, 2);
   });
 });

@@ -16,6 +16,8 @@ import type { ChannelE2ee } from './e2ee.ts';
 import type { Rooms } from './rooms.ts';
 import { checkSync, eventProblem } from './shape.ts';
 import { TIMELINE_TYPES, type SyncResponse } from './sync.ts';
+import { BoundedMap } from '../../src/bounded-map.ts';
+import { withAttachments } from '../../src/inbound/with-attachments.ts';
 
 /** Events fetched at most to fill one room's gap after a long absence. */
 const GAP_LIMIT = 1000;
@@ -36,32 +38,6 @@ export const ENCRYPTED_NOTICE =
 
 /** Channel state keys of the rooms told (value: the notice's event id and when). */
 const TOLD_PREFIX = 'e2ee-told:';
-
-/** A Map kept to its newest `limit` entries. */
-export class Bounded<V> {
-  readonly #map = new Map<string, V>();
-  readonly #limit: number;
-  constructor(limit: number) {
-    this.#limit = limit;
-  }
-  get(key: string): V | undefined {
-    return this.#map.get(key);
-  }
-  has(key: string): boolean {
-    return this.#map.has(key);
-  }
-  set(key: string, value: V): void {
-    this.#map.delete(key);
-    this.#map.set(key, value);
-    if (this.#map.size > this.#limit) this.#map.delete(this.#map.keys().next().value!);
-  }
-  delete(key: string): void {
-    this.#map.delete(key);
-  }
-  get size(): number {
-    return this.#map.size;
-  }
-}
 
 /**
  * Invites remembered as handled. Anyone may invite the bot, so this is bounded: an invite
@@ -86,9 +62,9 @@ export interface IntakeDeps {
   readonly log: Logger;
   readonly stats: MatrixStats;
   /** Event ids → whether the bot sent them (its own sends, and what sync and lookups showed). */
-  readonly senders: Bounded<boolean>;
+  readonly senders: BoundedMap<string, boolean>;
   /** Thread root → its newest event we know (the reply fallback of the bot's thread replies). */
-  readonly threadLatest: Bounded<string>;
+  readonly threadLatest: BoundedMap<string, string>;
   /** The bot's global display name, if it has one. */
   displayName(): string | undefined;
   /** End-to-end encryption, when on (e2ee.ts): encrypted events are decrypted instead of reported. */
@@ -98,7 +74,7 @@ export interface IntakeDeps {
 export class Intake {
   readonly #d: IntakeDeps;
   /** Rooms whose invite was already acted on (or ignored) in this process, newest {@link INVITES_REMEMBERED}. */
-  readonly #invites = new Bounded<true>(INVITES_REMEMBERED);
+  readonly #invites = new BoundedMap<string, true>(INVITES_REMEMBERED);
   /** Encrypted rooms told that the bot cannot read them (by this process or, from the channel state, an earlier one). */
   readonly #told = new Set<string>();
   #toldLoaded = false;
@@ -146,7 +122,7 @@ export class Intake {
       return;
     }
     this.#told.add(roomId);
-    this.#d.senders.set(eventId, true);
+    this.#d.senders.setNewest(eventId, true);
     log.warn({ room: roomId, event: eventId, why }, `told the people in ${roomId} (once, a plain notice) that this channel cannot read what is written there (end-to-end encryption) — ${ENCRYPTION_FIX}`);
     try {
       await ctx.state.put(`${TOLD_PREFIX}${roomId}`, JSON.stringify({ event_id: eventId, at: Date.now() }));
@@ -179,7 +155,7 @@ export class Intake {
           continue;
         }
         if (event.sender === api.userId) {
-          this.#d.senders.set(event.event_id, true);
+          this.#d.senders.setNewest(event.event_id, true);
           continue;
         }
         if (initial) continue; // history from before the first start: never answered
@@ -236,7 +212,7 @@ export class Intake {
       return;
     }
     const { thread, replyTo } = relationsOf(event);
-    if (thread !== undefined) this.#d.threadLatest.set(thread, event.event_id);
+    if (thread !== undefined) this.#d.threadLatest.setNewest(thread, event.event_id);
     const direct = rooms.isDirect(roomId);
     // Only a room message needs to know whether it answers the bot (a DM always is addressed).
     const repliesToBot = !direct && ((replyTo !== undefined && (await this.#sentByBot(roomId, replyTo))) || (thread !== undefined && (await this.#sentByBot(roomId, thread))));
@@ -259,24 +235,18 @@ export class Intake {
     }
     if (!normalised) return;
     const { message, files } = normalised;
-    const attachments = await Promise.all(
-      files.map((file) =>
-        ctx.attachments.save({
-          channel: ctx.name,
-          messageId: message.id,
-          kind: file.kind,
-          ...(file.name === undefined ? {} : { name: file.name }),
-          ...(file.mime === undefined ? {} : { mime: file.mime }),
-          ...(file.size === undefined ? {} : { size: file.size }),
-          download: async (signal) => {
-            if (file.url === undefined) throw new Error('the file has no usable url (or its encryption keys are missing)');
-            const bytes = await api.download(file.url, signal);
-            return file.encrypted ? decryptAttachment(bytes, file.encrypted) : bytes;
-          },
-        }),
-      ),
-    );
-    await push(attachments.length > 0 ? { ...message, attachments } : message);
+    const withFiles = await withAttachments(ctx.attachments, message, files, (file) => ({
+      kind: file.kind,
+      ...(file.name === undefined ? {} : { name: file.name }),
+      ...(file.mime === undefined ? {} : { mime: file.mime }),
+      ...(file.size === undefined ? {} : { size: file.size }),
+      download: async (signal) => {
+        if (file.url === undefined) throw new Error('the file has no usable url (or its encryption keys are missing)');
+        const bytes = await api.download(file.url, signal);
+        return file.encrypted ? decryptAttachment(bytes, file.encrypted) : bytes;
+      },
+    }));
+    await push(withFiles);
   }
 
   /** Whether the bot sent an event: known from this process, else asked of the server (a failure counts as no). */
@@ -286,7 +256,7 @@ export class Intake {
     try {
       const event = await this.#d.api.fetchEvent(roomId, eventId);
       const ours = event.sender === this.#d.api.userId;
-      this.#d.senders.set(eventId, ours);
+      this.#d.senders.setNewest(eventId, ours);
       return ours;
     } catch (error) {
       this.#d.log.debug({ room: roomId, event: eventId, reason: describeError(error) }, 'could not look up the event a message replies to');
@@ -300,7 +270,7 @@ export class Intake {
     if (this.#invites.has(roomId)) return;
     const invite = events.find((e) => e.type === 'm.room.member' && e.state_key === api.userId && e.content.membership === 'invite');
     if (!invite) return;
-    this.#invites.set(roomId, true);
+    this.#invites.setNewest(roomId, true);
     const inviter = invite.sender;
     if (!config.allow || !isAllowed(config.allow, [inviter])) {
       stats.invitesIgnored++;

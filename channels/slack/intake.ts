@@ -29,39 +29,17 @@ import type { ChannelState } from '../../src/channel-state.ts';
 import type { SlackWebClient } from './app.ts';
 import { platformError, toSendError } from './errors.ts';
 import { MalformedPayload } from '../../src/inbound/malformed.ts';
+import { BoundedMap } from '../../src/bounded-map.ts';
 import { checkEvent, fileKind, fromABot, isDirect, isMessageEvent, mentions, messageId, normalise, threadOf, type SlackFile, type SlackIdentity, type SlackMessageEvent } from './inbound.ts';
-
-/** A bounded map that forgets its oldest entries. */
-export class Recent<V> {
-  readonly #limit: number;
-  readonly #map = new Map<string, V>();
-
-  constructor(limit: number) {
-    this.#limit = limit;
-  }
-
-  get(key: string): V | undefined {
-    return this.#map.get(key);
-  }
-
-  has(key: string): boolean {
-    return this.#map.has(key);
-  }
-
-  set(key: string, value: V): void {
-    this.#map.delete(key);
-    this.#map.set(key, value);
-    if (this.#map.size > this.#limit) this.#map.delete(this.#map.keys().next().value!);
-  }
-}
+import { withAttachments, type FileInput } from '../../src/inbound/with-attachments.ts';
 
 /** Threads the bot has posted in: a message in one is addressed to the bot. */
 export class BotThreads {
-  readonly #known = new Recent<boolean>(20_000);
+  readonly #known = new BoundedMap<string, boolean>(20_000);
 
   /** The bot posted in this thread (called on every send into a thread). */
   mark(chat: string, thread: string): void {
-    this.#known.set(`${chat}/${thread}`, true);
+    this.#known.setNewest(`${chat}/${thread}`, true);
   }
 
   has(chat: string, thread: string): boolean {
@@ -82,7 +60,7 @@ export class BotThreads {
       try {
         const inThread = await lookup();
         // The bot's own echo may have marked it meanwhile.
-        if (!this.has(chat, thread)) this.#known.set(key, inThread);
+        if (!this.has(chat, thread)) this.#known.setNewest(key, inThread);
         return this.has(chat, thread) || inThread;
       } catch (error) {
         if (!(await again(attempt, error))) return undefined;
@@ -131,13 +109,13 @@ export interface IntakeOptions {
 export class Intake {
   readonly #options: IntakeOptions;
   /** Ids pushed (or pushed as duplicates) lately. */
-  readonly #handled = new Recent<true>(5000);
+  readonly #handled = new BoundedMap<string, true>(5000);
   /** Ids journaled and waiting for their push. */
   readonly #pending = new Set<string>();
   /** The tail of each chat's chain of events. */
   readonly #chains = new Map<string, Promise<unknown>>();
   /** Display names by user id, looked up again after a day (a failed lookup after ten minutes). */
-  readonly #names = new Recent<{ readonly name: string | undefined; readonly until: number }>(2000);
+  readonly #names = new BoundedMap<string, { readonly name: string | undefined; readonly until: number }>(2000);
   /** Events in the chains, handled or waiting. */
   #waiting = 0;
 
@@ -244,7 +222,7 @@ export class Intake {
       try {
         const message = await this.#enrich(event);
         if (message) await push(message);
-        this.#handled.set(id, true);
+        this.#handled.setNewest(id, true);
         await journal.delete([`${JOURNAL}${id}`]).catch((error: unknown) => log.warn({ err: error, id }, 'could not drop a pushed Slack event from the journal (pushed again at the next start, and recognised)'));
         return;
       } catch (error) {
@@ -278,12 +256,7 @@ export class Intake {
       const name = await this.#name(message.sender.id);
       if (name) message = { ...message, sender: { id: message.sender.id, name } };
     }
-    if (normalised.files.length > 0) {
-      const attachments = [];
-      for (const file of normalised.files) attachments.push(await this.#save(message.id, await this.#fileInfo(file)));
-      message = { ...message, attachments };
-    }
-    return message;
+    return withAttachments(this.#options.attachments, message, normalised.files, async (file) => this.#fileInput(await this.#fileInfo(file)), { oneByOne: true });
   }
 
   /**
@@ -339,21 +312,19 @@ export class Intake {
     try {
       const info = await this.#options.web.users.info({ token: this.#options.botToken, user });
       const name = info.user?.profile?.display_name || info.user?.real_name || info.user?.name || undefined;
-      this.#names.set(user, { name, until: performance.now() + 24 * 3_600_000 });
+      this.#names.setNewest(user, { name, until: performance.now() + 24 * 3_600_000 });
       return name;
     } catch (error) {
       this.#options.log.debug({ err: error, user }, 'users.info failed; the sender stays nameless for now');
-      this.#names.set(user, { name: cached?.name, until: performance.now() + 10 * 60_000 });
+      this.#names.setNewest(user, { name: cached?.name, until: performance.now() + 10 * 60_000 });
       return cached?.name;
     }
   }
 
-  #save(id: string, file: SlackFile): ReturnType<AttachmentStore['save']> {
-    const { attachments, botToken, fileOrigins } = this.#options;
+  #fileInput(file: SlackFile): FileInput {
+    const { botToken, fileOrigins } = this.#options;
     const location = file.url_private_download ?? file.url_private;
-    return attachments.save({
-      channel: this.#options.channel,
-      messageId: id,
+    return {
       kind: fileKind(file),
       ...(file.name || file.title ? { name: file.name || file.title } : {}),
       ...(file.mimetype ? { mime: file.mimetype } : {}),
@@ -373,6 +344,6 @@ export class Intake {
         }
         return response.body;
       },
-    });
+    };
   }
 }

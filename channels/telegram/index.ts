@@ -32,7 +32,7 @@ import { createIntake } from './intake.ts';
 import { MigrationStore } from './migrations.ts';
 import { poll, type PollState } from './poll.ts';
 import { OffsetStore } from './offset.ts';
-import { fitsRaw, measure, plainText, renderHtml, TELEGRAM_LIMIT } from './render.ts';
+import { measure, rendered, TELEGRAM_LIMIT } from './render.ts';
 import { serveWebhook } from './webhook.ts';
 
 /** Bots may upload files up to 50 MB. */
@@ -145,15 +145,16 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
   }
 
   async function post(message: OutboundMessage): Promise<number> {
+    const part = rendered(message.text);
     const sent = await withFallback('sendMessage', (html) =>
       inChat(message, (chat) =>
-        api.sendMessage(chat, html ? renderHtml(message.text) : plainText(message.text), {
+        api.sendMessage(chat, html ? part.html : part.plain(), {
           ...(html ? { parse_mode: 'HTML' as const } : {}),
           ...threadOf(message),
           ...replyOf(message, chat),
         }),
       ),
-      fitsRaw(message.text),
+      part.fitsRaw,
     );
     return sent.message_id;
   }
@@ -201,14 +202,15 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
     async edit(ref: ConversationRef, messageId: string, text: string): Promise<void> {
       const id = Number(messageId);
       if (!Number.isSafeInteger(id)) throw new SendError(`editMessageText: bad message id ${messageId}`, { permanent: true });
+      const part = rendered(text);
       await withFallback(
         'editMessageText',
         (html) =>
-          inChat(ref, (chat) => api.editMessageText(chat, id, html ? renderHtml(text) : plainText(text), html ? { parse_mode: 'HTML' } : {})).catch((error: unknown) => {
+          inChat(ref, (chat) => api.editMessageText(chat, id, html ? part.html : part.plain(), html ? { parse_mode: 'HTML' } : {})).catch((error: unknown) => {
             if (isNotModified(error)) return true; // the same text again: nothing to do
             throw error;
           }),
-        fitsRaw(text),
+        part.fitsRaw,
       );
     },
 

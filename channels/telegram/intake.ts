@@ -10,6 +10,7 @@ import type { ChannelContext, Push } from '../../src/channel.ts';
 import { describeError, grammySignal } from './errors.ts';
 import { messageOf, normalise, type BotIdentity } from './inbound.ts';
 import type { MigrationStore } from './migrations.ts';
+import { withAttachments } from '../../src/inbound/with-attachments.ts';
 
 /**
  * Telegram's Bot API serves bots files up to 20 MB (getFile; tdlib/telegram-bot-api Client.h
@@ -57,21 +58,15 @@ export function createIntake(deps: IntakeDeps): (update: Update, push: Push, lis
     // A supergroup a group became continues the group's conversation.
     const chat = await migrations.conversationChat(normal.chat);
     const inbound = chat === normal.chat ? normal : { ...normal, chat };
-    const attachments = await Promise.all(
-      files.map((file) =>
-        ctx.attachments.save({
-          channel: ctx.name,
-          messageId: inbound.id,
-          kind: file.kind,
-          ...(file.name === undefined ? {} : { name: file.name }),
-          ...(file.mime === undefined ? {} : { mime: file.mime }),
-          ...(file.size === undefined ? {} : { size: file.size }),
-          // a shutdown cuts a download short (the file is noted as not saved; the push is refused anyway)
-          download: (signal) => download(file.fileId, file.size, AbortSignal.any([signal, listening])),
-        }),
-      ),
-    );
-    await push(attachments.length > 0 ? { ...inbound, attachments } : inbound);
+    const withFiles = await withAttachments(ctx.attachments, inbound, files, (file) => ({
+      kind: file.kind,
+      ...(file.name === undefined ? {} : { name: file.name }),
+      ...(file.mime === undefined ? {} : { mime: file.mime }),
+      ...(file.size === undefined ? {} : { size: file.size }),
+      // a shutdown cuts a download short (the file is noted as not saved; the push is refused anyway)
+      download: (signal) => download(file.fileId, file.size, AbortSignal.any([signal, listening])),
+    }));
+    await push(withFiles);
   }
 
   async function download(fileId: string, size: number | undefined, signal: AbortSignal): Promise<Uint8Array> {

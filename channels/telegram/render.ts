@@ -98,7 +98,11 @@ export function measure(markdown: string): number {
   return Math.max(visibleText(html).length, Math.ceil((Buffer.byteLength(html, 'utf8') * TELEGRAM_LIMIT) / TELEGRAM_RAW_LIMIT));
 }
 
-/** Whether the markdown's HTML is within Telegram's raw-text limit (else send it as plain text). */
-export function fitsRaw(markdown: string): boolean {
-  return Buffer.byteLength(renderHtml(markdown), 'utf8') <= TELEGRAM_RAW_LIMIT;
+/**
+ * A part as it is sent: its HTML, rendered once, whether that is within Telegram's raw-text
+ * limit (else it goes as plain text), and the plain text the fallback sends.
+ */
+export function rendered(markdown: string): { readonly html: string; readonly fitsRaw: boolean; plain(): string } {
+  const html = renderHtml(markdown);
+  return { html, fitsRaw: Buffer.byteLength(html, 'utf8') <= TELEGRAM_RAW_LIMIT, plain: () => visibleText(html) };
 }

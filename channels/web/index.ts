@@ -13,6 +13,8 @@ import type { Channel, ChannelContext, FileSender, MessageEditor, OutboundFile, 
 import { conversationKey, type ConversationRef } from '../../src/conversation.ts';
 import type { ChatEvent, ChatPort, ChatUpload } from '../../src/console/deps.ts';
 import { readImageHeaderOfFile } from '../../src/media/dimensions.ts';
+import { BoundedMap } from '../../src/bounded-map.ts';
+import { withAttachments } from '../../src/inbound/with-attachments.ts';
 
 /** The account part of every web conversation key. */
 export const webAccount = 'console';
@@ -28,7 +30,7 @@ export interface WebChannelOptions {
 
 export function createWebChannel(ctx: ChannelContext, options: WebChannelOptions = {}): WebChannel {
   const listeners = new Map<string, Set<(event: ChatEvent) => void>>();
-  const files = new Map<string, { path: string; name: string; operator: string; mime?: string }>();
+  const files = new BoundedMap<string, { path: string; name: string; operator: string; mime?: string }>(maxFiles);
   let push: Push | undefined;
 
   const emit = (operator: string, event: ChatEvent): void => {
@@ -72,7 +74,6 @@ export function createWebChannel(ctx: ChannelContext, options: WebChannelOptions
 
     async sendFile(ref: ConversationRef, file: OutboundFile) {
       const id = newId();
-      if (files.size >= maxFiles) files.delete(files.keys().next().value!);
       // An image (by its bytes, not its name) is drawn in the page; anything else is a download link.
       const image = await readImageHeaderOfFile(file.path);
       files.set(id, { path: file.path, name: file.name, operator: ref.chat, ...(image ? { mime: image.mime } : {}) });
@@ -84,30 +85,16 @@ export function createWebChannel(ctx: ChannelContext, options: WebChannelOptions
       if (!current) throw new Error('the web channel is not running');
       // the page's own id, scoped to its operator: a post tried again is the same message (the inbox drops the copy)
       const id = clientId === undefined ? `${Date.now().toString(36)}-${newId()}` : `c-${createHash('sha256').update(`${operator}\u0000${clientId}`).digest('base64url').slice(0, 24)}`;
-      const attachments = await Promise.all(
-        uploads.map((upload) =>
-          ctx.attachments.save({
-            channel: ctx.name,
-            messageId: id,
-            kind: upload.mime?.startsWith('image/') ? 'photo' : 'file',
-            name: upload.name,
-            ...(upload.mime ? { mime: upload.mime } : {}),
-            size: upload.data.length,
-            download: async () => upload.data,
-          }),
-        ),
+      const message = { channel: ctx.name, account: webAccount, chat: operator, id, sender: { id: operator, name: operator }, text, timestamp: Date.now(), direct: true };
+      await current(
+        await withAttachments(ctx.attachments, message, uploads, (upload) => ({
+          kind: upload.mime?.startsWith('image/') ? 'photo' : 'file',
+          name: upload.name,
+          ...(upload.mime ? { mime: upload.mime } : {}),
+          size: upload.data.length,
+          download: async () => upload.data,
+        })),
       );
-      await current({
-        channel: ctx.name,
-        account: webAccount,
-        chat: operator,
-        id,
-        sender: { id: operator, name: operator },
-        text,
-        timestamp: Date.now(),
-        direct: true,
-        ...(attachments.length > 0 ? { attachments } : {}),
-      });
       return { id };
     },
 

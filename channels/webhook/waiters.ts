@@ -3,6 +3,7 @@
  * request and a replay of it); each is answered at most once — by the reply, by its timeout,
  * by its client going away, or by the channel stopping.
  */
+import { BoundedSet } from '../../src/bounded-map.ts';
 
 /** One wait: `reply` resolves with the text, or undefined when it ended without one. */
 export interface Wait {
@@ -14,13 +15,12 @@ export interface Wait {
 export class Waiters {
   readonly #waiting = new Map<string, Set<(reply: string | undefined) => void>>();
   /** Ids answered 202 with a callback_url: the callback is owed even if a replay gets the reply. */
-  readonly #owed = new Set<string>();
+  readonly #owed = new BoundedSet<string>(10_000);
 
   /** Notes that a request for `id` was told its reply will come to its callback_url. */
   owe(id: string): void {
+    // Replies the runtime never sends (an ignored sender) would leave ids here: bounded.
     this.#owed.add(id);
-    // Replies the runtime never sends (an ignored sender) would leave ids here: keep it bounded.
-    if (this.#owed.size > 10_000) this.#owed.delete(this.#owed.values().next().value!);
   }
 
   /** True (once) when the callback for `id` is owed. */

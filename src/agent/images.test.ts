@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, realpath, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -15,18 +15,10 @@ import { createImagePreparer, IMAGE_LIMITS, type ImageLimits } from '../media/im
 import { createVisionMemory, createVisionProvider } from '../media/vision.ts';
 import { createWorkspaceImages } from '../media/workspace-images.ts';
 import { createOpenAIProvider } from '../providers/openai.ts';
-import { defaultSupervisorOptions } from '../runtime/supervisor.ts';
-import { Runtime } from '../runtime/runtime.ts';
-import { openDatabase } from '../store/db.ts';
-import { sqliteDatabase } from '../store/sqlite-sql.ts';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../../test/fixtures/fake-openai.ts';
 import { testLogger } from '../../test/support/log.ts';
-import { createMemoryChannel } from '../../test/support/memory-channel.ts';
 import { cameraJpeg } from '../../test/support/photos.ts';
-import { createAgent } from './agent.ts';
-import { ApprovalStore } from './approvals.ts';
-import { createToolRunner } from './tool-runner.ts';
-import { createArgsValidator } from './validate.ts';
+import { saveAttachment, startTurnPath } from '../../test/support/turn-path.ts';
 
 const limits: ImageLimits = { ...IMAGE_LIMITS.openai, longEdge: 512 };
 
@@ -51,17 +43,9 @@ describe('photos through the turn path', () => {
     for (const dir of [workspace, ...dirs]) await rm(dir, { recursive: true, force: true });
   });
 
-  async function save(id: string, name: string, bytes: Uint8Array, kind: Attachment['kind'] = 'photo', mime = 'image/jpeg'): Promise<Attachment> {
-    const path = `inbox/mem/${id}/${name}`;
-    await mkdir(join(workspace, 'inbox/mem', id), { recursive: true });
-    await writeFile(join(workspace, path), bytes);
-    return { kind, name, mime, size: bytes.length, path };
-  }
+  const save = (id: string, name: string, bytes: Uint8Array, kind: Attachment['kind'] = 'photo', mime = 'image/jpeg'): Promise<Attachment> => saveAttachment(workspace, id, name, bytes, kind, mime);
 
-  async function start() {
-    const dir = await mkdtemp(join(tmpdir(), 'sb-photo-db-'));
-    dirs.push(dir);
-    const database = sqliteDatabase(openDatabase(join(dir, 'db.sqlite')));
+  function start() {
     const provider = createVisionProvider(createOpenAIProvider({ baseUrl: fake.baseUrl, model: 'm', timeoutMs: 5000 }), {
       vision: 'auto',
       model: 'm',
@@ -71,34 +55,7 @@ describe('photos through the turn path', () => {
       memory: createVisionMemory(),
       log: testLogger(),
     });
-    const approvals = new ApprovalStore(database);
-    const agent = createAgent({
-      provider,
-      runner: createToolRunner({ tools: [], validator: createArgsValidator(), decide: () => ({ kind: 'allow' }), alwaysApproved: async () => false, timeoutMs: 1000 }),
-      approvals,
-      name: 'Bot',
-      instructions: '',
-      workspace,
-      maxToolIterations: 3,
-      toolCalling: 'native',
-    });
-    const channel = createMemoryChannel();
-    const runtime = new Runtime({
-      database,
-      log: testLogger(),
-      channels: [channel],
-      agent,
-      historyTurns: 50,
-      maxInFlight: 4,
-      maxQueued: 100,
-      turnTimeoutMs: 20_000,
-      shutdownGraceMs: 1000,
-      supervisor: defaultSupervisorOptions,
-      delivery: { attemptsPerRound: 3, initialBackoffMs: 5, maxBackoffMs: 20 },
-    });
-    await runtime.start();
-    await runtime.ready;
-    return { channel, runtime, database };
+    return startTurnPath({ workspace, dirs, provider });
   }
 
   it('a photo with a caption, then one without, reach the model as images; history keeps paths, not bytes', async () => {

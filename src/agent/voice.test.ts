@@ -6,25 +6,17 @@
  * transcription still ends in a reply; `echo` sends the transcript before the answer.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { Attachment } from '../channel.ts';
 import { createTranscriber } from '../media/transcribe.ts';
 import { createOpenAIProvider } from '../providers/openai.ts';
-import { defaultSupervisorOptions } from '../runtime/supervisor.ts';
-import { Runtime } from '../runtime/runtime.ts';
-import { openDatabase } from '../store/db.ts';
-import { sqliteDatabase } from '../store/sqlite-sql.ts';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest } from '../../test/fixtures/fake-openai.ts';
 import { oggOpusVoice, startFakeWhisper, type FakeWhisper } from '../../test/fixtures/fake-whisper.ts';
 import { testLogger } from '../../test/support/log.ts';
-import { createMemoryChannel } from '../../test/support/memory-channel.ts';
-import { createAgent } from './agent.ts';
-import { ApprovalStore } from './approvals.ts';
-import { createToolRunner } from './tool-runner.ts';
-import { createArgsValidator } from './validate.ts';
+import { saveAttachment, startTurnPath } from '../../test/support/turn-path.ts';
 
 const lastUser = (request: RecordedRequest): string => {
   const content = request.body.messages.filter((message) => message.role === 'user').at(-1)!.content;
@@ -53,56 +45,29 @@ describe('voice notes through the turn path', () => {
     model.fallback = (request) => ({ text: `heard: ${lastUser(request)}` });
   });
 
-  async function save(id: string, name: string, bytes: Uint8Array, kind: Attachment['kind'] = 'voice', mime = 'audio/ogg'): Promise<Attachment> {
-    const path = `inbox/mem/${id}/${name}`;
-    await mkdir(join(workspace, 'inbox/mem', id), { recursive: true });
-    await writeFile(join(workspace, path), bytes);
-    return { kind, name, mime, size: bytes.length, path };
-  }
+  const save = (id: string, name: string, bytes: Uint8Array, kind: Attachment['kind'] = 'voice', mime = 'audio/ogg'): Promise<Attachment> => saveAttachment(workspace, id, name, bytes, kind, mime);
 
   async function start(options: { echo?: boolean; transcription?: boolean } = {}) {
-    const dir = await mkdtemp(join(tmpdir(), 'sb-voice-db-'));
-    dirs.push(dir);
-    const database = sqliteDatabase(openDatabase(join(dir, 'db.sqlite')));
     let made = 0;
-    const agent = createAgent({
-      provider: createOpenAIProvider({ baseUrl: model.baseUrl, model: 'm', timeoutMs: 5000 }),
-      runner: createToolRunner({ tools: [], validator: createArgsValidator(), decide: () => ({ kind: 'allow' }), alwaysApproved: async () => false, timeoutMs: 1000 }),
-      approvals: new ApprovalStore(database),
-      name: 'Bot',
-      instructions: '',
+    const provider = createOpenAIProvider({ baseUrl: model.baseUrl, model: 'm', timeoutMs: 5000 });
+    const started = await startTurnPath({
       workspace,
-      maxToolIterations: 3,
-      toolCalling: 'native',
-      ...(options.transcription === false
-        ? {}
-        : {
-            transcription: {
-              echo: options.echo ?? false,
-              transcriber: async () => {
-                made++;
-                return createTranscriber({ baseUrl: whisper.baseUrl, model: 'whisper-1', timeoutMs: 2000, maxRetries: 1, initialBackoffMs: 5, maxBytes: 64 * 1024, workspace, log: testLogger() });
+      dirs,
+      provider,
+      agent:
+        options.transcription === false
+          ? {}
+          : {
+              transcription: {
+                echo: options.echo ?? false,
+                transcriber: async () => {
+                  made++;
+                  return createTranscriber({ baseUrl: whisper.baseUrl, model: 'whisper-1', timeoutMs: 2000, maxRetries: 1, initialBackoffMs: 5, maxBytes: 64 * 1024, workspace, log: testLogger() });
+                },
               },
             },
-          }),
     });
-    const channel = createMemoryChannel();
-    const runtime = new Runtime({
-      database,
-      log: testLogger(),
-      channels: [channel],
-      agent,
-      historyTurns: 50,
-      maxInFlight: 4,
-      maxQueued: 100,
-      turnTimeoutMs: 20_000,
-      shutdownGraceMs: 1000,
-      supervisor: defaultSupervisorOptions,
-      delivery: { attemptsPerRound: 3, initialBackoffMs: 5, maxBackoffMs: 20 },
-    });
-    await runtime.start();
-    await runtime.ready;
-    return { channel, runtime, database, made: () => made };
+    return { ...started, made: () => made };
   }
 
   it("a Telegram voice note reaches the transcription server, and its transcript reaches the model as the person's words; later turns read it from history", async () => {

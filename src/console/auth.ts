@@ -13,6 +13,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { secretsEqual } from '../net.ts';
 import { createTokenGuard, type Refusal, type TokenGuard } from '../http/token-guard.ts';
+import { BoundedMap } from '../bounded-map.ts';
 
 export type { Refusal } from '../http/token-guard.ts';
 
@@ -80,7 +81,7 @@ export interface Auth {
 
 export function createAuth(options: AuthOptions): Auth {
   const now = options.now ?? Date.now;
-  const sessions = new Map<string, Session>();
+  const sessions = new BoundedMap<string, Session>(maxSessions);
   const guard =
     options.guard ??
     createTokenGuard({ token: options.token, log: options.log, now, ...(options.maxFailures === undefined ? {} : { maxFailures: options.maxFailures }), ...(options.failureWindowMs === undefined ? {} : { failureWindowMs: options.failureWindowMs }) });
@@ -106,7 +107,6 @@ export function createAuth(options: AuthOptions): Auth {
     signIn(given, operator, address) {
       const refused = check(given, address, 'sign-in', operator);
       if (refused) return refused;
-      if (sessions.size >= maxSessions) sessions.delete(sessions.keys().next().value!);
       const session: Session = { id: randomBytes(32).toString('base64url'), operator, csrf: randomBytes(24).toString('base64url'), expiresAt: now() + options.sessionMs, tokenPrint: print(options.token()) };
       sessions.set(session.id, session);
       options.log.info({ address, operator }, 'console sign-in');

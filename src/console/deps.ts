@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { StatusReport } from '../runtime/status-report.ts';
 import type { LogTail } from '../log.ts';
 import type { Memory } from '../memory.ts';
-import type { ActivityMinute, ToolCallRecord } from '../metrics.ts';
+import type { ActivityMinute, ToolCallRecord } from '../activity.ts';
 import type { ConsoleQueries } from './queries.ts';
 import type { TokenGuard } from '../http/token-guard.ts';
 

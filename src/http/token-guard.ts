@@ -11,6 +11,7 @@ import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP } from 'node:net';
 import type { Logger } from 'pino';
 import { secretsEqual } from '../net.ts';
+import { BoundedMap } from '../bounded-map.ts';
 
 /** A token refused: wrong (401), or too many wrong ones from this address lately (429). */
 export interface Refusal {
@@ -47,7 +48,7 @@ const maxTracked = 1000;
 export function createTokenGuard(options: TokenGuardOptions): TokenGuard {
   const now = options.now ?? Date.now;
   const proxies = trustedProxies(options.trustedProxies ?? []);
-  const failures = new Map<string, { count: number; since: number }>();
+  const failures = new BoundedMap<string, { count: number; since: number }>(maxTracked);
   const maxFailures = options.maxFailures ?? 5;
   const windowMs = options.failureWindowMs ?? 60_000;
   return {
@@ -63,7 +64,6 @@ export function createTokenGuard(options: TokenGuardOptions): TokenGuard {
         return { ok: false, status: 429, error: `too many failed sign-ins; try again in ${retryAfterS} s`, retryAfterS };
       }
       if (token !== undefined && !secretsEqual(given, token)) {
-        if (failures.size >= maxTracked && !failures.has(address)) failures.delete(failures.keys().next().value!);
         failures.set(address, { count: (current?.count ?? 0) + 1, since: current?.since ?? now() });
         options.log.warn({ address, via, who }, 'wrong token presented');
         return { ok: false, status: 401, error: 'wrong token' };

@@ -7,6 +7,7 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { ImageLimits, ImagePreparer, ImageResult } from './image.ts';
+import { BoundedMap } from '../bounded-map.ts';
 
 export type LoadedImage = ImageResult | { readonly ok: false; readonly gone: true };
 
@@ -30,7 +31,7 @@ const GONE = { ok: false, gone: true } as const;
 export function createWorkspaceImages(options: WorkspaceImagesOptions): WorkspaceImages {
   const cacheSize = options.cacheSize ?? 8;
   const maxFileBytes = options.maxFileBytes ?? 64 * 1024 * 1024;
-  const cache = new Map<string, Promise<ImageResult>>();
+  const cache = new BoundedMap<string, Promise<ImageResult>>(cacheSize);
 
   const inside = (path: string): boolean => {
     const rel = relative(options.workspace, path);
@@ -58,9 +59,7 @@ export function createWorkspaceImages(options: WorkspaceImagesOptions): Workspac
       const key = `${real}\0${size}\0${mtime}\0${limits.longEdge}\0${limits.maxBytes}`;
       let entry = cache.get(key);
       if (entry) {
-        // Most recently used last.
-        cache.delete(key);
-        cache.set(key, entry);
+        cache.setNewest(key, entry); // most recently used last
         return entry;
       }
       entry = readFile(real).then(
@@ -68,7 +67,6 @@ export function createWorkspaceImages(options: WorkspaceImagesOptions): Workspac
         (error: unknown) => ({ ok: false as const, reason: `the file could not be read (${(error as NodeJS.ErrnoException).code ?? 'read error'})` }),
       );
       cache.set(key, entry);
-      while (cache.size > cacheSize) cache.delete(cache.keys().next().value!);
       return entry;
     },
   };

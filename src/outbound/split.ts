@@ -5,16 +5,15 @@
  * repeated), anything else at a line break, else a space, else between code points (never
  * inside a UTF-16 surrogate pair). A cut never leaves markup open: a code fence is closed
  * and reopened with its info string, bold / italic / strikethrough / code spans are closed
- * and reopened, so every part renders on its own.
+ * and reopened (split-markup.ts), so every part renders on its own.
  */
-import { hang, lexBlocks, lexInline, prefixLines, type MarkedToken, type Token, type Tokens } from './markdown.ts';
+import { hang, lexBlocks, prefixLines, type MarkedToken, type Tokens } from './markdown.ts';
+import { type Fence, type Measure, fenceAfter, firstFence, inlineSpans, markers, reopener, type Span } from './split-markup.ts';
 
 export interface SplitOptions {
   /** Size of a text as the platform counts it. @default UTF-16 length (Telegram, Discord) */
   readonly measure?: (text: string) => number;
 }
-
-type Measure = (text: string) => number;
 
 /** Parts of `text`, in order, each at most `limit` as measured. */
 export function splitMessage(text: string, limit: number, options: SplitOptions = {}): string[] {
@@ -335,111 +334,4 @@ function largestPrefix(text: string, start: number, budget: number, measure: Mea
   const end = Math.max(1, low);
   const code = text.charCodeAt(start + end - 1);
   return code >= 0xd800 && code <= 0xdbff && end > 1 ? end - 1 : end;
-}
-
-// ---- fences -------------------------------------------------------------------------------
-
-interface Fence {
-  /** The backticks or tildes that close it. */
-  readonly marker: string;
-  /** The opening line, info string included, to reopen it in the next part. */
-  readonly opener: string;
-}
-
-// `s`: an info string may hold U+2028/U+2029, which `.` alone does not match (the line is already cut at "\n")
-const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/s;
-
-/** The line that reopens a fence in the next part: its opening line, or only its marker when that line is long. */
-function reopener(fence: Fence, limit: number, measure: Measure): string {
-  return measure(fence.opener) <= limit / 4 ? fence.opener : fence.marker;
-}
-
-function stepFence(line: string, open: Fence | undefined): Fence | undefined {
-  const match = FENCE.exec(line);
-  if (!match) return open;
-  const marker = match[1]!;
-  if (open) return marker[0] === open.marker[0] && marker.length >= open.marker.length && match[2]!.trim() === '' ? undefined : open;
-  if (marker[0] === '`' && match[2]!.includes('`')) return undefined; // not a fence: an inline code span
-  return { marker, opener: line.trimStart() };
-}
-
-/** The fence open after `text`, given the one open before it. */
-function fenceAfter(text: string, open: Fence | undefined): Fence | undefined {
-  let fence = open;
-  for (const line of text.split('\n')) fence = stepFence(line, fence);
-  return fence;
-}
-
-function firstFence(text: string): Fence | undefined {
-  for (const line of text.split('\n')) {
-    const fence = stepFence(line, undefined);
-    if (fence) return fence;
-  }
-  return undefined;
-}
-
-// ---- inline markup across a cut -----------------------------------------------------------
-
-interface Span {
-  readonly start: number;
-  readonly end: number;
-  /** The markers that open and close it (`**`, `~~`, a run of backticks). */
-  readonly open: string;
-  readonly close: string;
-  /** A link or image (or a long code span): reopening cannot mend it, so no cut goes inside when it can be helped. */
-  readonly atomic: boolean;
-}
-
-/** The spans of a paragraph's inline markup, outer ones first, by offset. */
-function inlineSpans(text: string): Span[] {
-  const spans: Span[] = [];
-  const walk = (tokens: readonly Token[], from: number): void => {
-    let at = from;
-    for (const token of tokens as readonly MarkedToken[]) {
-      if (!text.startsWith(token.raw, at)) return; // tokens that do not retrace the text: no spans past here
-      const start = at;
-      spans.push(...spanOf(token, start));
-      if ((token.type === 'strong' || token.type === 'em' || token.type === 'del') && token.tokens.length > 0) {
-        walk(token.tokens, start + token.raw.indexOf(token.tokens[0]!.raw));
-      }
-      at = start + token.raw.length;
-    }
-  };
-  walk(lexInline(text), 0);
-  return spans;
-}
-
-function spanOf(token: MarkedToken, start: number): Span[] {
-  const end = start + token.raw.length;
-  switch (token.type) {
-    case 'strong':
-    case 'em':
-    case 'del': {
-      const content = token.tokens.map((child) => child.raw).join('');
-      const at = token.raw.indexOf(content);
-      return [{ start, end, open: token.raw.slice(0, at), close: token.raw.slice(at + content.length), atomic: false }];
-    }
-    case 'codespan': {
-      // three backticks or more reopened at the start of a line would open a code fence instead
-      const ticks = /^`+/.exec(token.raw)![0];
-      return [{ start, end, open: ticks, close: ticks, atomic: ticks.length >= 3 }];
-    }
-    case 'link':
-    case 'image':
-      return [{ start, end, open: '', close: '', atomic: true }];
-    default:
-      return [];
-  }
-}
-
-/** Markers to reopen at `start` and to close at `end` (the spans cut there). */
-function markers(spans: readonly Span[], start: number, end: number, length: number): { open: string; close: string } {
-  let open = '';
-  let close = '';
-  for (const span of spans) {
-    if (span.atomic) continue;
-    if (start > 0 && span.start < start && start < span.end) open += span.open;
-    if (end < length && span.start < end && end < span.end) close = span.close + close;
-  }
-  return { open, close };
 }

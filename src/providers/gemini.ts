@@ -8,6 +8,7 @@ import { deadline } from '../abort.ts';
 import { ProviderError, sendable, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
 import { cutShort, eventObject, httpFailure, isEventStream, isObject, parseJson, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from '../endpoint/http.ts';
 import { cleanSchema } from './schema-clean.ts';
+import { BoundedMap } from '../bounded-map.ts';
 
 export interface GeminiProviderOptions {
   /** The API root, before `/models/…`. @default "https://generativelanguage.googleapis.com/v1beta" */
@@ -45,11 +46,10 @@ const ANSWERED = new Set(['STOP', 'MAX_TOKENS']);
 
 export function createGeminiProvider(options: GeminiProviderOptions): Provider {
   const base = (options.baseUrl ?? 'https://generativelanguage.googleapis.com/v1beta').replace(/\/+$/, '');
-  const signatures = new Map<string, string>();
+  const signatures = new BoundedMap<string, string>(MAX_SIGNATURES);
   let calls = 0;
   const remember = (id: string, signature: string): void => {
     signatures.set(id, signature);
-    if (signatures.size > MAX_SIGNATURES) signatures.delete(signatures.keys().next().value!);
   };
   return {
     name: `gemini:${options.model}`,

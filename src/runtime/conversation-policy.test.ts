@@ -9,13 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { TurnHandler, TurnInput } from '../agent/agent.ts';
-import { SendError, type Channel, type InboundMessage, type OutboundFile, type OutboundMessage, type Push } from '../channel.ts';
-import type { ConversationRef } from '../conversation.ts';
+import { SendError } from '../channel.ts';
 import { PairingStore } from '../policy/access.ts';
 import { openDatabase, type Db } from '../store/db.ts';
 import { sqliteDatabase } from '../store/sqlite-sql.ts';
 import { ConversationSettings } from '../store/settings.ts';
 import { testLogger } from '../../test/support/log.ts';
+import { createRichChannel } from '../../test/support/rich-channel.ts';
 import { defaultSupervisorOptions } from './supervisor.ts';
 import { Runtime, type ChannelPolicy } from './runtime.ts';
 
@@ -28,39 +28,20 @@ type Event = { kind: 'send'; text: string; replyTo?: string } | { kind: 'edit'; 
 /** A channel with every capability, recording what it was asked to do. */
 function richChannel(options: { failSendAt?: number[]; limit?: number } = {}) {
   const events: Event[] = [];
-  let push: Push | undefined;
   let sends = 0;
-  const channel: Channel & Record<string, unknown> = {
-    name: 'chat',
-    maxMessageLength: options.limit ?? 1000,
-    typingIntervalMs: 1000,
-    editIntervalMs: 20,
-    async listen(p: Push, signal: AbortSignal, link) {
-      push = p;
-      link.ready();
-      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  const { channel, inject } = createRichChannel({
+    ...(options.limit === undefined ? {} : { limit: options.limit }),
+    call(call) {
+      if (call.kind === 'send') {
+        sends++;
+        if (options.failSendAt?.includes(sends)) throw new SendError('flaky network');
+        events.push({ kind: 'send', text: call.message.text, ...(call.message.replyTo ? { replyTo: call.message.replyTo } : {}) });
+      } else if (call.kind === 'typing') events.push({ kind: 'typing' });
+      else if (call.kind === 'draft') events.push({ kind: 'draft', text: call.message.text });
+      else if (call.kind === 'edit') events.push({ kind: 'edit', id: call.id, text: call.text });
+      else events.push({ kind: 'file', name: call.file.name });
     },
-    async send(message: OutboundMessage) {
-      sends++;
-      if (options.failSendAt?.includes(sends)) throw new SendError('flaky network');
-      events.push({ kind: 'send', text: message.text, ...(message.replyTo ? { replyTo: message.replyTo } : {}) });
-    },
-    async typing() {
-      events.push({ kind: 'typing' });
-    },
-    async sendDraft(message: OutboundMessage) {
-      events.push({ kind: 'draft', text: message.text });
-      return 'draft-1';
-    },
-    async edit(_ref: ConversationRef, id: string, text: string) {
-      events.push({ kind: 'edit', id, text });
-    },
-    async sendFile(_ref: ConversationRef, file: OutboundFile) {
-      events.push({ kind: 'file', name: file.name });
-    },
-  };
-  const inject = (partial: Partial<InboundMessage> & { id: string; text: string }) =>
-    push!({ channel: 'chat', account: 'bot', chat: 'c1', sender: { id: 'alice', name: 'Alice' }, timestamp: Date.now(), ...partial });
+  });
   return { channel, events, inject, sends: () => events.filter((e) => e.kind === 'send').map((e) => (e as { text: string }).text) };
 }
 

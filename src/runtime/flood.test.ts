@@ -9,11 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { TurnHandler } from '../agent/agent.ts';
-import { canEdit, hasTyping, SendError, type Channel, type OutboundMessage, type Push } from '../channel.ts';
+import { canEdit, hasTyping, SendError, type Channel } from '../channel.ts';
 import type { ConversationRef } from '../conversation.ts';
 import { openDatabase } from '../store/db.ts';
 import { sqliteDatabase } from '../store/sqlite-sql.ts';
 import { testLogger } from '../../test/support/log.ts';
+import { createRichChannel } from '../../test/support/rich-channel.ts';
 import { FloodGate, FloodWaitError } from './flood.ts';
 import { defaultSupervisorOptions } from './supervisor.ts';
 import { Runtime } from './runtime.ts';
@@ -33,7 +34,6 @@ function floodingChannel(options: { floodAt: number; waitMs: number; scope?: 'ch
   const calls: Array<{ at: number; kind: string; chat: string; text?: string }> = [];
   const waits = new Map<string, { from: number; until: number }>();
   const keyOf = (chat: string): string => (options.scope === 'channel' ? '*' : chat);
-  let push: Push | undefined;
   let count = 0;
   const platform = (kind: string, chat: string, text?: string): void => {
     const at = clock();
@@ -45,37 +45,21 @@ function floodingChannel(options: { floodAt: number; waitMs: number; scope?: 'ch
       throw new SendError(`429: Too Many Requests: retry after ${options.waitMs / 1000}`, { retryAfterMs: options.waitMs, ...(options.scope ? { scope: options.scope } : {}) });
     }
   };
-  const channel: Channel & Record<string, unknown> = {
-    name: 'chat',
-    maxMessageLength: 1000,
-    typingIntervalMs: 1000,
-    editIntervalMs: 20,
-    async listen(p: Push, signal: AbortSignal, link) {
-      push = p;
-      link.ready();
-      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  const { channel, inject: push } = createRichChannel({
+    files: false,
+    call(call) {
+      if (call.kind === 'send' || call.kind === 'draft') platform(call.kind, call.message.chat, call.message.text);
+      else if (call.kind === 'typing') platform('typing', call.ref.chat);
+      else if (call.kind === 'edit') platform('edit', call.ref.chat, call.text);
     },
-    async send(message: OutboundMessage) {
-      platform('send', message.chat, message.text);
-    },
-    async typing(r: ConversationRef) {
-      platform('typing', r.chat);
-    },
-    async sendDraft(message: OutboundMessage) {
-      platform('draft', message.chat, message.text);
-      return 'draft-1';
-    },
-    async edit(r: ConversationRef, _id: string, text: string) {
-      platform('edit', r.chat, text);
-    },
-  };
+  });
   /** Calls that reached the platform while their chat was inside a wait it had announced. */
   const insideWait = (): number =>
     calls.filter((call) => {
       const wait = waits.get(keyOf(call.chat));
       return wait !== undefined && call.at > wait.from && call.at < wait.until;
     }).length;
-  const inject = (id: string, text: string) => push!({ channel: 'chat', account: 'bot', chat: 'c1', id, text, sender: { id: 'alice' }, timestamp: Date.now() });
+  const inject = (id: string, text: string) => push({ id, text, sender: { id: 'alice' } });
   return { channel, calls, insideWait, inject };
 }
 

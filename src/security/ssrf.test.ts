@@ -3,7 +3,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { createSsrfGuard, guardedFetch, GuardedFetchError, parseIPv4, parseIPv6, pinnedLookup } from './ssrf.ts';
+import { guardedFetch, GuardedFetchError, pinnedLookup } from './guarded-fetch.ts';
+import { parseIPv4, parseIPv6 } from './ip.ts';
+import { createSsrfGuard } from './ssrf.ts';
 
 /** DNS for tests: only the names listed, never the network. */
 function fakeDns(table: Record<string, string[]>) {

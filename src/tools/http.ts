@@ -3,7 +3,8 @@
  * Both go through `guardedFetch`, so every hop is checked by the SSRF guard, the connection
  * is pinned to the checked address, and time and size are capped.
  */
-import { guardedFetch, GuardedFetchError, type GuardedResponse, type SsrfGuard } from '../security/ssrf.ts';
+import { guardedFetch, GuardedFetchError, type GuardedResponse } from '../security/guarded-fetch.ts';
+import type { SsrfGuard } from '../security/ssrf.ts';
 import { ok, toolError, type Tool, type ToolContext, type ToolResult } from '../tool.ts';
 
 export interface HttpToolOptions {
