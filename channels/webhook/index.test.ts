@@ -286,6 +286,8 @@ describe('createWebhookChannel', () => {
     const seen = new Set<string>();
     let answer = true;
     const controller = new AbortController();
+    let isReady!: () => void;
+    const ready = new Promise<void>((resolve) => (isReady = resolve));
     const listening = channel.listen(
       async (message) => {
         pushed.push(message);
@@ -295,8 +297,10 @@ describe('createWebhookChannel', () => {
         return 'accepted';
       },
       controller.signal,
-      { ready: () => undefined, alive: () => undefined, deaf: () => undefined },
+      { ready: () => isReady(), alive: () => undefined, deaf: () => undefined },
     );
+    // The route answers 503 "not running" until listen has loaded the store and taken `push`.
+    await ready;
     const post = (body: string, headers: Record<string, string>): Promise<{ status: number; json: Record<string, unknown> }> =>
       new Promise((resolve, reject) => {
         const req = httpRequest({ host: '127.0.0.1', port, path: '/webhook', method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
@@ -364,6 +368,8 @@ describe('createWebhookChannel', () => {
     const { port } = await gateway.start();
     const pushed: string[] = [];
     const controller = new AbortController();
+    let isReady!: () => void;
+    const ready = new Promise<void>((resolve) => (isReady = resolve));
     const listening = channel.listen(
       async (message) => {
         pushed.push(message.id);
@@ -371,8 +377,10 @@ describe('createWebhookChannel', () => {
         return 'accepted';
       },
       controller.signal,
-      { ready: () => undefined, alive: () => undefined, deaf: () => undefined },
+      { ready: () => isReady(), alive: () => undefined, deaf: () => undefined },
     );
+    // The route answers 503 "not running" until listen has loaded the store and taken `push`.
+    await ready;
     const body = JSON.stringify({ sender: 'crm', conversation: 'T-1', text: 'hello' });
     const post = async (): Promise<Response> =>
       fetch(`http://127.0.0.1:${port}/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'k1', 'x-switchboard-signature': sign('sec', { key: 'k1', body: body }) }, body });
