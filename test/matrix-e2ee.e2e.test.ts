@@ -148,6 +148,34 @@ describe('matrix end-to-end encryption (daemon)', () => {
     const url = peer.rawBotEventsIn(room).at(-1)?.content;
     assert.equal(url?.url, undefined, 'no plain media url beside the ciphertext');
   });
+
+  it('a message whose key comes late survives a SIGKILL inside its wait: answered after the restart, and one whose key never comes is told once', async () => {
+    const waiting = (): number => daemon!.stdout().split('cannot be decrypted yet; waiting for its key').length - 1;
+    const before = waiting();
+    const notices = (await phone.read(peer, room)).filter((text) => text === UNDECRYPTABLE_NOTICE).length;
+    const slow = await PersonDevice.open(peer, peer.users.alice, 'ALICESLOW', { hold: true });
+    const broken = await PersonDevice.open(peer, peer.users.alice, 'ALICELOST', { lose: true });
+    await slow.say(peer, room, members, 'my key comes late');
+    await broken.say(peer, room, members, 'my key never comes');
+    await until(() => waiting() >= before + 2, 'both messages waiting for their keys', 15_000, log);
+    await quiet(1500); // the sync position past them is saved: without their own record they would never be seen again
+    daemon!.child.kill('SIGKILL');
+    await daemon!.exited;
+    slow.release(); // the late key arrives while the daemon is down
+    await start();
+    let seen: Array<string | undefined> = [];
+    await until(
+      async () => (seen = await phone.read(peer, room)).includes('echo: my key comes late') && seen.filter((text) => text === UNDECRYPTABLE_NOTICE).length > notices,
+      'the late message answered and the lost one told, after the restart',
+      45_000,
+      () => `${JSON.stringify(seen)}${log()}`,
+    );
+    await quiet(2000);
+    seen = await phone.read(peer, room);
+    assert.equal(seen.filter((text) => text === 'echo: my key comes late').length, 1, 'answered once');
+    assert.equal(seen.filter((text) => text === UNDECRYPTABLE_NOTICE).length, notices + 1, 'told once, not twice');
+    assert.ok(!model.requests.some((request) => JSON.stringify(request.body).includes('my key never comes')), 'the unreadable message never reached the model');
+  });
 });
 
 describe('matrix end-to-end encryption in a cluster', () => {

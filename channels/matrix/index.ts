@@ -117,8 +117,8 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
         log,
         passwordLogin: config.access_token === undefined,
         ...(options.undecryptableWaitMs === undefined ? {} : { waitMs: options.undecryptableWaitMs }),
-        tell: async (roomId, text) => {
-          await post(roomId, (html) => ({ ...textContent(text, { html }), msgtype: 'm.notice' }), undefined, 'send');
+        tell: async (roomId, text, txnId) => {
+          await post(roomId, (html) => ({ ...textContent(text, { html }), msgtype: 'm.notice' }), txnId, 'send');
         },
       })
     : undefined;
@@ -215,7 +215,7 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
     async listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
       await api.connect(signal);
       // The crypto state is read afresh at each listen: another node may have used it meanwhile.
-      if (e2ee) await e2ee.start();
+      if (e2ee) await e2ee.start((roomId, event) => intake.late(roomId, event, push));
       displayName = (await api.displayName()) ?? displayName;
       for (const room of config.rooms) {
         if (signal.aborted) return;
