@@ -9,15 +9,37 @@
  * - An m.room.encrypted event is decrypted and then read like any message. One it cannot
  *   decrypt yet (its room key is late: a client shares it by to-device message, which can
  *   arrive after the event) waits up to `waitMs`, retried after every sync; if it still
- *   cannot be read, the person is told once per room (encrypted), never silence. The engine's
- *   automatic key requests go to the bot's own other devices only, and it has none: waiting is
- *   what helps.
+ *   cannot be read, the person is told once per room (encrypted), never silence. It does not
+ *   ask the sender's devices for the key (issue 28 asks for that): the engine can neither ask
+ *   them nor accept their answer, see below; waiting (and telling) is what the bot can do.
  * - A waiting event is in the channel state (`e2ee-parked:<event id>`), written before the
  *   /sync position that delivered it is saved, and deleted once it was read and pushed or the
  *   person was told: a crash (or the channel moving to another node) inside the wait does not
  *   lose it; the next listen takes it up again with what is left of its wait.
  * - A reply in an encrypted room is encrypted for every device of its joined and invited
  *   members (trust: see crypto.ts).
+ *
+ * Why no key request to the sender (checked in @matrix-org/matrix-sdk-crypto-wasm 18.9.0 and
+ * matrix-rust-sdk at 64b12e0b808969c284c94f0ea239f37d6746d6e2, crates/matrix-sdk-crypto/src):
+ * - The wasm OlmMachine has no call to request a room key (pkg/matrix_sdk_crypto_wasm.d.ts has
+ *   no `requestRoomKey`; only the switches `roomKeyForwardingEnabled` and
+ *   `roomKeyRequestsEnabled`, lines 2917 and 2925). With the switch on, a failed decrypt makes
+ *   a request by itself (machine/mod.rs 2501–2511, `create_outgoing_key_request` on
+ *   MissingRoomKey / UnknownMessageIndex), but only when one of the bot's *own* devices is
+ *   verified (gossiping/machine.rs 799–817, `should_request_key`:
+ *   `get_user_devices(self.user_id())` … `devices.is_any_verified()`), and it goes to the
+ *   bot's own user: `request_recipient: self.user_id()` (gossiping/machine.rs 876–882,
+ *   `request_key_helper`), sent to `DeviceIdOrAllDevices::AllDevices` of that recipient
+ *   (gossiping/mod.rs 157–175, `to_request`). The bot has one device and no cross-signing, so
+ *   no request is ever made, and none could reach the sender.
+ * - Even if one were sent to the sender, the answer would be dropped: an m.forwarded_room_key
+ *   is accepted only from a verified device of the bot's own user
+ *   (gossiping/machine.rs 1124–1137, `should_accept_forward`:
+ *   `Ok(device.user_id() == self.user_id() && device.is_verified())`; otherwise "Received a
+ *   forwarded room key from an unknown device, or from a device that the key request recipient
+ *   doesn't own", 1169–1182). (The sender's engine would answer a request from a device it had
+ *   shared the session with, gossiping/machine.rs 751–789, `should_share_key`; the bot cannot
+ *   ask nor take the answer.)
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
