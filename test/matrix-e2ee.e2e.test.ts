@@ -3,13 +3,14 @@
  * second party with crypto of its own: the person's devices are the SDK's Rust crypto engine
  * (the OlmMachine of @matrix-org/matrix-sdk-crypto-wasm that matrix-js-sdk's initRustCrypto
  * runs), talking to the peer's key server (test/peers/matrix-keys.ts) in process and posting
- * the m.room.encrypted events it makes; the bot talks to the peer over HTTP. Not yet a whole
- * matrix-js-sdk MatrixClient for the person (the peer serves /sync to the bot only).
+ * the m.room.encrypted events it makes; the bot talks to the peer over HTTP. The last describe
+ * has the person on whole matrix-js-sdk MatrixClients with initRustCrypto (the peer serves
+ * their /sync too): answered after a SIGKILL, and a new device reading the next reply.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ClientEvent, createClient, SyncState, type MatrixClient } from 'matrix-js-sdk';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { routeGlobalSdkLogger, sdkLogger } from '../channels/matrix/client.ts';
 import { UNDECRYPTABLE_NOTICE } from '../channels/matrix/e2ee.ts';
 import { runChatChannelContract } from './contracts/chat-channel.ts';
@@ -232,6 +233,39 @@ describe('matrix end-to-end encryption in a cluster', () => {
   });
 });
 
+/**
+ * matrix-js-sdk leaves timers behind after stopClient (its request timeouts, http-api/utils.js
+ * timeoutSignal, up to 110 s; RustCrypto's 5-minute one): unref'd while a test runs so they do
+ * not hold the test file open. Returns the undo.
+ */
+function unrefLongTimers(): () => void {
+  const setTimer = globalThis.setTimeout;
+  const unrefLong = ((callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
+    const timer = setTimer(callback, ms, ...args);
+    if ((ms ?? 0) >= 60_000) timer.unref();
+    return timer;
+  }) as typeof setTimeout;
+  globalThis.setTimeout = unrefLong;
+  return () => void (globalThis.setTimeout = setTimer);
+}
+
+/** One device of alice: matrix-js-sdk's own MatrixClient with its Rust crypto (in memory), synced and ready. */
+async function personClient(peer: MatrixPeer, deviceId: string, log: Logger): Promise<MatrixClient> {
+  const client = createClient({ baseUrl: peer.baseUrl, userId: peer.users.alice, accessToken: peer.personToken('alice', deviceId), deviceId, logger: sdkLogger(log) });
+  await client.initRustCrypto({ useIndexedDB: false });
+  const prepared = new Promise<void>((resolve) => client.on(ClientEvent.Sync, (state: SyncState) => state === SyncState.Prepared && resolve()));
+  await client.startClient({ initialSyncLimit: 20 });
+  await prepared;
+  return client;
+}
+
+/** The bot's messages in a room as a client reads them (decrypted; those it cannot decrypt left out). */
+function botAnswers(client: MatrixClient, peer: MatrixPeer, roomId: string): string[] {
+  return (client.getRoom(roomId)?.getLiveTimeline().getEvents() ?? [])
+    .filter((event) => event.getSender() === peer.botUserId && event.getType() === 'm.room.message' && !event.isDecryptionFailure())
+    .map((event) => String(event.getContent().body));
+}
+
 describe('matrix end-to-end encryption with a matrix-js-sdk client', () => {
   it("a person on matrix-js-sdk's own client with Rust crypto gets encrypted answers, also after the daemon's SIGKILL", async () => {
     const model = await startFakeOpenAI();
@@ -249,26 +283,10 @@ describe('matrix end-to-end encryption with a matrix-js-sdk client', () => {
       const room = peer.inviteEncryptedDm('alice');
       await until(() => peer.botMembership(room) === 'join', 'the bot joined the encrypted DM', 15_000, log);
 
-      // matrix-js-sdk leaves timers behind after stopClient (its request timeouts, http-api/utils.js
-      // timeoutSignal, up to 110 s; RustCrypto's 5-minute one): unref'd here so they do not hold the test file open.
-      const setTimer = globalThis.setTimeout;
-      const unrefLong = ((callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
-        const timer = setTimer(callback, ms, ...args);
-        if ((ms ?? 0) >= 60_000) timer.unref();
-        return timer;
-      }) as typeof setTimeout;
-      globalThis.setTimeout = unrefLong;
-      restoreTimers = () => void (globalThis.setTimeout = setTimer);
-      client = createClient({ baseUrl: peer.baseUrl, userId: peer.users.alice, accessToken: peer.personToken('alice', 'ALICESDK'), deviceId: 'ALICESDK', logger: sdkLogger(silentLog) });
-      await client.initRustCrypto({ useIndexedDB: false });
-      const prepared = new Promise<void>((resolve) => client!.on(ClientEvent.Sync, (state: SyncState) => state === SyncState.Prepared && resolve()));
-      await client.startClient({ initialSyncLimit: 20 });
-      await prepared;
+      restoreTimers = unrefLongTimers();
+      client = await personClient(peer, 'ALICESDK', silentLog);
       const person = client;
-      const answers = (): string[] =>
-        (person.getRoom(room)?.getLiveTimeline().getEvents() ?? [])
-          .filter((event) => event.getSender() === peer.botUserId && event.getType() === 'm.room.message' && !event.isDecryptionFailure())
-          .map((event) => String(event.getContent().body));
+      const answers = (): string[] => botAnswers(person, peer, room);
 
       await person.sendTextMessage(room, 'hello from a real client');
       await until(() => answers().length >= 1, 'the answer, decrypted by matrix-js-sdk', 30_000, () => `${JSON.stringify(answers())}${log()}`);
@@ -286,6 +304,50 @@ describe('matrix end-to-end encryption with a matrix-js-sdk client', () => {
       assert.deepEqual(peer.keys.devices(peer.botUserId), [peer.botDevice], 'no new device');
     } finally {
       client?.stopClient();
+      restoreTimers();
+      if (daemon && daemon.child.exitCode === null) {
+        daemon.child.kill('SIGTERM');
+        await daemon.exited;
+      }
+      await peer.close();
+      await model.close();
+      config.cleanup();
+    }
+  });
+  it("the person's new device (another matrix-js-sdk client) reads the bot's next reply", async () => {
+    const model = await startFakeOpenAI();
+    const peer = await startMatrixPeer();
+    const config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n${peer.configSection()}encryption = true\nallow = ["${peer.users.alice}"]\n`);
+    const silentLog = pino({ level: 'silent' });
+    routeGlobalSdkLogger(silentLog);
+    const restoreTimers = unrefLongTimers();
+    const clients: MatrixClient[] = [];
+    let daemon: Daemon | undefined;
+    const log = (): string => `\npeer unknown routes: ${JSON.stringify(peer.unknownRoutes)}\ndaemon log:\n${daemon?.stdout().slice(-4000)}`;
+    try {
+      daemon = startDaemon(['start', '--config', config.file], { env });
+      await daemon.waitFor(/"msg":"ready"/, 'stdout', 30_000);
+      const room = peer.inviteEncryptedDm('alice');
+      await until(() => peer.botMembership(room) === 'join', 'the bot joined the encrypted DM', 15_000, log);
+      const phone = await personClient(peer, 'ALICEPHONE', silentLog);
+      clients.push(phone);
+      await phone.sendTextMessage(room, 'from my phone');
+      await until(() => botAnswers(phone, peer, room).length >= 1, 'the answer on the phone', 30_000, () => `${JSON.stringify(botAnswers(phone, peer, room))}${log()}`);
+
+      const laptop = await personClient(peer, 'ALICELAPTOP', silentLog); // a new device: its keys announced to the bot in device_lists.changed
+      clients.push(laptop);
+      await phone.sendTextMessage(room, 'now I have a laptop too');
+      await until(
+        () => botAnswers(laptop, peer, room).includes('echo: now I have a laptop too'),
+        "the bot's next reply, decrypted on the new device",
+        30_000,
+        () => `laptop: ${JSON.stringify(botAnswers(laptop, peer, room))} phone: ${JSON.stringify(botAnswers(phone, peer, room))}${log()}`,
+      );
+      await until(() => botAnswers(phone, peer, room).length >= 2, 'and on the phone', 30_000, log);
+      assert.deepEqual(botAnswers(phone, peer, room), ['echo: from my phone', 'echo: now I have a laptop too']);
+      assert.ok(peer.rawBotEventsIn(room).every((event) => event.type === 'm.room.encrypted'), 'the bot sent nothing in clear');
+    } finally {
+      for (const client of clients) client.stopClient();
       restoreTimers();
       if (daemon && daemon.child.exitCode === null) {
         daemon.child.kill('SIGTERM');
