@@ -238,18 +238,21 @@ export class ChannelE2ee {
     if (this.#parked.length === 0) return;
     const waiting = this.#parked;
     this.#parked = [];
-    for (const [i, parked] of waiting.entries()) {
-      const clear = await this.#tryDecrypt(parked.roomId, parked.event);
-      if (clear && this.#late) {
-        try {
+    let i = 0;
+    try {
+      for (; i < waiting.length; i++) {
+        const parked = waiting[i]!;
+        const clear = await this.#tryDecrypt(parked.roomId, parked.event);
+        if (clear && this.#late) {
           await this.#late(parked.roomId, clear);
-        } catch (error) {
-          this.#parked.push(...waiting.slice(i)); // the push failed (shutdown): still waiting, still stored
-          throw error;
-        }
-        await this.#o.state.delete([parkedKey(parked.event.event_id)]);
-      } else if (!clear && timed && this.#synced && Date.now() >= parked.until) await this.#giveUp(parked);
-      else this.#parked.push(parked);
+          await this.#o.state.delete([parkedKey(parked.event.event_id)]);
+        } else if (!clear && timed && this.#synced && Date.now() >= parked.until) await this.#giveUp(parked);
+        else this.#parked.push(parked);
+      }
+    } catch (error) {
+      // A push failed (shutdown) or the database did: this one and the rest are still stored, and wait on (pushed again at worst: the inbox knows its event ids).
+      this.#parked.push(...waiting.slice(i));
+      throw error;
     }
     if (this.#parked.length === 0 && this.#timer) {
       clearInterval(this.#timer);

@@ -2,8 +2,9 @@
  * The Matrix channel (client-server API through matrix-js-sdk's MatrixClient, our own /sync
  * loop — see sync.ts for why): DMs and rooms, threads, invites from allowed senders, markdown
  * rendered as Matrix HTML, typing, streaming by edits (m.replace) and files both ways.
- * Encrypted rooms are not supported (no crypto): never silent — the people in one are told once
- * with a plain notice, and the log and status show it (intake.ts).
+ * Encrypted rooms are read and answered, encrypted, with `encryption` on (the default; e2ee.ts);
+ * with it off, never silent — the people in one are told once with a plain notice, and the log
+ * and status show it (intake.ts).
  *
  * Ids: a message is its event id (globally unique, stable across redeliveries), the account is
  * the bot's user id, the chat is the room id, a thread is its root event id.
