@@ -3,13 +3,14 @@
  * second party with crypto of its own: the person's devices are the SDK's Rust crypto engine
  * (the OlmMachine of @matrix-org/matrix-sdk-crypto-wasm that matrix-js-sdk's initRustCrypto
  * runs), talking to the peer's key server (test/peers/matrix-keys.ts) in process and posting
- * the m.room.encrypted events it makes; the bot talks to the peer over HTTP. Not yet a whole
- * matrix-js-sdk MatrixClient for the person (the peer serves /sync to the bot only).
+ * the m.room.encrypted events it makes; the bot talks to the peer over HTTP. The last describe
+ * has the person on whole matrix-js-sdk MatrixClients with initRustCrypto (the peer serves
+ * their /sync too): answered after a SIGKILL, and a new device reading the next reply.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ClientEvent, createClient, SyncState, type MatrixClient } from 'matrix-js-sdk';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { routeGlobalSdkLogger, sdkLogger } from '../channels/matrix/client.ts';
 import { UNDECRYPTABLE_NOTICE } from '../channels/matrix/e2ee.ts';
 import { runChatChannelContract } from './contracts/chat-channel.ts';
@@ -148,6 +149,34 @@ describe('matrix end-to-end encryption (daemon)', () => {
     const url = peer.rawBotEventsIn(room).at(-1)?.content;
     assert.equal(url?.url, undefined, 'no plain media url beside the ciphertext');
   });
+
+  it('a message whose key comes late survives a SIGKILL inside its wait: answered after the restart, and one whose key never comes is told once', async () => {
+    const waiting = (): number => daemon!.stdout().split('cannot be decrypted yet; waiting for its key').length - 1;
+    const before = waiting();
+    const notices = (await phone.read(peer, room)).filter((text) => text === UNDECRYPTABLE_NOTICE).length;
+    const slow = await PersonDevice.open(peer, peer.users.alice, 'ALICESLOW', { hold: true });
+    const broken = await PersonDevice.open(peer, peer.users.alice, 'ALICELOST', { lose: true });
+    await slow.say(peer, room, members, 'my key comes late');
+    await broken.say(peer, room, members, 'my key never comes');
+    await until(() => waiting() >= before + 2, 'both messages waiting for their keys', 15_000, log);
+    await quiet(1500); // the sync position past them is saved: without their own record they would never be seen again
+    daemon!.child.kill('SIGKILL');
+    await daemon!.exited;
+    slow.release(); // the late key arrives while the daemon is down
+    await start();
+    let seen: Array<string | undefined> = [];
+    await until(
+      async () => (seen = await phone.read(peer, room)).includes('echo: my key comes late') && seen.filter((text) => text === UNDECRYPTABLE_NOTICE).length > notices,
+      'the late message answered and the lost one told, after the restart',
+      45_000,
+      () => `${JSON.stringify(seen)}${log()}`,
+    );
+    await quiet(2000);
+    seen = await phone.read(peer, room);
+    assert.equal(seen.filter((text) => text === 'echo: my key comes late').length, 1, 'answered once');
+    assert.equal(seen.filter((text) => text === UNDECRYPTABLE_NOTICE).length, notices + 1, 'told once, not twice');
+    assert.ok(!model.requests.some((request) => JSON.stringify(request.body).includes('my key never comes')), 'the unreadable message never reached the model');
+  });
 });
 
 describe('matrix end-to-end encryption in a cluster', () => {
@@ -176,22 +205,29 @@ describe('matrix end-to-end encryption in a cluster', () => {
       second = startCluster({ url, modelUrl: model.baseUrl, channels, names: ['n2'] });
       const n2 = second.nodes[0]!;
       await second.joined(n2);
+      // A message whose key comes late, waiting on n1 when it dies: n2 takes the wait over (it is in the shared state) and answers it.
+      const slow = await PersonDevice.open(peer, peer.users.alice, 'ALICESLOW', { hold: true });
+      await slow.say(peer, room, members, 'my key comes late');
+      await until(() => n1.stdout().includes('cannot be decrypted yet; waiting for its key'), 'n1 waiting for the late key', 20_000, tail);
+      await quiet(1500); // n1 saved the sync position past it
       const killedAt = Date.now();
       n1.daemon.child.kill('SIGKILL');
       await n1.daemon.exited;
+      slow.release();
       await until(() => second!.holder() === n2, 'n2 to take Matrix over', 60_000, tail);
       const movedMs = Date.now() - killedAt;
       const sent = Date.now();
       await phone.say(peer, room, members, 'on the second node');
       let seen: Array<string | undefined> = [];
       await until(
-        async () => (seen = await phone.read(peer, room)).length >= 2,
-        'the answer from n2',
+        async () => (seen = await phone.read(peer, room)).length >= 3,
+        'the answers from n2',
         60_000,
         () => `${JSON.stringify(seen)}${tail()}`,
       );
       t.diagnostic(`Matrix moved n1 → n2 ${movedMs} ms after the kill; the next encrypted message answered ${Date.now() - sent} ms after it was sent`);
-      assert.deepEqual(seen, ['echo: on the first node', 'echo: on the second node']);
+      assert.deepEqual(seen.slice(0, 1), ['echo: on the first node']);
+      assert.deepEqual(seen.slice(1).sort(), ['echo: my key comes late', 'echo: on the second node'], 'the late one too, once');
       assert.deepEqual(peer.keys.devices(peer.botUserId), [peer.botDevice], 'no new device');
       assert.equal(JSON.stringify(peer.keys.query({ device_keys: { [peer.botUserId]: [] } })), keysBefore, 'the same identity keys on n2');
     } finally {
@@ -203,6 +239,39 @@ describe('matrix end-to-end encryption in a cluster', () => {
     }
   });
 });
+
+/**
+ * matrix-js-sdk leaves timers behind after stopClient (its request timeouts, http-api/utils.js
+ * timeoutSignal, up to 110 s; RustCrypto's 5-minute one): unref'd while a test runs so they do
+ * not hold the test file open. Returns the undo.
+ */
+function unrefLongTimers(): () => void {
+  const setTimer = globalThis.setTimeout;
+  const unrefLong = ((callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
+    const timer = setTimer(callback, ms, ...args);
+    if ((ms ?? 0) >= 60_000) timer.unref();
+    return timer;
+  }) as typeof setTimeout;
+  globalThis.setTimeout = unrefLong;
+  return () => void (globalThis.setTimeout = setTimer);
+}
+
+/** One device of alice: matrix-js-sdk's own MatrixClient with its Rust crypto (in memory), synced and ready. */
+async function personClient(peer: MatrixPeer, deviceId: string, log: Logger): Promise<MatrixClient> {
+  const client = createClient({ baseUrl: peer.baseUrl, userId: peer.users.alice, accessToken: peer.personToken('alice', deviceId), deviceId, logger: sdkLogger(log) });
+  await client.initRustCrypto({ useIndexedDB: false });
+  const prepared = new Promise<void>((resolve) => client.on(ClientEvent.Sync, (state: SyncState) => state === SyncState.Prepared && resolve()));
+  await client.startClient({ initialSyncLimit: 20 });
+  await prepared;
+  return client;
+}
+
+/** The bot's messages in a room as a client reads them (decrypted; those it cannot decrypt left out). */
+function botAnswers(client: MatrixClient, peer: MatrixPeer, roomId: string): string[] {
+  return (client.getRoom(roomId)?.getLiveTimeline().getEvents() ?? [])
+    .filter((event) => event.getSender() === peer.botUserId && event.getType() === 'm.room.message' && !event.isDecryptionFailure())
+    .map((event) => String(event.getContent().body));
+}
 
 describe('matrix end-to-end encryption with a matrix-js-sdk client', () => {
   it("a person on matrix-js-sdk's own client with Rust crypto gets encrypted answers, also after the daemon's SIGKILL", async () => {
@@ -221,26 +290,10 @@ describe('matrix end-to-end encryption with a matrix-js-sdk client', () => {
       const room = peer.inviteEncryptedDm('alice');
       await until(() => peer.botMembership(room) === 'join', 'the bot joined the encrypted DM', 15_000, log);
 
-      // matrix-js-sdk leaves timers behind after stopClient (its request timeouts, http-api/utils.js
-      // timeoutSignal, up to 110 s; RustCrypto's 5-minute one): unref'd here so they do not hold the test file open.
-      const setTimer = globalThis.setTimeout;
-      const unrefLong = ((callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
-        const timer = setTimer(callback, ms, ...args);
-        if ((ms ?? 0) >= 60_000) timer.unref();
-        return timer;
-      }) as typeof setTimeout;
-      globalThis.setTimeout = unrefLong;
-      restoreTimers = () => void (globalThis.setTimeout = setTimer);
-      client = createClient({ baseUrl: peer.baseUrl, userId: peer.users.alice, accessToken: peer.personToken('alice', 'ALICESDK'), deviceId: 'ALICESDK', logger: sdkLogger(silentLog) });
-      await client.initRustCrypto({ useIndexedDB: false });
-      const prepared = new Promise<void>((resolve) => client!.on(ClientEvent.Sync, (state: SyncState) => state === SyncState.Prepared && resolve()));
-      await client.startClient({ initialSyncLimit: 20 });
-      await prepared;
+      restoreTimers = unrefLongTimers();
+      client = await personClient(peer, 'ALICESDK', silentLog);
       const person = client;
-      const answers = (): string[] =>
-        (person.getRoom(room)?.getLiveTimeline().getEvents() ?? [])
-          .filter((event) => event.getSender() === peer.botUserId && event.getType() === 'm.room.message' && !event.isDecryptionFailure())
-          .map((event) => String(event.getContent().body));
+      const answers = (): string[] => botAnswers(person, peer, room);
 
       await person.sendTextMessage(room, 'hello from a real client');
       await until(() => answers().length >= 1, 'the answer, decrypted by matrix-js-sdk', 30_000, () => `${JSON.stringify(answers())}${log()}`);
@@ -258,6 +311,50 @@ describe('matrix end-to-end encryption with a matrix-js-sdk client', () => {
       assert.deepEqual(peer.keys.devices(peer.botUserId), [peer.botDevice], 'no new device');
     } finally {
       client?.stopClient();
+      restoreTimers();
+      if (daemon && daemon.child.exitCode === null) {
+        daemon.child.kill('SIGTERM');
+        await daemon.exited;
+      }
+      await peer.close();
+      await model.close();
+      config.cleanup();
+    }
+  });
+  it("the person's new device (another matrix-js-sdk client) reads the bot's next reply", async () => {
+    const model = await startFakeOpenAI();
+    const peer = await startMatrixPeer();
+    const config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n${peer.configSection()}encryption = true\nallow = ["${peer.users.alice}"]\n`);
+    const silentLog = pino({ level: 'silent' });
+    routeGlobalSdkLogger(silentLog);
+    const restoreTimers = unrefLongTimers();
+    const clients: MatrixClient[] = [];
+    let daemon: Daemon | undefined;
+    const log = (): string => `\npeer unknown routes: ${JSON.stringify(peer.unknownRoutes)}\ndaemon log:\n${daemon?.stdout().slice(-4000)}`;
+    try {
+      daemon = startDaemon(['start', '--config', config.file], { env });
+      await daemon.waitFor(/"msg":"ready"/, 'stdout', 30_000);
+      const room = peer.inviteEncryptedDm('alice');
+      await until(() => peer.botMembership(room) === 'join', 'the bot joined the encrypted DM', 15_000, log);
+      const phone = await personClient(peer, 'ALICEPHONE', silentLog);
+      clients.push(phone);
+      await phone.sendTextMessage(room, 'from my phone');
+      await until(() => botAnswers(phone, peer, room).length >= 1, 'the answer on the phone', 30_000, () => `${JSON.stringify(botAnswers(phone, peer, room))}${log()}`);
+
+      const laptop = await personClient(peer, 'ALICELAPTOP', silentLog); // a new device: its keys announced to the bot in device_lists.changed
+      clients.push(laptop);
+      await phone.sendTextMessage(room, 'now I have a laptop too');
+      await until(
+        () => botAnswers(laptop, peer, room).includes('echo: now I have a laptop too'),
+        "the bot's next reply, decrypted on the new device",
+        30_000,
+        () => `laptop: ${JSON.stringify(botAnswers(laptop, peer, room))} phone: ${JSON.stringify(botAnswers(phone, peer, room))}${log()}`,
+      );
+      await until(() => botAnswers(phone, peer, room).length >= 2, 'and on the phone', 30_000, log);
+      assert.deepEqual(botAnswers(phone, peer, room), ['echo: from my phone', 'echo: now I have a laptop too']);
+      assert.ok(peer.rawBotEventsIn(room).every((event) => event.type === 'm.room.encrypted'), 'the bot sent nothing in clear');
+    } finally {
+      for (const client of clients) client.stopClient();
       restoreTimers();
       if (daemon && daemon.child.exitCode === null) {
         daemon.child.kill('SIGTERM');

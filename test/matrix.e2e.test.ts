@@ -35,7 +35,12 @@ const group: Place = { kind: 'group' };
 const thread: Place = { kind: 'thread' };
 const env = { TEST_MODEL_KEY: 'sk-matrix', SWITCHBOARD_TOKEN: 'matrix-e2e-token-0123456789' };
 
-runChatChannelContract('matrix', () => startMatrixPeer());
+// Encryption off (it is on by default): this file is the channel without crypto; test/matrix-e2ee.e2e.test.ts runs the contract with it on.
+runChatChannelContract('matrix', async () => {
+  const peer = await startMatrixPeer();
+  const section = peer.configSection.bind(peer);
+  return Object.assign(peer, { configSection: () => `${section()}encryption = false\n` });
+});
 
 runChannelContract('matrix', async () => {
   const peer = await startMatrixPeer();
@@ -525,7 +530,7 @@ describe('matrix daemon faults', () => {
     if (!reuse) {
       peer.reset();
       model.requests.length = 0;
-      config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n[runtime]\nrestart_initial_seconds = 0.2\nrestart_max_seconds = 1\n${section}${extra}`);
+      config = tempConfig(model.baseUrl, `[log]\nformat = "json"\n[runtime]\nrestart_initial_seconds = 0.2\nrestart_max_seconds = 1\n${section}encryption = false\n${extra}`);
     }
     daemon = startDaemon(['start', '--config', config.file], { env });
     await daemon.waitFor(/"msg":"ready"/, 'stdout', 20_000);

@@ -101,4 +101,56 @@ describe('Matrix crypto (the SDK Rust engine over our database)', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('a device-list change in a /sync whose position was not saved (a crash) comes again from the older position, and the bot shares its next key with the new device', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-crypto-'));
+    try {
+      const server = new MatrixKeyServer((user) => (user === BOT ? [ADA] : [BOT]));
+      const path = join(dir, 'db.sqlite');
+      const first = sqliteFile(path);
+      const open = (db: ReturnType<typeof sqliteFile>): Promise<MatrixCrypto> => MatrixCrypto.open({ state: channelState(db, 'matrix'), userId: BOT, deviceId: 'BOTDEV', send: transport(server, BOT, 'BOTDEV'), log });
+      let bot = await open(first);
+      const ada = await MatrixCrypto.open({ state: testChannelState('ada2'), userId: ADA, deviceId: 'ADAPHONE', send: transport(server, ADA, 'ADAPHONE'), log });
+      /** The bot's /sync key parts, as the peer answers them for a `since` and its next_batch. */
+      let batch = 0;
+      const botSync = (since: string | undefined): { part: Record<string, unknown>; next: string } => {
+        const next = `s${++batch}`;
+        return { part: server.syncPart(BOT, 'BOTDEV', since, next) as Record<string, unknown>, next };
+      };
+      const hello = await ada.encrypt(ROOM, [ADA, BOT], 'm.room.message', { msgtype: 'm.text', body: 'hello' });
+      let saved: string | undefined;
+      let response = botSync(saved);
+      await bot.receiveSync(response.part);
+      await bot.flush();
+      saved = response.next;
+      await bot.decrypt(ROOM, roomEvent(ADA, hello));
+      await bot.encrypt(ROOM, [ADA, BOT], 'm.room.message', { msgtype: 'm.text', body: 'hi' }); // the bot tracks ada's devices now
+      response = botSync(saved);
+      await bot.receiveSync(response.part);
+      await bot.flush();
+      saved = response.next;
+
+      const tablet = await MatrixCrypto.open({ state: testChannelState('ada2-tablet'), userId: ADA, deviceId: 'ADATABLET', send: transport(server, ADA, 'ADATABLET'), log });
+      response = botSync(saved);
+      assert.deepEqual((response.part.device_lists as { changed: string[] }).changed, [ADA], 'the new device announced');
+      // Crash: the response was received, not handled, and its position not saved.
+      await first.close();
+      const second = sqliteFile(path);
+      bot = await open(second);
+      response = botSync(saved);
+      assert.deepEqual((response.part.device_lists as { changed: string[] }).changed, [ADA], 'announced again from the older position');
+      await bot.receiveSync(response.part);
+      await bot.flush();
+      saved = response.next;
+      assert.deepEqual((botSync(saved).part.device_lists as { changed: string[] }).changed, [], 'and no more once the position moved past it');
+
+      const next = await bot.encrypt(ROOM, [ADA, BOT], 'm.room.message', { msgtype: 'm.text', body: 'hello tablet' });
+      await sync(server, tablet, ADA, 'ADATABLET');
+      assert.deepEqual((await tablet.decrypt(ROOM, roomEvent(BOT, next))).content, { msgtype: 'm.text', body: 'hello tablet' });
+      for (const machine of [bot, ada, tablet]) await machine.close();
+      await second.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

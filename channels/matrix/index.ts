@@ -2,8 +2,9 @@
  * The Matrix channel (client-server API through matrix-js-sdk's MatrixClient, our own /sync
  * loop — see sync.ts for why): DMs and rooms, threads, invites from allowed senders, markdown
  * rendered as Matrix HTML, typing, streaming by edits (m.replace) and files both ways.
- * Encrypted rooms are not supported (no crypto): never silent — the people in one are told once
- * with a plain notice, and the log and status show it (intake.ts).
+ * Encrypted rooms are read and answered, encrypted, with `encryption` on (the default; e2ee.ts);
+ * with it off, never silent — the people in one are told once with a plain notice, and the log
+ * and status show it (intake.ts).
  *
  * Ids: a message is its event id (globally unique, stable across redeliveries), the account is
  * the bot's user id, the chat is the room id, a thread is its root event id.
@@ -117,8 +118,8 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
         log,
         passwordLogin: config.access_token === undefined,
         ...(options.undecryptableWaitMs === undefined ? {} : { waitMs: options.undecryptableWaitMs }),
-        tell: async (roomId, text) => {
-          await post(roomId, (html) => ({ ...textContent(text, { html }), msgtype: 'm.notice' }), undefined, 'send');
+        tell: async (roomId, text, txnId) => {
+          await post(roomId, (html) => ({ ...textContent(text, { html }), msgtype: 'm.notice' }), txnId, 'send');
         },
       })
     : undefined;
@@ -215,7 +216,7 @@ export function createMatrixChannel(config: MatrixConfig, ctx: ChannelContext, o
     async listen(push: Push, signal: AbortSignal, link: ListenLink): Promise<void> {
       await api.connect(signal);
       // The crypto state is read afresh at each listen: another node may have used it meanwhile.
-      if (e2ee) await e2ee.start();
+      if (e2ee) await e2ee.start((roomId, event) => intake.late(roomId, event, push));
       displayName = (await api.displayName()) ?? displayName;
       for (const room of config.rooms) {
         if (signal.aborted) return;

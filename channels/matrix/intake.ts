@@ -165,6 +165,11 @@ export class Intake {
     for (const [roomId, room] of Object.entries(response.rooms?.invite ?? {})) await this.#invite(roomId, room.invite_state?.events ?? []);
   }
 
+  /** Reads a message decrypted after it waited for its key (e2ee.ts), like any other. */
+  late(roomId: string, event: RoomEvent, push: Push): Promise<void> {
+    return this.#message(roomId, event, push);
+  }
+
   /** The events between `since` and a limited timeline's start, oldest first (at most {@link GAP_LIMIT}). */
   async #gap(roomId: string, prevBatch: string | undefined, since: string): Promise<RoomEvent[]> {
     const { api, log } = this.#d;
@@ -196,7 +201,7 @@ export class Intake {
     const { log, rooms, api, ctx, e2ee } = this.#d;
     let event = received;
     if (e2ee && event.type === 'm.room.encrypted' && event.sender !== api.userId) {
-      const clear = await e2ee.decrypt(roomId, event, (late) => this.#message(roomId, late, push));
+      const clear = await e2ee.decrypt(roomId, event);
       if (!clear) return; // waits for its key (e2ee.ts), or the person is told
       event = clear;
     }

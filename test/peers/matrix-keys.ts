@@ -36,8 +36,12 @@ interface Device {
   readonly claimed: Map<string, Json | string>;
   fallback: { readonly id: string; readonly key: Json | string; used: boolean } | undefined;
   readonly inbox: Array<{ readonly id: number; readonly event: Json }>;
-  /** Users whose device lists changed since this device's last sync. */
-  readonly changed: Set<string>;
+  /**
+   * Users whose device lists changed and the position of the change (numbered with the
+   * to-device messages): like them kept until a sync past them confirms them, so a /sync from
+   * an older `since` (the client crashed before saving the position) says it again (sync.yaml).
+   */
+  readonly changed: Map<string, number>;
 }
 
 export class MatrixKeyServer {
@@ -80,19 +84,19 @@ export class MatrixKeyServer {
     let devices = this.#devices.get(user);
     if (!devices) this.#devices.set(user, (devices = new Map()));
     let found = devices.get(device);
-    if (!found) devices.set(device, (found = { oneTime: new Map(), claimed: new Map(), fallback: undefined, inbox: [], changed: new Set() }));
+    if (!found) devices.set(device, (found = { oneTime: new Map(), claimed: new Map(), fallback: undefined, inbox: [], changed: new Map() }));
     return found;
   }
 
   /** A device's keys changed: tell every device of the users who can see it (itself included). */
   #announce(user: string): void {
-    for (const other of new Set([user, ...this.sharing(user)])) for (const device of this.#devices.get(other)?.values() ?? []) device.changed.add(user);
+    for (const other of new Set([user, ...this.sharing(user)])) for (const device of this.#devices.get(other)?.values() ?? []) device.changed.set(user, ++this.#seq);
   }
 
   /** Two users now share a room: each one's devices learn of the other's. */
   announceShared(a: string, b: string): void {
-    for (const device of this.#devices.get(a)?.values() ?? []) device.changed.add(b);
-    for (const device of this.#devices.get(b)?.values() ?? []) device.changed.add(a);
+    for (const device of this.#devices.get(a)?.values() ?? []) device.changed.set(b, ++this.#seq);
+    for (const device of this.#devices.get(b)?.values() ?? []) device.changed.set(a, ++this.#seq);
   }
 
   /** POST /keys/upload. Throws a {@link KeyError} for a request a homeserver refuses. */
@@ -186,8 +190,7 @@ export class MatrixKeyServer {
   sync(user: string, deviceId: string): { part: Json; upTo: number } {
     const device = this.#device(user, deviceId);
     const events = device.inbox.map((entry) => entry.event);
-    const changed = [...device.changed];
-    device.changed.clear();
+    const changed = [...device.changed.keys()];
     const fallbackTypes = device.fallback && !device.fallback.used ? [device.fallback.id.split(':')[0]] : [];
     return {
       part: {
@@ -196,14 +199,15 @@ export class MatrixKeyServer {
         device_one_time_keys_count: this.counts(user, deviceId),
         device_unused_fallback_key_types: fallbackTypes,
       },
-      upTo: device.inbox.at(-1)?.id ?? 0,
+      upTo: Math.max(device.inbox.at(-1)?.id ?? 0, ...device.changed.values()),
     };
   }
 
-  /** The device's to-device messages up to `upTo` were delivered and confirmed: drop them. */
+  /** The device's to-device messages and device-list changes up to `upTo` were delivered and confirmed: drop them. */
   confirm(user: string, deviceId: string, upTo: number): void {
-    const inbox = this.#device(user, deviceId).inbox;
+    const { inbox, changed } = this.#device(user, deviceId);
     while (inbox.length > 0 && (inbox[0]?.id ?? Infinity) <= upTo) inbox.shift();
+    for (const [other, at] of changed) if (at <= upTo) changed.delete(other);
   }
 
   /** The ids of a user's devices with keys. */

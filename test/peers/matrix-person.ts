@@ -23,22 +23,39 @@ export class PersonDevice {
   readonly deviceId: string;
   readonly crypto: MatrixCrypto;
 
-  private constructor(keys: MatrixKeyServer, userId: string, deviceId: string, crypto: MatrixCrypto) {
+  private constructor(keys: MatrixKeyServer, userId: string, deviceId: string, crypto: MatrixCrypto, held: Array<() => void>) {
     this.#keys = keys;
+    this.#held = held;
     this.userId = userId;
     this.deviceId = deviceId;
     this.crypto = crypto;
   }
 
-  /** `lose`: the device's to-device messages never leave it (its room keys never reach anyone). */
-  static async open(peer: MatrixPeer, userId: string, deviceId: string, options: { lose?: boolean } = {}): Promise<PersonDevice> {
+  /** To-device messages held back (`hold`), sent by {@link release}. */
+  readonly #held: Array<() => void>;
+
+  /**
+   * `lose`: the device's to-device messages never leave it (its room keys never reach anyone);
+   * `hold`: they leave when {@link release} is called (a room key that comes late).
+   */
+  static async open(peer: MatrixPeer, userId: string, deviceId: string, options: { lose?: boolean; hold?: boolean } = {}): Promise<PersonDevice> {
+    const held: Array<() => void> = [];
     const send: CryptoTransport = async (method, path, body) => {
       if (options.lose && path.startsWith('/sendToDevice/')) return {};
+      if (options.hold && path.startsWith('/sendToDevice/')) {
+        held.push(() => keyRoute(peer.keys, method, path, body, userId, deviceId));
+        return {};
+      }
       const answer = keyRoute(peer.keys, method, path, body, userId, deviceId);
       if (!answer) throw new Error(`the person's device asked for ${method} ${path}`);
       return answer;
     };
-    return new PersonDevice(peer.keys, userId, deviceId, await MatrixCrypto.open({ state: testChannelState(deviceId), userId, deviceId, send, log: silent }));
+    return new PersonDevice(peer.keys, userId, deviceId, await MatrixCrypto.open({ state: testChannelState(deviceId), userId, deviceId, send, log: silent }), held);
+  }
+
+  /** Sends the to-device messages held back (`hold`): the room keys arrive now. */
+  release(): void {
+    for (const send of this.#held.splice(0)) send();
   }
 
   /** What its /sync would carry: to-device messages (room keys), device lists. */
