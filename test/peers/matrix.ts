@@ -596,13 +596,7 @@ export async function startMatrixPeer(options: MatrixPeerOptions = {}): Promise<
     if (p === '/pushrules/' || p === '/pushrules') return { json: { global: { override: [], content: [], room: [], sender: [], underride: [] } } };
     if (p === '/capabilities') return { json: { capabilities: { 'm.change_password': { enabled: false }, 'm.room_versions': { default: '10', available: { '10': 'stable' } } } } };
     if (p === '/sync') return { json: await sync(req, url, me, tokens.get(token) ?? '') };
-    let keyReply: Json | undefined;
-    try {
-      keyReply = keyRoute(keys, method, p, method === 'GET' ? {} : json(), me, tokens.get(token) ?? '');
-    } catch (error) {
-      if (error instanceof KeyError) throw new HttpError(error.status, error.errcode, error.message);
-      throw error;
-    }
+    const keyReply: Json | undefined = keyRoute(keys, method, p, method === 'GET' ? {} : json(), me, tokens.get(token) ?? '');
     // No key backup and no account data here (a crypto client asks: 404 M_NOT_FOUND is "none", keys.yaml / account-data.yaml).
     if (p === '/room_keys/version') throw new HttpError(404, 'M_NOT_FOUND', 'No current backup version');
     if (/^\/user\/[^/]+\/account_data\/[^/]+$/.test(p)) {
@@ -969,15 +963,8 @@ interface Reply {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
-class HttpError extends Error {
-  readonly status: number;
-  readonly errcode: string;
-  constructor(status: number, errcode: string, message: string) {
-    super(message);
-    this.status = status;
-    this.errcode = errcode;
-  }
-}
+/** A refusal, as the homeserver answers it (one class for the key endpoints and the rest). */
+const HttpError = KeyError;
 
 function parseRoomEventTypes(raw: string | null): string[] | undefined {
   if (!raw) return undefined;
