@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import type { ChatPeer } from '../test/contracts/chat-channel.ts';
 import { startFakeOpenAI } from '../test/fixtures/fake-openai.ts';
 import { startDiscordPeer } from '../test/peers/discord.ts';
+import { DISCORD_LIFTED } from '../test/peers/discord-ratelimit.ts';
 import { startEmailPeer } from '../test/peers/email.ts';
 import { startIrcPeer } from '../test/peers/irc.ts';
 import { startMatrixPeer, SYNAPSE_EXEMPT } from '../test/peers/matrix.ts';
@@ -34,11 +35,10 @@ const CLI = process.env.SWITCHBOARD_BENCH_CLI ?? (existsSync(join(ROOT, 'dist', 
 const STARTS = 5;
 
 /** Each channel's peer and how many DMs its latency run sends. */
-const LIFTED = { limit: 1_000_000, resetAfterMs: 1000 };
 const peers: Record<string, { start: () => Promise<ChatPeer>; n: number }> = {
   telegram: { start: startTelegramPeer, n: 200 },
   // Discord's route buckets (5 messages per 5 s per channel) would be what one DM's replies measure: lifted here.
-  discord: { start: () => startDiscordPeer({ rateLimits: { messages: LIFTED, edits: LIFTED, typing: LIFTED, global: LIFTED } }), n: 200 },
+  discord: { start: () => startDiscordPeer({ rateLimits: DISCORD_LIFTED }), n: 200 },
   // Slack's own limit (1 message a second per channel) would be what one DM's replies measure: off here.
   slack: { start: () => startSlackPeer({ rateLimits: 'off' }), n: 200 },
   // A bot account exempted from Synapse's rate limit (its default, 0.2 messages/s, would measure Synapse, not us).

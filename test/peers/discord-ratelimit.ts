@@ -32,6 +32,10 @@ export interface DiscordRateLimits {
   readonly global?: BucketSpec;
 }
 
+/** Every bucket lifted: for tests and benches about something else than Discord's limits. */
+const LIFTED_BUCKET: BucketSpec = { limit: 1_000_000, resetAfterMs: 1000 };
+export const DISCORD_LIFTED: Required<DiscordRateLimits> = { messages: LIFTED_BUCKET, edits: LIFTED_BUCKET, typing: LIFTED_BUCKET, global: LIFTED_BUCKET };
+
 export type BucketRoute = 'messages' | 'edits' | 'typing';
 
 const DEFAULTS: Required<DiscordRateLimits> = {
