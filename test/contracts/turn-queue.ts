@@ -83,12 +83,21 @@ class Node {
     if (options.hold) this.gates.set(seq, gate());
     const turn = { seq, conversation };
     const ticket = await queue.reserve();
-    await this.database.transaction(async (tx) => {
-      await tx.get('SELECT 1 AS one');
-      await ticket.enqueue(tx, turn);
-    });
+    // In the runtime the inbox row commits with the job, so a worker never sees a job before its
+    // row. The stand-in is in memory: fill it before the commit, or a worker woken by the job's
+    // NOTIFY can run before this function resumes and take the turn for one already answered.
     this.inbox.set(seq, turn);
     this.all.set(seq, turn);
+    try {
+      await this.database.transaction(async (tx) => {
+        await tx.get('SELECT 1 AS one');
+        await ticket.enqueue(tx, turn);
+      });
+    } catch (error) {
+      this.inbox.delete(seq);
+      this.all.delete(seq);
+      throw error;
+    }
     ticket.committed(turn);
     return seq;
   }
