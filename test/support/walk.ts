@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Channel, ChannelContext } from '../../src/channel.ts';
 import { parseConfig } from '../../app/config.ts';
+import { channelModules } from '../../channels/registry.ts';
 import type { AppConfig as Config } from '../../app/config.ts';
 import { createPgBossQueue } from '../../src/cluster/pg-boss-queue.ts';
 import { openDatabase } from '../../src/store/db.ts';
@@ -48,26 +49,22 @@ export const postgresEngine: WalkEngine = {
   },
 };
 
-type Factory = (config: Config, context: ChannelContext) => Promise<Channel>;
-const factories: Record<string, Factory> = {
-  telegram: async (config, context) => (await import('../../channels/telegram/index.ts')).createTelegramChannel(config.channels.telegram!, context),
-  discord: async (config, context) => (await import('../../channels/discord/index.ts')).createDiscordChannel(config.channels.discord!, context),
-  slack: async (config, context) => (await import('../../channels/slack/index.ts')).createSlackChannel(config.channels.slack!, context),
-  matrix: async (config, context) => (await import('../../channels/matrix/index.ts')).createMatrixChannel(config.channels.matrix!, context),
-  irc: async (config, context) => (await import('../../channels/irc/index.ts')).createIrcChannel(config.channels.irc!, context),
-  email: async (config, context) => (await import('../../channels/email/index.ts')).createEmailChannel(config.channels.email!, context),
-};
+/** A walked channel built as the daemon builds it: through its module in the registry. */
+function build(config: Config, name: string, context: ChannelContext): Promise<Channel> {
+  const module = channelModules.find((candidate) => candidate.name === name);
+  const section = (config.channels as Record<string, unknown>)[name];
+  if (!module || section === undefined) throw new Error(`no [channels.${name}] module or section for the walk`);
+  return module.create(section as never, { config, mode: 'start', log: context.log, finish: () => undefined, interrupt: () => undefined, context });
+}
 
 /** A chat peer's channel, built from the peer's own config section as the daemon would, talked to in a DM by alice. */
 export function peerChannel(peer: ChatPeer & { dropOnNextAck?(): void; undoSeen?(text: string): Promise<{ settled(): Promise<void> }> }, extra = ''): WalkChannel {
   const place: Place = { kind: 'dm', user: 'alice' };
   const text = `data_dir = "./data"\n[agent]\nname = "Testbot"\n[provider]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\napi_key = "k"\n${peer.configSection()}allow = ["${peer.users.alice}"]\n${extra}`;
   const config = parseConfig(text, undefined, {});
-  const factory = factories[peer.channel];
-  if (!factory) throw new Error(`no walk factory for ${peer.channel}`);
   return {
     name: peer.channel,
-    build: (context) => factory(config, context),
+    build: (context) => build(config, peer.channel, context),
     say: (message) => peer.post('alice', place, message),
     replies: () => peer.botMessages(place).map((message) => message.text),
     // Slack: the ack is lost and the socket dropped (the envelope comes again on the next connection)
