@@ -1,0 +1,41 @@
+// One node on PostgreSQL with log_statement=all: count statements per message.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { lastUserText, startFakeOpenAI } from '../test/fixtures/fake-openai.ts';
+import { startTelegramPeer } from '../test/peers/telegram.ts';
+import { startCluster } from '../test/support/cluster.ts';
+import { startPostgres } from '../test/support/postgres.ts';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pg = await startPostgres();
+const model = await startFakeOpenAI();
+model.fallback = (request) => { model.requests.length = 0; return { text: `got ${lastUserText(request)}`, delayMs: 0 }; };
+const peer = await startTelegramPeer({ flood: false });
+const url = await pg.createDatabase('count');
+const { default: pgc } = await import('pg');
+const admin = new pgc.Client({ connectionString: pg.adminUrl }); await admin.connect();
+const dataDir = (await admin.query('SHOW data_directory')).rows[0].data_directory as string;
+const cluster = startCluster({ url, modelUrl: model.baseUrl, channels: `${peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`, names: ['solo'], failoverSeconds: 3 });
+await cluster.joined(cluster.nodes[0]!, 60000);
+while (!cluster.holder()) await sleep(50);
+let n = 0;
+const send = async (k: number) => {
+  const before = peer.sent.length;
+  for (let i = 0; i < k; i++) { const id = 900000 + (++n % 5); peer.queue({ message: { message_id: n, date: Math.floor(Date.now()/1000), chat: { id, type: 'private', first_name: 'x' }, from: { id, is_bot: false, first_name: 'x' }, text: `note-${n}` } }); }
+  while (peer.sent.length < before + k) await sleep(10);
+};
+await send(4); await sleep(500);
+await admin.query("ALTER SYSTEM SET log_statement = 'all'"); await admin.query("ALTER SYSTEM SET log_line_prefix = '%m [%p] %a '"); await admin.query('SELECT pg_reload_conf()');
+await sleep(300);
+const logFile = join(dataDir, '..', 'log');
+const start = readFileSync(logFile, 'utf8').length;
+const K = Number(process.argv[2] ?? 1);
+const t0 = Date.now();
+await send(K);
+await sleep(Number(process.argv[3] ?? 0));
+const ms = Date.now() - t0;
+await admin.query("ALTER SYSTEM SET log_statement = 'none'"); await admin.query('SELECT pg_reload_conf()');
+const text = readFileSync(logFile, 'utf8').slice(start);
+const entries = text.split(/\n(?=\d{4}-\d\d-\d\d )/).filter((l) => /LOG:  (statement|execute)/.test(l)).map((l) => l.replace(/^\S+ \S+ \S+ /, '').replace(/\s+/g, ' ').slice(0, Number(process.env.W ?? 200)));
+console.log(entries.join('\n'));
+console.log('messages', K, 'ms', ms);
+await admin.end(); await cluster.close(); await peer.close(); await model.close(); pg.stop();
