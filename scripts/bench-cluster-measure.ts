@@ -89,8 +89,9 @@ export interface TurnWaits {
 
 /**
  * Splits each turn's wait. Runnable = stored, and the conversation's previous job completed. A
- * slot is free on node N at time t when fewer than `slots` of the turns N took before this one
- * were still running at t (turns taken later did not compete for it: the queue is first in first out).
+ * slot is free for it on node N at time t when fewer than `slots` of the turns N took before this
+ * one were stored and not yet done at t: those were ahead of it, running or in line (the queue is
+ * first in first out); a turn stored later but taken first took a slot it could have had.
  */
 export function splitWaits(turns: readonly TurnTimes[], slots: number): TurnWaits {
   const byConversation = new Map<string, TurnTimes[]>();
@@ -104,7 +105,8 @@ export function splitWaits(turns: readonly TurnTimes[], slots: number): TurnWait
   for (const turn of turns) {
     const ready = runnable.get(turn)!;
     const earlier = turns.filter((other) => other !== turn && other.node === turn.node && other.taken < turn.taken);
-    const busyAt = (t: number): number => earlier.filter((other) => other.taken <= t && other.completed > t).length;
+    // Ahead of it for a slot at t: taken before it, stored by t (so in line or running), not yet done.
+    const busyAt = (t: number): number => earlier.filter((other) => other.created <= t && other.completed > t).length;
     let free = ready;
     if (busyAt(ready) >= slots) {
       // the first end of an earlier turn after `ready` that leaves a slot
