@@ -119,16 +119,25 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
     // Its jobs outlive a restart: nothing to recover from the inbox.
     async start(worker: TurnWorker) {
       const workers = (): ReturnType<PgBoss['getWipData']> => boss.getWipData().filter((entry) => entry.name === QUEUE);
+      /** Workers woken and not yet back from their fetch: worker id → when it last fetched before. */
+      const waking = new Map<string, number | null>();
       /**
        * Wakes one idle worker of this node (the one that fetched longest ago: likely asleep), so a
-       * job stored costs each node one fetch, not one per worker. A worker that gets a job wakes
-       * the next (there may be more), so a backlog fans out over the free slots one fetch at a
-       * time and the first empty fetch ends the chain.
+       * job stored costs each node one fetch, not one per worker. Several jobs stored at once wake
+       * as many workers: a worker woken counts as taken until its fetch is back.
        */
       const wakeOne = (): void => {
-        const idle = workers().filter((entry) => entry.count === 0 && entry.state === 'active');
+        const list = workers();
+        for (const [id, fetchedOn] of waking) {
+          const entry = list.find((candidate) => candidate.id === id);
+          if (!entry || entry.count > 0 || (entry.lastFetchedOn ?? null) !== fetchedOn) waking.delete(id);
+        }
+        const idle = list.filter((entry) => entry.count === 0 && entry.state === 'active' && !waking.has(entry.id));
         idle.sort((a, b) => (a.lastFetchedOn ?? 0) - (b.lastFetchedOn ?? 0));
-        if (idle[0]) boss.notifyWorker(idle[0].id);
+        const chosen = idle[0];
+        if (!chosen) return;
+        waking.set(chosen.id, chosen.lastFetchedOn ?? null);
+        boss.notifyWorker(chosen.id);
       };
       // A pg-boss worker waits out its polling interval after each job unless it was woken
       // meanwhile, so a backlog queued faster than NOTIFYs arrive would drain at one turn per
@@ -157,7 +166,6 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
       await boss.work<TurnJob>(QUEUE, { localConcurrency: options.concurrency, batchSize: 1, pollingIntervalSeconds: 5 }, async ([job]) => {
         if (!job) return;
         inFlight++;
-        wakeOne();
         try {
           const outcome = await worker(job.data.seq, job.data.conversation);
           // thrown: pg-boss retries it (on this node or another); the inbox keeps it queued meanwhile

@@ -140,9 +140,14 @@ class PostgresDatabase extends PostgresSql implements Database {
     };
     client.on('error', onError);
     try {
-      await client.query('BEGIN');
+      // Not awaited: on a pipelined connection (see openPostgres) BEGIN goes out with the first
+      // statement, one round trip fewer per transaction. BEGIN fails only with the connection,
+      // and then so does every statement behind it; its result is checked before the COMMIT.
+      const begun = client.query('BEGIN');
+      begun.catch(() => undefined);
       try {
         const result = await work(new PostgresSql(client, this.statements));
+        await begun;
         await client.query('COMMIT');
         return result;
       } catch (error) {
@@ -172,6 +177,9 @@ export async function openPostgres(options: PostgresOptions): Promise<Database &
     connectionString: options.url,
     max: options.maxConnections ?? 10,
     connectionTimeoutMillis: 10_000,
+    // A statement is written as soon as it is queued, not after the answer to the one before:
+    // what lets a transaction's BEGIN travel with its first statement.
+    pipeline: true,
     // no statement waits forever on a connection the server dropped without a word
     query_timeout: 30_000,
     idleTimeoutMillis: 30_000,
