@@ -84,10 +84,10 @@ async function startNodes(url: string | undefined, names: readonly string[]): Pr
   return cluster;
 }
 
-/** A statement on the server's `postgres` database. */
-async function adminQuery<Row>(text: string): Promise<Row[]> {
+/** A statement on the database at `url` (default: the server's `postgres` database). */
+async function adminQuery<Row>(text: string, url = pg.adminUrl): Promise<Row[]> {
   const { default: pgClient } = await import('pg');
-  const client = new pgClient.Client({ connectionString: pg.adminUrl });
+  const client = new pgClient.Client({ connectionString: url });
   await client.connect();
   try {
     return (await client.query(text)).rows as Row[];
@@ -116,8 +116,12 @@ try {
       const url = await pg.createDatabase(`bench_${run}_${count}`);
       const cluster = await startNodes(url, ['n1', 'n2', 'n3'].slice(0, count));
       const meter = cpuMeter(cluster, postmaster);
+      const began = Date.now();
       const ms = await burst(MESSAGES, 40);
       const cpu = meter.per(MESSAGES);
+      // The holder stores the messages one after another: when that, not the turn slots, is the limit, this is close to the whole step.
+      const stored = (await adminQuery<{ last: number }>(`SELECT max(received_at)::float8 AS last FROM inbox`, url))[0]!.last - began;
+      record(`${count} node${count > 1 ? 's' : ''}, all stored after, ms`, stored);
       const rate = (MESSAGES / ms) * 1000;
       rates.push(rate);
       record(`${count} node${count > 1 ? 's' : ''}, msg/s`, rate);
@@ -125,7 +129,7 @@ try {
       cpu.nodes.forEach((ms, i) => record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg n${i + 1}`, ms));
       record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg PostgreSQL`, cpu.postgres);
       const turns = cluster.nodes.map((node) => (node.stdout().match(/"msg":"turn done"/g) ?? []).length);
-      say(`  ${count} node${count > 1 ? 's' : ' '}: ${fmt(rate)} msg/s (${fmt(ms / 1000)} s; turns per node ${turns.join(' / ')}; scaling ×${fmt(rate / rates[0]!, 2)}; ${cpuLine(cpu)})`);
+      say(`  ${count} node${count > 1 ? 's' : ' '}: ${fmt(rate)} msg/s (${fmt(ms / 1000)} s; turns per node ${turns.join(' / ')}; scaling ×${fmt(rate / rates[0]!, 2)}; the last message stored ${fmt(stored / 1000)} s in; ${cpuLine(cpu)})`);
       if (count === 3) {
         three = cluster;
         threeUrl = url;
