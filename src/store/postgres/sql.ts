@@ -49,27 +49,30 @@ interface Prepared {
  * statements in one string, which a prepared statement cannot hold) stay on that path.
  */
 class Statements {
-  readonly #prepared = new Map<string, Prepared>();
+  // Keyed by the SQL string as the caller holds it: a constant's hash is computed once, where a
+  // key built per call (a prefix + the SQL) would be hashed again at every statement.
+  readonly #stores = new Map<string, Prepared>();
+  readonly #raw = new Map<string, Prepared>();
   #next = 0;
 
   /** A statement in the stores' `?` placeholders. */
   get(sql: string, parameters: number): Prepared {
-    return this.#named(`?${sql}`, () => numbered(sql), parameters);
+    return this.#statement(this.#stores, sql, numbered, parameters);
   }
 
   /** A statement in PostgreSQL's own `$n` placeholders (pg-boss's, whose SQL may hold jsonb `?` operators). */
   raw(text: string, parameters: number): Prepared {
-    return this.#named(`$${text}`, () => text, parameters);
+    return this.#statement(this.#raw, text, (same) => same, parameters);
   }
 
-  #named(key: string, text: () => string, parameters: number): Prepared {
-    let statement = this.#prepared.get(key);
+  #statement(cache: Map<string, Prepared>, sql: string, text: (sql: string) => string, parameters: number): Prepared {
+    let statement = cache.get(sql);
     if (statement === undefined) {
       // SQL built at run time (IN lists of any length) could grow this without bound; new names
       // after a clear, since a connection keeps the statements it prepared under the old ones.
-      if (this.#prepared.size >= 500) this.#prepared.clear();
-      statement = parameters > 0 ? { name: `sb${++this.#next}`, text: text() } : { text: text() };
-      this.#prepared.set(key, statement);
+      if (cache.size >= 500) cache.clear();
+      statement = parameters > 0 ? { name: `sb${++this.#next}`, text: text(sql) } : { text: text(sql) };
+      cache.set(sql, statement);
     }
     return statement;
   }
