@@ -2,29 +2,40 @@
  * `npm run bench:cluster` — what a cluster on PostgreSQL buys and costs (issue 14), printed:
  *
  * 1. Throughput with 1, 2 and 3 nodes, the model taking 200 ms per turn: 240 messages from 40
- *    people (a Telegram peer), all queued at once; messages per second and the scaling ratio.
- * 2. Queue pickup latency, message in the inbox → its turn started (p50 / p99), from the inbox's
- *    received_at and each node's "turn done" log line (its end minus its duration).
+ *    people (a Telegram peer), all queued at once; messages per second, the scaling ratio, and
+ *    the CPU milliseconds per message of each node and of PostgreSQL (from /proc, so the ratio can
+ *    be read for machines with more cores than this one).
+ * 2. Each turn's wait at 3 nodes, split three ways from pg-boss's job rows and the nodes' "turn
+ *    done" lines: waiting for the conversation's earlier turn (first in first out), waiting for a
+ *    free slot on the node that ran it, and pickup — runnable with a slot free → turn started.
  * 3. Failover: the node holding Telegram is SIGKILLed; time until another node holds it and
  *    until a message written right after the kill is answered.
  * 4. Per-message overhead, PostgreSQL vs SQLite: one node, a model answering at once, 200
- *    messages from 20 people; wall milliseconds per message.
+ *    messages from 20 people; wall and CPU milliseconds per message; and (first run) the
+ *    statements and transactions one message costs PostgreSQL, from the server's statement log.
  *
+ * Every step runs `--runs` times (default 3: the machine may be shared), then min / median / max.
  * Runs a throwaway PostgreSQL 15 (test/support/postgres.ts), the scripted model and the
  * Telegram peer in this process, and each node as `switchboard start` from the source tree.
  * On a 2-core machine the nodes share the cores, so more nodes add turn slots, not CPU.
- * Flags: --messages N (default 240), --model-ms N (default 200).
+ * Flags: --messages N (default 240), --model-ms N (default 200), --runs N (default 3).
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { lastUserText, startFakeOpenAI } from '../test/fixtures/fake-openai.ts';
 import { startTelegramPeer, type TgUser } from '../test/peers/telegram.ts';
 import { startCluster, type TestCluster } from '../test/support/cluster.ts';
 import { startPostgres } from '../test/support/postgres.ts';
 import { fmt, percentile, say, sleep } from './bench-support.ts';
+import { countStatements, cpuMeter, splitWaits, spread, turnTimes } from './bench-cluster-measure.ts';
 
-const { values } = parseArgs({ options: { messages: { type: 'string', default: '240' }, 'model-ms': { type: 'string', default: '200' } } });
+const { values } = parseArgs({ options: { messages: { type: 'string', default: '240' }, 'model-ms': { type: 'string', default: '200' }, runs: { type: 'string', default: '3' } } });
 const MESSAGES = Number(values.messages);
 const MODEL_MS = Number(values['model-ms']);
+const RUNS = Number(values.runs);
+/** Turns a node runs at once: the default for one channel (clamp(channels × 4, 8, 64)). */
+const SLOTS = 8;
 const NOTE = /note-(\d+)/;
 
 const pg = await startPostgres();
@@ -73,69 +84,109 @@ async function startNodes(url: string | undefined, names: readonly string[]): Pr
   return cluster;
 }
 
-/** Inbox → turn started, ms, for every turn the nodes logged. */
-async function pickupLatencies(cluster: TestCluster, url: string): Promise<number[]> {
+/** A statement on the database at `url` (default: the server's `postgres` database). */
+async function adminQuery<Row>(text: string, url = pg.adminUrl): Promise<Row[]> {
   const { default: pgClient } = await import('pg');
   const client = new pgClient.Client({ connectionString: url });
   await client.connect();
-  const received = new Map<number, number>();
-  for (const row of (await client.query<{ seq: string; received_at: string }>('SELECT seq, received_at FROM inbox')).rows) received.set(Number(row.seq), Number(row.received_at));
-  await client.end();
-  const latencies: number[] = [];
-  for (const node of cluster.nodes) {
-    for (const line of node.stdout().split('\n')) {
-      if (!line.includes('"msg":"turn done"')) continue;
-      const entry = JSON.parse(line) as { time: number; ms: number; seq: number };
-      const at = received.get(entry.seq);
-      if (at !== undefined) latencies.push(entry.time - entry.ms - at);
-    }
+  try {
+    return (await client.query(text)).rows as Row[];
+  } finally {
+    await client.end();
   }
-  return latencies.sort((a, b) => a - b);
 }
 
-say(`bench:cluster — ${MESSAGES} messages from 40 people, model ${MODEL_MS} ms per turn, PostgreSQL 15 on 127.0.0.1`);
-const rates: number[] = [];
+const postmaster = Number(readFileSync(join((await adminQuery<{ data_directory: string }>('SHOW data_directory'))[0]!.data_directory, 'postmaster.pid'), 'utf8').split('\n')[0]);
+/** Each figure over the runs. */
+const figures = new Map<string, number[]>();
+const record = (name: string, value: number | undefined): void => {
+  if (value !== undefined && Number.isFinite(value)) figures.set(name, [...(figures.get(name) ?? []), value]);
+};
+const cpuLine = (cpu: { nodes: number[]; postgres: number | undefined }): string =>
+  `CPU ms/msg: nodes ${cpu.nodes.map((ms) => fmt(ms, 2)).join(' / ')}${cpu.postgres === undefined ? '' : `, PostgreSQL ${fmt(cpu.postgres, 2)}`}`;
+
+say(`bench:cluster — ${MESSAGES} messages from 40 people, model ${MODEL_MS} ms per turn, PostgreSQL 15 on 127.0.0.1, ${RUNS} run${RUNS > 1 ? 's' : ''}`);
 let three: TestCluster | undefined;
-let threeUrl = '';
 try {
-  for (const count of [1, 2, 3]) {
-    const url = await pg.createDatabase(`bench_${count}`);
-    const cluster = await startNodes(url, ['n1', 'n2', 'n3'].slice(0, count));
-    const ms = await burst(MESSAGES, 40);
-    const rate = (MESSAGES / ms) * 1000;
-    rates.push(rate);
-    const turns = cluster.nodes.map((node) => (node.stdout().match(/"msg":"turn done"/g) ?? []).length);
-    say(`  ${count} node${count > 1 ? 's' : ' '}: ${fmt(rate)} msg/s (${fmt(ms / 1000)} s; turns per node ${turns.join(' / ')}; scaling ×${fmt(rate / rates[0]!, 2)})`);
-    if (count === 3) {
-      three = cluster;
-      threeUrl = url;
-    } else await cluster.close();
-  }
-  const latencies = await pickupLatencies(three!, threeUrl);
-  say(`  pickup (inbox → turn started, 3 nodes, ${latencies.length} turns): p50 ${fmt(percentile(latencies, 50), 0)} ms, p99 ${fmt(percentile(latencies, 99), 0)} ms`);
+  for (let run = 1; run <= RUNS; run++) {
+    say(`run ${run}:`);
+    const rates: number[] = [];
+    let threeUrl = '';
+    for (const count of [1, 2, 3]) {
+      const url = await pg.createDatabase(`bench_${run}_${count}`);
+      const cluster = await startNodes(url, ['n1', 'n2', 'n3'].slice(0, count));
+      const meter = cpuMeter(cluster, postmaster);
+      const began = Date.now();
+      const ms = await burst(MESSAGES, 40);
+      const cpu = meter.per(MESSAGES);
+      // The holder stores the messages one after another: when that, not the turn slots, is the limit, this is close to the whole step.
+      const stored = (await adminQuery<{ last: number }>(`SELECT max(received_at)::float8 AS last FROM inbox`, url))[0]!.last - began;
+      record(`${count} node${count > 1 ? 's' : ''}, all stored after, ms`, stored);
+      const rate = (MESSAGES / ms) * 1000;
+      rates.push(rate);
+      record(`${count} node${count > 1 ? 's' : ''}, msg/s`, rate);
+      if (count > 1) record(`${count} nodes, scaling ×`, rate / rates[0]!);
+      cpu.nodes.forEach((ms, i) => record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg n${i + 1}`, ms));
+      record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg PostgreSQL`, cpu.postgres);
+      const turns = cluster.nodes.map((node) => (node.stdout().match(/"msg":"turn done"/g) ?? []).length);
+      say(`  ${count} node${count > 1 ? 's' : ' '}: ${fmt(rate)} msg/s (${fmt(ms / 1000)} s; turns per node ${turns.join(' / ')}; scaling ×${fmt(rate / rates[0]!, 2)}; the last message stored ${fmt(stored / 1000)} s in; ${cpuLine(cpu)})`);
+      if (count === 3) {
+        three = cluster;
+        threeUrl = url;
+      } else await cluster.close();
+    }
+    const waits = splitWaits(await turnTimes(three!, threeUrl), SLOTS);
+    for (const [name, list] of [['pickup', waits.pickup], ['pickup: claim', waits.claim], ['pickup: claim → start', waits.startUp], ['slot wait', waits.slotWait], ['conversation wait', waits.fifoWait]] as const) {
+      record(`${name} p50, ms`, percentile(list, 50));
+      record(`${name} p99, ms`, percentile(list, 99));
+    }
+    say(
+      `  3 nodes, ${waits.pickup.length} turns: pickup (runnable with a slot free → turn started) p50 ${fmt(percentile(waits.pickup, 50), 0)} ms, p99 ${fmt(percentile(waits.pickup, 99), 0)} ms (claimed p50 ${fmt(percentile(waits.claim, 50), 0)} / p99 ${fmt(percentile(waits.claim, 99), 0)} ms, claimed → started p50 ${fmt(percentile(waits.startUp, 50), 0)} / p99 ${fmt(percentile(waits.startUp, 99), 0)} ms); ` +
+        `slot wait p50 ${fmt(percentile(waits.slotWait, 50), 0)} ms, p99 ${fmt(percentile(waits.slotWait, 99), 0)} ms; ` +
+        `waiting for the conversation's earlier turn p50 ${fmt(percentile(waits.fifoWait, 50), 0)} ms, p99 ${fmt(percentile(waits.fifoWait, 99), 0)} ms`,
+    );
 
-  // Failover: kill the holder, then write at once.
-  const holder = three!.holder()!;
-  const killedAt = Date.now();
-  holder.daemon.child.kill('SIGKILL');
-  const answeredMs = await burst(1, 1, 120_000);
-  let movedAt: number | undefined;
-  for (const node of three!.nodes) {
-    if (node === holder) continue;
-    const match = /"time":(\d+)[^\n]*"msg":"this node now holds the channel"/.exec(node.daemon.stdout());
-    if (match) movedAt = Number(match[1]);
-  }
-  say(`  failover (failover_seconds = 3): Telegram held by another node ${movedAt === undefined ? 'n/a' : `${movedAt - killedAt} ms`} after the kill; a message written at the kill answered after ${fmt(answeredMs, 0)} ms`);
-  await three!.close();
-  three = undefined;
+    // Failover: kill the holder, then write at once.
+    const holder = three!.holder()!;
+    const killedAt = Date.now();
+    holder.daemon.child.kill('SIGKILL');
+    const answeredMs = await burst(1, 1, 120_000);
+    let movedAt: number | undefined;
+    for (const node of three!.nodes) {
+      if (node === holder) continue;
+      const match = /"time":(\d+)[^\n]*"msg":"this node now holds the channel"/.exec(node.daemon.stdout());
+      if (match) movedAt = Number(match[1]);
+    }
+    record('failover: channel moved, ms', movedAt === undefined ? undefined : movedAt - killedAt);
+    record('failover: message answered, ms', answeredMs);
+    say(`  failover (failover_seconds = 3): Telegram held by another node ${movedAt === undefined ? 'n/a' : `${movedAt - killedAt} ms`} after the kill; a message written at the kill answered after ${fmt(answeredMs, 0)} ms`);
+    await three!.close();
+    three = undefined;
 
-  // PostgreSQL vs SQLite, per message, one node, a model that answers at once.
-  modelDelay = 0;
-  for (const [label, url] of [['SQLite', undefined], ['PostgreSQL', await pg.createDatabase('bench_overhead')]] as const) {
-    const cluster = await startNodes(url, ['solo']);
-    const ms = await burst(200, 20);
-    say(`  one node, ${label}: ${fmt(ms / 200, 2)} ms per message (${fmt((200 / ms) * 1000)} msg/s, model at 0 ms)`);
-    await cluster.close();
+    // PostgreSQL vs SQLite, per message, one node, a model that answers at once.
+    modelDelay = 0;
+    for (const [label, url] of [['SQLite', undefined], ['PostgreSQL', await pg.createDatabase(`bench_${run}_overhead`)]] as const) {
+      const cluster = await startNodes(url, ['solo']);
+      const meter = cpuMeter(cluster, url === undefined ? undefined : postmaster);
+      const ms = await burst(200, 20);
+      const cpu = meter.per(200);
+      record(`per message ${label}, ms`, ms / 200);
+      record(`per message ${label}, CPU ms/msg node`, cpu.nodes[0]);
+      record(`per message ${label}, CPU ms/msg PostgreSQL`, cpu.postgres);
+      say(`  one node, ${label}: ${fmt(ms / 200, 2)} ms per message (${fmt((200 / ms) * 1000)} msg/s, model at 0 ms; ${cpuLine(cpu)})`);
+      if (url !== undefined && run === 1) {
+        // What one message costs PostgreSQL in round trips, counted from the server's statement log.
+        const counted = await countStatements(pg.adminUrl, async () => void (await burst(20, 20)));
+        const parts = [...counted.byApplication].map(([app, n]) => `${app} ${fmt(n / 20, 1)}`).join(', ');
+        say(`  one node, PostgreSQL, 20 messages from 20 people: ${fmt(counted.statements / 20, 1)} statements per message (${parts}), ${fmt(counted.transactions / 20, 1)} BEGIN per message`);
+      }
+      await cluster.close();
+    }
+    modelDelay = MODEL_MS;
+  }
+  if (RUNS > 1) {
+    say(`min / median / max over ${RUNS} runs:`);
+    for (const [name, values] of figures) say(`  ${name}: ${spread(values, name.includes('×') ? 2 : name.includes('CPU') || name.startsWith('per message') ? 2 : 1)}`);
   }
 } finally {
   await three?.close();

@@ -97,7 +97,7 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
   return {
     node,
     database,
-    turns: { queue, replies: clusterReplies },
+    turns: { queue, replies: clusterReplies((channel) => running.has(channel)) },
     remoteTools,
     status: () => ({ node, nodes: known }),
     async join(runtime, channels) {

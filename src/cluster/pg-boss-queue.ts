@@ -1,17 +1,19 @@
 /**
  * {@link TurnQueue} on pg-boss (loaded only in cluster mode): one queue with the
  * `key_strict_fifo` policy keyed by conversation, jobs sent inside the inbox transaction (its
- * `db` option), workers woken by LISTEN/NOTIFY, and heartbeats so a turn held by a node that
- * died is handed to another node within `heartbeatSeconds`.
+ * `db` option), workers woken one at a time by LISTEN/NOTIFY (see {@link wakeOne}), and heartbeats
+ * so a turn held by a node that died is handed to another node within `heartbeatSeconds`.
  *
  * A job must never end `failed`: in a `key_strict_fifo` queue a failed job holds back every later
  * job of its conversation. So the worker completes a job whatever its turn did (the turn records an
  * apology itself), and a job that comes back (its node died, or stopped mid-turn) is retried
  * without limit — the inbox's status makes a repeated turn a no-op.
  */
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { PgBoss } from 'pg-boss';
 import { rawPostgres } from '../store/postgres/sql.ts';
+import { listen, type Listening } from './listen.ts';
 import type { Sql } from '../store/sql.ts';
 import type { QueuedTurn, TurnQueue, TurnTicket, TurnWorker } from '../runtime/turn-queue.ts';
 
@@ -27,6 +29,11 @@ export interface PgBossQueueOptions {
 }
 
 const QUEUE = 'switchboard-turns';
+/**
+ * The channel pg-boss NOTIFYs when a job of a notify-enabled queue is stored (its payload: the
+ * queue's name): `'pgboss_' || left(encode(sha224(schema), 'hex'), 24)` for its default schema.
+ */
+const BOSS_CHANNEL = `pgboss_${createHash('sha224').update('pgboss').digest('hex').slice(0, 24)}`;
 
 interface TurnJob {
   readonly seq: number;
@@ -39,7 +46,10 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
   const boss: PgBoss = new PgBoss({
     connectionString: options.url,
     max: Math.max(4, options.concurrency + 2),
-    useListenNotify: true,
+    // Its listener would wake every worker of the queue for each job stored (a fetch each: 8 per
+    // message per node, 24 in a cluster of three, all but one empty); ours wakes one (wakeOne).
+    // Its sends still NOTIFY: that depends on the queue's `notify`, not on this.
+    useListenNotify: false,
     // maintenance (expiry, archive) on every node is safe: pg-boss takes its own locks
     supervise: true,
     schedule: false,
@@ -72,6 +82,7 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
   /** Waiting in idle() for the turns running here to end. */
   const idlers = new Set<() => void>();
   let counting: NodeJS.Timeout | undefined;
+  let listening: Listening | undefined;
   const count = async (): Promise<void> => {
     try {
       queued = (await boss.getQueue(QUEUE))?.queuedCount ?? 0;
@@ -107,15 +118,52 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
     idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idlers.add(resolve))),
     // Its jobs outlive a restart: nothing to recover from the inbox.
     async start(worker: TurnWorker) {
-      // A pg-boss worker waits out its polling interval after each job unless a NOTIFY came
+      const workers = (): ReturnType<PgBoss['getWipData']> => boss.getWipData().filter((entry) => entry.name === QUEUE);
+      /** Workers woken and not yet back from their fetch: worker id → when it last fetched before. */
+      const waking = new Map<string, number | null>();
+      /**
+       * Wakes one idle worker of this node (the one that fetched longest ago: likely asleep), so a
+       * job stored costs each node one fetch, not one per worker. Several jobs stored at once wake
+       * as many workers: a worker woken counts as taken until its fetch is back.
+       */
+      const wakeOne = (): void => {
+        const list = workers();
+        for (const [id, fetchedOn] of waking) {
+          const entry = list.find((candidate) => candidate.id === id);
+          if (!entry || entry.count > 0 || (entry.lastFetchedOn ?? null) !== fetchedOn) waking.delete(id);
+        }
+        const idle = list.filter((entry) => entry.count === 0 && entry.state === 'active' && !waking.has(entry.id));
+        idle.sort((a, b) => (a.lastFetchedOn ?? 0) - (b.lastFetchedOn ?? 0));
+        const chosen = idle[0];
+        if (!chosen) return;
+        waking.set(chosen.id, chosen.lastFetchedOn ?? null);
+        boss.notifyWorker(chosen.id);
+      };
+      // A pg-boss worker waits out its polling interval after each job unless it was woken
       // meanwhile, so a backlog queued faster than NOTIFYs arrive would drain at one turn per
       // worker per interval (measured: 8 turns, then 5 s idle). So each turn that ends tells the busy
       // workers (its own among them) to fetch again at once; an idle queue costs each of them one
       // empty fetch, then they sleep until a NOTIFY.
       const fetchAgain = (): void => {
-        for (const worker of boss.getWipData()) if (worker.name === QUEUE && worker.count > 0) boss.notifyWorker(worker.id);
+        for (const entry of workers()) if (entry.count > 0) boss.notifyWorker(entry.id);
       };
-      await boss.work<TurnJob>(QUEUE, { localConcurrency: options.concurrency, batchSize: 1, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 5 }, async ([job]) => {
+      // listening before the workers start: their first fetch finds whatever was stored before
+      listening = await listen({
+        url: options.url,
+        channel: BOSS_CHANNEL,
+        log,
+        what: 'turn listener',
+        onNotice: (queue) => {
+          if (queue === QUEUE) wakeOne();
+        },
+        // notifications may have been missed while it was down: every worker looks once
+        onReconnect: () => {
+          for (const entry of workers()) boss.notifyWorker(entry.id);
+        },
+      });
+      // pollingIntervalSeconds: the fallback when a NOTIFY is missed, and what finds a turn retried
+      // after a delay (no NOTIFY for a job not yet runnable) — as often as pg-boss's own listener polled.
+      await boss.work<TurnJob>(QUEUE, { localConcurrency: options.concurrency, batchSize: 1, pollingIntervalSeconds: 5 }, async ([job]) => {
         if (!job) return;
         inFlight++;
         try {
@@ -137,6 +185,7 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
     },
     async stop(graceMs: number) {
       clearInterval(counting);
+      await listening?.stop();
       await boss.stop({ graceful: true, timeout: Math.max(1000, graceMs), close: true });
     },
   };

@@ -5,6 +5,7 @@
  * up for by `onReconnect` (send everything pending) and by the runtime's periodic sweep.
  */
 import type { Logger } from 'pino';
+import { parseConversationKey } from '../conversation.ts';
 import type { ReplyRoute } from '../runtime/reply-route.ts';
 import type { Sql } from '../store/sql.ts';
 import { listen } from './listen.ts';
@@ -18,12 +19,21 @@ export async function announceReply(tx: Sql, conversation: string): Promise<void
 
 /**
  * The cluster's {@link ReplyRoute}: a reply goes out from the node holding its channel — this
- * one only if the channel runs here; the holder is woken by {@link announceReply}.
+ * one only if the channel runs here (`runsHere`). The holder is woken by {@link announceReply},
+ * unless the turn ran on the holder itself: that turn sends its reply right after the commit, and a
+ * NOTIFY would cost the commit a round trip and the holder a second, empty delivery round. Should
+ * the channel stop here in between, the node that takes it next sends what is pending when the
+ * channel starts there.
  */
-export const clusterReplies: ReplyRoute = {
-  recorded: announceReply,
-  sendsHere: (_channel, runsHere) => runsHere,
-};
+export function clusterReplies(runsHere: (channel: string) => boolean): ReplyRoute {
+  return {
+    recorded: async (tx, conversation) => {
+      const channel = parseConversationKey(conversation)?.channel;
+      if (channel === undefined || !runsHere(channel)) await announceReply(tx, conversation);
+    },
+    sendsHere: (_channel, here) => here,
+  };
+}
 
 export interface ReplyListener {
   stop(): Promise<void>;

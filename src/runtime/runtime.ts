@@ -49,6 +49,8 @@ export class Runtime {
   readonly #supervisors: SupervisorSet;
   /** Replies recorded and not yet sent, as last counted (health() is synchronous; counted after each turn and round). */
   #pendingReplies = 0;
+  /** The count of unsent replies running, and the one queued behind it (see #countPending). */
+  readonly #counting: { current?: Promise<void> | undefined; next?: Promise<void> | undefined } = {};
   readonly #storage: StorageHealth;
   /** Shared with delivery: a replaced channel's pending replies go out through the new one. */
   readonly #channels: Map<string, Channel>;
@@ -125,13 +127,28 @@ export class Runtime {
     this.#ready = new Promise((resolve) => (this.#resolveReady = resolve));
   }
 
-  /** Counts the unsent replies again (for health(); a failed count keeps the last one). */
-  async #countPending(): Promise<void> {
-    try {
-      this.#pendingReplies = await this.#outbox.pendingCount();
-    } catch (error) {
-      this.#log.debug({ err: error }, 'could not count unsent replies');
-    }
+  /**
+   * Counts the unsent replies again (for health(); a failed count keeps the last one). Rounds that
+   * end while a count runs share the one count after it (a statement per round would be one per
+   * message under load, on PostgreSQL a round trip each): each still resolves after a count begun
+   * once it ended.
+   */
+  #countPending(): Promise<void> {
+    const count = async (): Promise<void> => {
+      try {
+        this.#pendingReplies = await this.#outbox.pendingCount();
+      } catch (error) {
+        this.#log.debug({ err: error }, 'could not count unsent replies');
+      }
+    };
+    if (this.#counting.next) return this.#counting.next;
+    const current = this.#counting.current;
+    const run = (): Promise<void> => (this.#counting.current = count().finally(() => (this.#counting.current = undefined)));
+    if (!current) return run();
+    return (this.#counting.next = current.then(() => {
+      this.#counting.next = undefined;
+      return run();
+    }));
   }
 
   /** Resolves once every channel has reported ready (the first time). */

@@ -30,9 +30,12 @@ export class History {
 
   /** Appends one turn's messages (call inside the turn's transaction). */
   async append(conversation: string, turn: number, messages: readonly ChatMessage[], now = Date.now()): Promise<void> {
-    for (const message of messages) {
-      await this.#sql.run('INSERT INTO history (conversation, turn, message, created_at) VALUES (?, ?, ?, ?)', [conversation, turn, JSON.stringify(message), now]);
-    }
+    if (messages.length === 0) return;
+    // one statement for the turn's messages (a round trip each on PostgreSQL), in their order
+    await this.#sql.run(
+      `INSERT INTO history (conversation, turn, message, created_at) VALUES ${messages.map(() => '(?, ?, ?, ?)').join(', ')}`,
+      messages.flatMap((message) => [conversation, turn, JSON.stringify(message), now]),
+    );
   }
 
   /** Forgets a conversation's history (e.g. `/new`). */

@@ -3,7 +3,7 @@
  * "postgres"`). `?` placeholders become `$1…$n`; bigint and count(*) come back as numbers; a
  * transaction runs on one pooled connection between BEGIN and COMMIT.
  */
-import type { Pool, PoolClient } from 'pg';
+import type { Pool, PoolClient, QueryResult } from 'pg';
 import type { Logger } from 'pino';
 import type { Database, Sql, SqlValue } from '../sql.ts';
 import { postgresMigrations } from './schema.ts';
@@ -35,17 +35,46 @@ function numbered(sql: string): string {
 
 type Queryable = Pool | PoolClient;
 
-class Statements {
-  readonly #numbered = new Map<string, string>();
+/** A statement as node-postgres takes it: named (prepared once per connection) when it has parameters. */
+interface Prepared {
+  readonly name?: string;
+  readonly text: string;
+}
 
-  text(sql: string): string {
-    let text = this.#numbered.get(sql);
-    if (text === undefined) {
-      if (this.#numbered.size >= 500) this.#numbered.clear();
-      text = numbered(sql);
-      this.#numbered.set(sql, text);
+/**
+ * The stores' statements, numbered once and named: a named statement is parsed and planned once
+ * per connection, then each run sends only its parameters (node-postgres skips the Parse message
+ * when the connection has it), which saves PostgreSQL the parse and plan of every statement of
+ * every turn. A statement without parameters runs as a simple query: DDL and migrations (several
+ * statements in one string, which a prepared statement cannot hold) stay on that path.
+ */
+class Statements {
+  // Keyed by the SQL string as the caller holds it: a constant's hash is computed once, where a
+  // key built per call (a prefix + the SQL) would be hashed again at every statement.
+  readonly #stores = new Map<string, Prepared>();
+  readonly #raw = new Map<string, Prepared>();
+  #next = 0;
+
+  /** A statement in the stores' `?` placeholders. */
+  get(sql: string, parameters: number): Prepared {
+    return this.#statement(this.#stores, sql, numbered, parameters);
+  }
+
+  /** A statement in PostgreSQL's own `$n` placeholders (pg-boss's, whose SQL may hold jsonb `?` operators). */
+  raw(text: string, parameters: number): Prepared {
+    return this.#statement(this.#raw, text, (same) => same, parameters);
+  }
+
+  #statement(cache: Map<string, Prepared>, sql: string, text: (sql: string) => string, parameters: number): Prepared {
+    let statement = cache.get(sql);
+    if (statement === undefined) {
+      // SQL built at run time (IN lists of any length) could grow this without bound; new names
+      // after a clear, since a connection keeps the statements it prepared under the old ones.
+      if (cache.size >= 500) cache.clear();
+      statement = parameters > 0 ? { name: `sb${++this.#next}`, text: text(sql) } : { text: text(sql) };
+      cache.set(sql, statement);
     }
-    return text;
+    return statement;
   }
 }
 
@@ -59,19 +88,20 @@ class PostgresSql implements Sql {
     this.statements = statements;
   }
 
+  #query(sql: string, params: readonly SqlValue[]): Promise<QueryResult> {
+    return this.target.query({ ...this.statements.get(sql, params.length), values: params as unknown[] });
+  }
+
   async get<Row>(sql: string, params: readonly SqlValue[] = []): Promise<Row | undefined> {
-    const result = await this.target.query(this.statements.text(sql), params as unknown[]);
-    return result.rows[0] as Row | undefined;
+    return (await this.#query(sql, params)).rows[0] as Row | undefined;
   }
 
   async all<Row>(sql: string, params: readonly SqlValue[] = []): Promise<Row[]> {
-    const result = await this.target.query(this.statements.text(sql), params as unknown[]);
-    return result.rows as Row[];
+    return (await this.#query(sql, params)).rows as Row[];
   }
 
   async run(sql: string, params: readonly SqlValue[] = []): Promise<number> {
-    const result = await this.target.query(this.statements.text(sql), params as unknown[]);
-    return result.rowCount ?? 0;
+    return (await this.#query(sql, params)).rowCount ?? 0;
   }
 
   transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
@@ -80,7 +110,7 @@ class PostgresSql implements Sql {
 
   /** A statement in PostgreSQL's own placeholders ($1…), for libraries that bring their SQL (pg-boss). */
   async query(text: string, values: readonly unknown[] = []): Promise<{ rows: unknown[] }> {
-    const result = await this.target.query(text, values as unknown[]);
+    const result = await this.target.query({ ...this.statements.raw(text, values.length), values: values as unknown[] });
     return { rows: result.rows };
   }
 }
@@ -113,9 +143,14 @@ class PostgresDatabase extends PostgresSql implements Database {
     };
     client.on('error', onError);
     try {
-      await client.query('BEGIN');
+      // Not awaited: on a pipelined connection (see openPostgres) BEGIN goes out with the first
+      // statement, one round trip fewer per transaction. BEGIN fails only with the connection,
+      // and then so does every statement behind it; its result is checked before the COMMIT.
+      const begun = client.query('BEGIN');
+      begun.catch(() => undefined);
       try {
         const result = await work(new PostgresSql(client, this.statements));
+        await begun;
         await client.query('COMMIT');
         return result;
       } catch (error) {
@@ -145,6 +180,9 @@ export async function openPostgres(options: PostgresOptions): Promise<Database &
     connectionString: options.url,
     max: options.maxConnections ?? 10,
     connectionTimeoutMillis: 10_000,
+    // A statement is written as soon as it is queued, not after the answer to the one before:
+    // what lets a transaction's BEGIN travel with its first statement.
+    pipeline: true,
     // no statement waits forever on a connection the server dropped without a word
     query_timeout: 30_000,
     idleTimeoutMillis: 30_000,

@@ -1,0 +1,42 @@
+/**
+ * The pg-boss queue's wake-up path: pg-boss's own listener is off and the queue LISTENs on the
+ * channel pg-boss NOTIFYs (a name derived from its schema, src/cluster/pg-boss-queue.ts). Should a
+ * pg-boss upgrade rename that channel, turns would still run, but only at the 5 s poll: this
+ * catches it.
+ */
+import assert from 'node:assert/strict';
+import { after, before, it } from 'node:test';
+import { openPostgres } from '../store/postgres/sql.ts';
+import { startPostgres, type TestPostgres } from '../../test/support/postgres.ts';
+import { testLogger } from '../../test/support/log.ts';
+import { createPgBossQueue } from './pg-boss-queue.ts';
+
+let server: TestPostgres;
+before(async () => {
+  server = await startPostgres();
+});
+after(() => server?.stop());
+
+it('a turn stored while every worker sleeps is started by its NOTIFY, well before the 5 s poll', async () => {
+  const url = await server.createDatabase();
+  const database = await openPostgres({ url, log: testLogger() });
+  const queue = await createPgBossQueue({ url, log: testLogger(), concurrency: 4, heartbeatSeconds: 10, turnTimeoutSeconds: 60 });
+  try {
+    let started: (at: number) => void = () => undefined;
+    const ran = new Promise<number>((resolve) => (started = resolve));
+    await queue.start(async () => {
+      started(Date.now());
+      return 'done';
+    }, async () => []);
+    // every worker has made its first (empty) fetch and sleeps until woken or polled
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const ticket = await queue.reserve();
+    await database.transaction((tx) => ticket.enqueue(tx, { seq: 1, conversation: 'terminal:local:me' }));
+    const stored = Date.now();
+    const at = await Promise.race([ran, new Promise<number>((resolve) => setTimeout(() => resolve(Number.POSITIVE_INFINITY), 4000))]);
+    assert.ok(at - stored < 2500, `the turn started ${at - stored} ms after it was stored: no NOTIFY woke a worker`);
+  } finally {
+    await queue.stop(1000);
+    await database.close();
+  }
+});
