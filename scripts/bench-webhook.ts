@@ -5,6 +5,7 @@
  *   npm run bench:webhook -- --runs 1 --messages 2000     a quicker look
  *   npm run bench:webhook -- --dist /path/to/other/dist   the same against another build (before/after)
  *   npm run bench:webhook -- --cpu-prof                   the daemon writes a .cpuprofile on exit
+ *   npm run bench:webhook -- --config '[memory]\nauto_save = false'   extra TOML for the daemon
  *
  * Each run starts the compiled daemon (`dist/app/cli.js start`, with MALLOC_ARENA_MAX=2 as
  * bin/switchboard sets it) with only the webhook channel and the gateway, against the fake model
@@ -35,6 +36,8 @@ interface Options {
   readonly conversations: number;
   readonly cli: string;
   readonly cpuProf: boolean;
+  /** Extra TOML appended to the daemon's config (e.g. to compare settings). */
+  readonly extraConfig: string;
 }
 
 interface RunResult {
@@ -54,6 +57,7 @@ function options(): Options {
       conversations: { type: 'string', default: '256' },
       dist: { type: 'string' },
       'cpu-prof': { type: 'boolean', default: false },
+      config: { type: 'string', default: '' },
     },
   });
   return {
@@ -64,14 +68,15 @@ function options(): Options {
     conversations: Number(values.conversations),
     cli: values.dist === undefined ? CLI : join(resolve(values.dist), 'app', 'cli.js'),
     cpuProf: values['cpu-prof'],
+    extraConfig: values.config.replaceAll('\\n', '\n'),
   };
 }
 
-function writeConfig(dir: string, modelUrl: string, port: number): string {
+function writeConfig(dir: string, modelUrl: string, port: number, extra: string): string {
   const file = join(dir, 'switchboard.toml');
   writeFileSync(
     file,
-    ['data_dir = "./data"', '[log]', 'level = "info"', 'format = "json"', '[provider]', 'kind = "openai"', `base_url = "${modelUrl}"`, 'model = "bench"', '[gateway]', `listen = "127.0.0.1:${port}"`, '[channels.webhook]', `secret = "${SECRET}"`, ''].join('\n'),
+    ['data_dir = "./data"', '[log]', 'level = "info"', 'format = "json"', '[provider]', 'kind = "openai"', `base_url = "${modelUrl}"`, 'model = "bench"', '[gateway]', `listen = "127.0.0.1:${port}"`, '[channels.webhook]', `secret = "${SECRET}"`, extra, ''].join('\n'),
   );
   return file;
 }
@@ -80,7 +85,7 @@ async function run(opts: Options, modelUrl: string, index: number): Promise<RunR
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const dir = tempDir('webhook');
-  const config = writeConfig(dir, modelUrl, port);
+  const config = writeConfig(dir, modelUrl, port, opts.extraConfig);
   const args = [...(opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(process.cwd(), 'bench-results', 'webhook-prof')}`] : []), opts.cli, 'start', '--config', config];
   const child = spawn(process.execPath, args, { cwd: dir, env: { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2', SWITCHBOARD_LOG_LEVEL: undefined }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
