@@ -4,6 +4,8 @@
  *   npm run bench:soak                       50,000 messages as fast as 16 senders go, then 60 s idle
  *   npm run bench:soak -- --messages 5000    a shorter run
  *   npm run bench:soak -- --rate 20 --minutes 20   a steady 20 msg/s for 20 minutes
+ *   npm run bench:soak -- --dist /path/to/dist     another build (before/after in one sitting)
+ *   npm run bench:soak -- --heap-snapshots 5000,50000   the daemon writes V8 heap snapshots there
  *
  * Runs the compiled daemon (`dist/app/cli.js start`, as users do) with the webhook channel,
  * memory auto-save on and no embeddings, against the fake model endpoint in a process of its
@@ -15,7 +17,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { sign } from '../channels/webhook/signature.ts';
@@ -57,6 +59,10 @@ interface Options {
   readonly idleSeconds: number;
   /** Extra TOML appended to the daemon's config (e.g. to compare settings). */
   readonly extraConfig: string;
+  /** The daemon's entry point (dist/app/cli.js of this checkout unless --dist). */
+  readonly cli: string;
+  /** Answered counts at which the daemon writes a heap snapshot (SIGUSR2, --heapsnapshot-signal). */
+  readonly heapSnapshots: readonly number[];
 }
 
 interface Sample {
@@ -81,6 +87,8 @@ function options(): Options {
       minutes: { type: 'string', default: '20' },
       idle: { type: 'string', default: '60' },
       config: { type: 'string', default: '' },
+      dist: { type: 'string' },
+      'heap-snapshots': { type: 'string', default: '' },
     },
   });
   const rate = Number(values.rate);
@@ -92,6 +100,8 @@ function options(): Options {
     minutes: Number(values.minutes),
     idleSeconds: Number(values.idle),
     extraConfig: values.config.replaceAll('\\n', '\n'),
+    cli: values.dist === undefined ? CLI : join(resolve(values.dist), 'app', 'cli.js'),
+    heapSnapshots: values['heap-snapshots'] === '' ? [] : values['heap-snapshots'].split(',').map(Number),
   };
 }
 
@@ -151,8 +161,9 @@ async function main(): Promise<void> {
   const config = writeConfig(dir, fake.baseUrl, port, opts.extraConfig);
   // As bin/switchboard, the systemd unit and the image run it (override: MALLOC_ARENA_MAX=… npm run bench:soak).
   const arenas = process.env.MALLOC_ARENA_MAX ?? '2';
-  say(`daemon: node dist/app/cli.js start, MALLOC_ARENA_MAX=${arenas}`);
-  const child = spawn(process.execPath, [CLI, 'start', '--config', config], { cwd: dir, env: { ...process.env, MALLOC_ARENA_MAX: arenas, SWITCHBOARD_LOG_LEVEL: undefined }, stdio: ['ignore', 'pipe', 'pipe'] });
+  say(`daemon: node ${opts.cli} start, MALLOC_ARENA_MAX=${arenas}`);
+  const snapshotArgs = opts.heapSnapshots.length > 0 ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${outDir}`] : [];
+  const child = spawn(process.execPath, [...snapshotArgs, opts.cli, 'start', '--config', config], { cwd: dir, env: { ...process.env, MALLOC_ARENA_MAX: arenas, SWITCHBOARD_LOG_LEVEL: undefined }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   child.stderr!.pipe(process.stderr);
   const lines = createInterface({ input: child.stdout! });
@@ -216,6 +227,7 @@ async function main(): Promise<void> {
     await response.arrayBuffer();
     if (response.status === 200) done++;
     else failed++;
+    if (opts.heapSnapshots.includes(done)) child.kill('SIGUSR2');
   };
   const sender = async (): Promise<void> => {
     for (;;) {
