@@ -2,9 +2,9 @@
  * What channel-state.ts knows of a prefix's entries without counting them again: their number,
  * bytes and oldest creation time as of the last full count, carried forward by this instance's
  * own writes. A channel prunes at each write (the webhook's results: up to 10,000 entries), and
- * counting them each time cost ~0.3 µs per entry per message (4 ms at 10,000, against 0.1 ms
- * for the write itself), so prune() decides from these figures when they are sure and counts
- * only when they are not.
+ * counting them each time, then finding the cut past the newest 10,000, cost 4.2 ms per webhook
+ * request once 10,000 were kept (0.18 ms with these figures), so prune() decides from them when
+ * they are sure and counts only when they are not.
  *
  * The figures stay safe to decide from: `entries` exact, `bytes` never below the truth, `oldest`
  * never above it. Another writer of the same channel (a second node, or a second instance over
