@@ -155,7 +155,10 @@ export class KeywordSearch {
   /** `words` minus the commonest ones of a large corpus (see `pruneFrom`). */
   private discriminating(words: string[]): string[] {
     const now = performance.now(); // cache ages are durations: monotonic
-    if (this.corpus === undefined || now - this.corpus.at > this.statsTtlMs) {
+    // Below pruneFrom the count is recounted at each search (cheap at that size): cached for the
+    // whole TTL, a fresh store's first count (0) kept every search unpruned for 5 minutes, and
+    // an auto-saving daemon scored every memory for every common word in that time.
+    if (this.corpus === undefined || this.corpus.count < this.pruneFrom || now - this.corpus.at > this.statsTtlMs) {
       this.countStatement ??= this.db.prepare('SELECT count(*) AS count, min(rowid) AS first, max(rowid) AS last FROM memories');
       const stats = this.countStatement.get() as { count: number; first: number | null; last: number | null };
       this.corpus = { count: stats.count, first: stats.first ?? 0, last: stats.last ?? 0, at: now };

@@ -9,6 +9,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import type { ToWorker, WorkerConfig } from './recall-protocol.ts';
 import { RecallService } from './recall-service.ts';
+import { PAGE_CACHE_KIB } from '../store/page-cache.ts';
 
 /**
  * On Linux, nice this thread (only) to 10: where the workers and the event loop compete for
@@ -30,6 +31,7 @@ if (parentPort !== null) {
   yieldToEventLoop();
   const db = new Database(config.path, { readonly: true, fileMustExist: true });
   db.pragma('busy_timeout = 5000');
+  db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
   const service = new RecallService(db, config.model, config.maxIndexBytes);
   const indexed = service.load();
   // Changes posted while loading wait in the port's queue until this listener exists.

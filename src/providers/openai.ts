@@ -53,6 +53,14 @@ interface WireChunk {
 export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
   const url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
   const dialect = options.schemaDialect ?? 'openai';
+  // A tool's cleaned schema, made once per schema object rather than deep-copied for every
+  // request (~15 tools × each turn); only ever serialized, never changed.
+  const cleaned = new WeakMap<object, Record<string, unknown>>();
+  const parametersOf = (schema: Readonly<Record<string, unknown>>): Record<string, unknown> => {
+    let wire = cleaned.get(schema);
+    if (wire === undefined) cleaned.set(schema, (wire = cleanSchema(schema, dialect)));
+    return wire;
+  };
   return {
     name: `openai:${options.model}`,
     async chat(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
@@ -63,7 +71,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
       if (request.tools.length > 0) {
         body.tools = request.tools.map((tool) => ({
           type: 'function',
-          function: { name: tool.name, description: tool.description, parameters: cleanSchema(tool.parameters, dialect) },
+          function: { name: tool.name, description: tool.description, parameters: parametersOf(tool.parameters) },
         }));
       }
       if (options.temperature !== undefined) body.temperature = options.temperature;

@@ -10,6 +10,7 @@ import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { createPrivateFile, fileSystemError, makeDirectory } from './files.ts';
 import { checkDatabaseHeader, damagedDatabaseError, hasWal, QUICK_CHECK_MAX_BYTES, quickCheck } from './integrity.ts';
+import { PAGE_CACHE_KIB } from './page-cache.ts';
 
 export type Db = Database.Database;
 
@@ -226,6 +227,7 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
     if (thorough) quickCheck(db, path);
     db.pragma(`synchronous = ${options.durability === 'full' ? 'FULL' : 'NORMAL'}`);
     db.pragma('busy_timeout = 5000');
+    db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     db.pragma('foreign_keys = ON');
     migrate(db);
   } catch (error) {
