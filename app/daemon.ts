@@ -295,8 +295,12 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     log,
     signal: announcing.signal,
     fields: () => ({ channels: webChannel ? [...names, webChannel.name] : names, maxInFlight, provider: agent.provider.name, startupMs: Math.round(performance.now() - startedAt), config: file }),
+    // What can follow ready: the memory hygiene pass, and giving back what start-up allocated
+    // and an idle daemon does not keep (app/heap.ts).
+    onReady: () => {
+      memory.startHygiene();
+      settleHeap(config.runtime.heap);
+    },
   });
-  // Gives back what start-up allocated and an idle daemon does not keep (app/heap.ts).
-  void runtime.ready.then(() => announcing.signal.aborted || settleHeap(config.runtime.heap));
   return stopper.stopped;
 }
