@@ -31,7 +31,7 @@ import { buildMemory } from './compose/memory.ts';
 import { handleStop, type Stopper } from './compose/stop.ts';
 import { loadConfig, locateConfig } from './config.ts';
 import { configPort, nodeName, recordRecalls } from './console.ts';
-import { tuneHeap } from './heap.ts';
+import { settleHeap, tuneHeap } from './heap.ts';
 import { announceReady } from './ready.ts';
 import { localTurns } from './compose/turns.ts';
 import { createReloader } from './reload.ts';
@@ -295,6 +295,12 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     log,
     signal: announcing.signal,
     fields: () => ({ channels: webChannel ? [...names, webChannel.name] : names, maxInFlight, provider: agent.provider.name, startupMs: Math.round(performance.now() - startedAt), config: file }),
+    // What can follow ready: the memory hygiene pass, and giving back what start-up allocated
+    // and an idle daemon does not keep (app/heap.ts).
+    onReady: () => {
+      memory.startHygiene();
+      settleHeap(config.runtime.heap);
+    },
   });
   return stopper.stopped;
 }

@@ -65,3 +65,25 @@ test('stopped during start: nothing is logged', async () => {
   await wait(5);
   assert.equal(h.lines.length, 0);
 });
+
+test('onReady runs once, after the ready line, whether ready is logged at info or at warn', async () => {
+  for (const channels of [[channel('telegram', 'running')], [channel('irc', 'backoff', 'connect ECONNREFUSED 127.0.0.1:6667')]]) {
+    const h = harness(channels);
+    const seen: number[] = [];
+    announceReady({ runtime: h.runtime, log: h.log, signal: new AbortController().signal, fields: () => ({}), pollMs: 5, onReady: () => seen.push(h.ready().length) });
+    h.resolveReady();
+    await wait(30);
+    assert.deepEqual(seen, [1], 'called once, with the ready line already logged');
+  }
+});
+
+test('stopped during start: onReady is not called', async () => {
+  const h = harness([channel('irc', 'starting')]);
+  const stopping = new AbortController();
+  let called = false;
+  announceReady({ runtime: h.runtime, log: h.log, signal: stopping.signal, fields: () => ({}), pollMs: 5, onReady: () => (called = true) });
+  stopping.abort();
+  h.resolveReady();
+  await wait(30);
+  assert.equal(called, false);
+});

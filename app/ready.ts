@@ -17,6 +17,8 @@ export interface ReadyOptions {
   readonly log: Logger;
   /** What the line carries besides `notRunning` (channels, provider, config…); called when it is logged. */
   readonly fields: () => Record<string, unknown>;
+  /** Called once, right after `ready` is logged (at info or warn): the work that can follow it. */
+  readonly onReady?: () => void;
   /** Stops waiting without logging (shutdown during start). */
   readonly signal: AbortSignal;
   /** @default SETTLE_MS */
@@ -40,10 +42,11 @@ export function announceReady(options: ReadyOptions): void {
       .map((channel) => ({ name: channel.name, state: channel.state, ...(channel.lastError === undefined ? {} : { lastError: channel.lastError }) }));
     if (notRunning.length === 0) {
       log.info(options.fields(), 'ready');
-      return;
+    } else {
+      log.warn({ ...options.fields(), notRunning }, 'ready');
+      void runtime.ready.then(() => signal.aborted || log.info('all channels running'));
     }
-    log.warn({ ...options.fields(), notRunning }, 'ready');
-    void runtime.ready.then(() => signal.aborted || log.info('all channels running'));
+    options.onReady?.();
   };
   const timer = setInterval(() => {
     const settled = runtime.health().channels.every((channel) => channel.state === 'running' || channel.lastError !== undefined);

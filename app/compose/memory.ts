@@ -1,7 +1,9 @@
 /**
  * Turns `[memory]` into a Memory backend (with cached embeddings when configured), hydrates a
- * fresh database from MEMORY_SNAPSHOT.md, and runs the hygiene pass (expiry + snapshot) now
- * and every `hygiene_hours`.
+ * fresh database from MEMORY_SNAPSHOT.md, and runs the hygiene pass (expiry + snapshot) from
+ * `startHygiene()` and every `hygiene_hours` after. The daemon starts it once `ready` is
+ * logged: the pass's SQL (a DELETE over old memories on a big database) runs on the main
+ * thread, and its snapshot write starts libuv's thread pool — neither needs to come before ready.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,6 +15,8 @@ import type { Sql } from '../../src/store/sql.ts';
 
 export interface BuiltMemory {
   readonly memory: Memory;
+  /** Runs the first hygiene pass now and starts its timer (once; nothing when hygiene is off). */
+  startHygiene(): void;
   /** Stops the hygiene timer and the backend. */
   close(): Promise<void>;
 }
@@ -47,7 +51,7 @@ export async function buildMemory(deps: MemoryDeps): Promise<BuiltMemory> {
     }
     case 'none': {
       const { createNoneMemory } = await import('../../src/memory/none.ts');
-      return { memory: createNoneMemory(), close: async () => undefined };
+      return { memory: createNoneMemory(), startHygiene: () => undefined, close: async () => undefined };
     }
     case 'markdown': {
       const { createMarkdownMemory } = await import('../../src/memory/markdown.ts');
@@ -76,19 +80,25 @@ export async function buildMemory(deps: MemoryDeps): Promise<BuiltMemory> {
     const restored = await hydrateFromSnapshot(memory, snapshotFile);
     log.info({ restored, snapshot: snapshotFile }, 'fresh database: core memories restored from the snapshot');
   }
-  if (deps.hygiene === false) return { memory, close: async () => memory.close?.() };
+  if (deps.hygiene === false) return { memory, startHygiene: () => undefined, close: async () => memory.close?.() };
   const hygiene = createHygiene({ memory, snapshotFile, retentionDays: settings.conversation_retention_days, ...(deleteOlderThan ? { deleteOlderThan } : {}), log });
   const runHygiene = (): void =>
     void hygiene.run().then(
       (result: { expired: number; snapshotted: number }) => log.debug(result, 'memory hygiene pass'),
       (error: unknown) => log.warn({ err: error }, 'memory hygiene pass failed; will try again'),
     );
-  runHygiene();
-  const timer = setInterval(runHygiene, settings.hygiene_hours * 3_600_000);
-  timer.unref();
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
   return {
     memory,
+    startHygiene: () => {
+      if (timer !== undefined || closed) return;
+      runHygiene();
+      timer = setInterval(runHygiene, settings.hygiene_hours * 3_600_000);
+      timer.unref();
+    },
     close: async () => {
+      closed = true;
       clearInterval(timer);
       await memory.close?.();
     },

@@ -15,7 +15,8 @@
  * - Our own node:http server (not HTTPReceiver.start) runs Bolt's request listener, so the
  *   listen address is ours to choose and shutdown can cut connections that linger.
  */
-import { createServer, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { createServer } from '../../src/http/node-http.ts';
 import type { AddressInfo } from 'node:net';
 import { HTTPReceiver } from '@slack/bolt';
 import type { Logger } from 'pino';

@@ -4,7 +4,8 @@
  * it is answered 200 once the update is pushed (durably in the inbox), 500 otherwise so
  * Telegram delivers it again.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
+import { createServer } from '../../src/http/node-http.ts';
 import type { Api } from 'grammy';
 import type { Update } from 'grammy/types';
 import type { Logger } from 'pino';

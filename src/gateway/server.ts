@@ -4,7 +4,8 @@
  * and `/api/status`, and carries the routes and WebSocket upgrades other parts register
  * through {@link GatewayRoutes}.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from '../http/node-http.ts';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';

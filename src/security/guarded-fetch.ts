@@ -135,9 +135,10 @@ export function pinnedLookup(addresses: readonly string[]): LookupFunction {
  * request, not when the daemon starts.
  */
 async function send(url: URL, addresses: readonly string[], method: string, headers: Record<string, string>, body: string | Uint8Array | undefined, signal: AbortSignal): Promise<http.IncomingMessage> {
-  const transport = url.protocol === 'https:' ? (await import('node:https')).default : (await import('node:http')).default;
+  // node:http through src/http/node-http.ts: its ES namespace would load undici.
+  const request = url.protocol === 'https:' ? (await import('node:https')).default.request : (await import('../http/node-http.ts')).httpRequest;
   return new Promise((resolve, reject) => {
-    const req = transport.request({
+    const req = request({
       protocol: url.protocol,
       hostname: bareHost(url.hostname),
       port: url.port === '' ? undefined : Number(url.port),

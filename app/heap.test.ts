@@ -1,0 +1,48 @@
+/**
+ * settleHeap: one memory-reducing collection after ready, in a child process (it changes V8
+ * flags of the process it runs in). It gives back the young generation start-up grew, and
+ * leaves no gc() in later vm contexts.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { it } from 'node:test';
+
+const heap = pathToFileURL(join(import.meta.dirname, 'heap.ts')).href;
+
+function run(code: string): Record<string, unknown> {
+  const script = `
+    import { getHeapSpaceStatistics } from 'node:v8';
+    import { runInNewContext } from 'node:vm';
+    import { settleHeap, tuneHeap } from ${JSON.stringify(heap)};
+    const young = () => getHeapSpaceStatistics().find((space) => space.space_name === 'new_space').physical_space_size;
+    const keep = [];
+    for (let i = 0; i < 300000; i++) { const o = { i, s: 'x' + i }; if (i % 100 === 0) keep.push(o); }
+    ${code}
+  `;
+  return JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as Record<string, unknown>;
+}
+
+it('compact: settles once after the delay, shrinking the young generation, and exposes no gc()', () => {
+  const out = run(`
+    tuneHeap('compact');
+    const before = young();
+    settleHeap('compact', 10);
+    setTimeout(() => process.stdout.write(JSON.stringify({ before, after: young(), gc: runInNewContext('typeof gc') })), 100);
+  `);
+  assert.ok((out.after as number) < (out.before as number), JSON.stringify(out));
+  assert.equal(out.gc, 'undefined');
+});
+
+it('v8: does nothing, and the cancel stops a pending settle', () => {
+  const out = run(`
+    const noop = settleHeap('v8', 0);
+    noop();
+    const cancel = settleHeap('compact', 10);
+    cancel();
+    const before = young();
+    setTimeout(() => process.stdout.write(JSON.stringify({ before, after: young() })), 100);
+  `);
+  assert.equal(out.after, out.before);
+});

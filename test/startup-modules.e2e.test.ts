@@ -1,0 +1,70 @@
+/**
+ * What a started daemon has loaded: neither a terminal-only nor a Telegram daemon loads Node's
+ * bundled undici (fetch, WebSocket) — ~13 MB of RSS an idle daemon does not need. An ES import
+ * of node:http would (its namespace reads the lazy WebSocket getters): src/http/node-http.ts
+ * requires it instead. Read from process.moduleLoadList, written by a preload when the daemon
+ * exits after ready.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
+import { cliPath, startDaemon, tempConfig } from './support/cli.ts';
+
+const root = join(import.meta.dirname, '..');
+const UNDICI = 'NativeModule internal/deps/undici/undici';
+
+/** Starts the daemon on `extra`, waits for ready on `stream`, stops it; returns its process.moduleLoadList. */
+async function loadedBy(extra: string, stream: 'stdout' | 'stderr'): Promise<string[]> {
+  const config = tempConfig('http://127.0.0.1:9/v1', extra);
+  try {
+    const list = join(config.dir, 'modules.json');
+    const preload = join(config.dir, 'preload.mjs');
+    writeFileSync(preload, `import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => writeFileSync(${JSON.stringify(list)}, JSON.stringify(process.moduleLoadList)));\n`);
+    const daemon = startDaemon(['start', '--config', config.file], {
+      cwd: config.dir,
+      env: { TEST_MODEL_KEY: 'sk-test' },
+      command: [process.execPath, '--import', pathToFileURL(preload).href, cliPath],
+    });
+    await daemon.waitFor(/"msg":"ready"/, stream);
+    daemon.child.kill('SIGTERM');
+    assert.equal((await daemon.exited).code, 0);
+    return JSON.parse(readFileSync(list, 'utf8')) as string[];
+  } finally {
+    config.cleanup();
+  }
+}
+
+describe('modules a started daemon loads', () => {
+  let peer: TelegramPeer;
+  before(async () => {
+    peer = await startTelegramPeer({ flood: false });
+  });
+  after(async () => {
+    await peer.close();
+  });
+
+  it('a terminal-only daemon loads neither node:http nor undici', async () => {
+    const loaded = await loadedBy('[channels.terminal]\nuser = "tester"\n', 'stderr');
+    assert.ok(loaded.includes('NativeModule fs'), 'the list is the real one');
+    assert.ok(!loaded.includes(UNDICI), 'undici loaded');
+    assert.ok(!loaded.includes('NativeModule http'), 'node:http loaded (no gateway, no HTTP channel)');
+  });
+
+  it('a Telegram daemon uses node:http without loading undici', async () => {
+    const loaded = await loadedBy(`${peer.configSection()}allow = ["*"]\n`, 'stdout');
+    assert.ok(loaded.includes('NativeModule http'), 'grammY and the webhook module load node:http');
+    assert.ok(!loaded.includes(UNDICI), 'undici loaded: something imported node:http as an ES module, or touched fetch/WebSocket');
+  });
+
+  it('the check is live: an ES import of node:http loads undici, src/http/node-http.ts does not', () => {
+    const run = (code: string): string[] => JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', `${code}\nprocess.stdout.write(JSON.stringify(process.moduleLoadList));`], { cwd: root, encoding: 'utf8' })) as string[];
+    assert.ok(run(`await import('node:http');`).includes(UNDICI), 'Node no longer loads undici for the namespace: src/http/node-http.ts can go');
+    const required = run(`const { createServer } = await import(${JSON.stringify(pathToFileURL(join(root, 'src/http/node-http.ts')).href)}); if (typeof createServer !== 'function') throw new Error('no createServer');`);
+    assert.ok(required.includes('NativeModule http'));
+    assert.ok(!required.includes(UNDICI));
+  });
+});
