@@ -191,3 +191,14 @@ export async function countStatements(adminUrl: string, step: () => Promise<void
     await admin.end();
   }
 }
+
+/**
+ * Answers per second between the 10th and the 90th percent answered (`answeredAt[i]`: ms after the
+ * start when i + 1 were answered): the rate while every slot has work, without the ramp-up and drain.
+ */
+export function steadyRate(answeredAt: readonly number[]): number {
+  const from = Math.floor(answeredAt.length * 0.1);
+  const to = Math.ceil(answeredAt.length * 0.9) - 1;
+  const ms = answeredAt[to]! - answeredAt[from]!;
+  return ms > 0 ? ((to - from) / ms) * 1000 : Number.NaN;
+}

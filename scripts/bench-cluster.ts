@@ -5,6 +5,11 @@
  *    people (a Telegram peer), all queued at once; messages per second, the scaling ratio, and
  *    the CPU milliseconds per message of each node and of PostgreSQL (from /proc, so the ratio can
  *    be read for machines with more cores than this one).
+ *    Beside the whole step, the steady rate: answers per second between the 10th and the 90th
+ *    percent answered. The whole step includes the ramp-up (the holder storing the first messages,
+ *    the slots filling) and the drain (the last conversations running with slots idle, since each
+ *    person's messages run in order), which no number of nodes shortens; the steady rate is how
+ *    the cluster scales while every slot has work.
  * 2. Each turn's wait at 3 nodes, split three ways from pg-boss's job rows and the nodes' "turn
  *    done" lines: waiting for the conversation's earlier turn (first in first out), waiting for a
  *    free slot on the node that ran it, and pickup — runnable with a slot free → turn started.
@@ -28,7 +33,7 @@ import { startTelegramPeer, type TgUser } from '../test/peers/telegram.ts';
 import { startCluster, type TestCluster } from '../test/support/cluster.ts';
 import { startPostgres } from '../test/support/postgres.ts';
 import { fmt, percentile, say, sleep } from './bench-support.ts';
-import { countStatements, cpuMeter, splitWaits, spread, turnTimes } from './bench-cluster-measure.ts';
+import { countStatements, cpuMeter, splitWaits, spread, steadyRate, turnTimes } from './bench-cluster-measure.ts';
 
 const { values } = parseArgs({ options: { messages: { type: 'string', default: '240' }, 'model-ms': { type: 'string', default: '200' }, runs: { type: 'string', default: '3' } } });
 const MESSAGES = Number(values.messages);
@@ -53,6 +58,11 @@ let notes = 0;
 
 /** Queues `count` messages from `from` new people (round robin); resolves when all are answered. Returns the wall ms. */
 async function burst(count: number, from: number, timeoutMs = 300_000): Promise<number> {
+  return (await timedBurst(count, from, timeoutMs)).ms;
+}
+
+/** {@link burst}, also returning when each answer arrived (`answeredAt[i]`: ms after the start when i + 1 were answered, to 20 ms). */
+async function timedBurst(count: number, from: number, timeoutMs = 300_000): Promise<{ ms: number; answeredAt: number[] }> {
   const who: TgUser[] = Array.from({ length: from }, () => {
     const id = 700_000 + ++people;
     return { id, is_bot: false, first_name: `P${id}`, username: `p${id}` };
@@ -65,11 +75,15 @@ async function burst(count: number, from: number, timeoutMs = 300_000): Promise<
     const n = ++notes;
     peer.queue({ message: { message_id: n, date: Math.floor(Date.now() / 1000), chat: { id: person.id, type: 'private', first_name: person.first_name }, from: person, text: `note-${n}` } });
   }
-  while (answered() < count) {
-    if (performance.now() - started > timeoutMs) throw new Error(`only ${answered()} of ${count} answered within ${timeoutMs / 1000} s`);
+  const answeredAt: number[] = [];
+  for (;;) {
+    const now = performance.now() - started;
+    const done = answered();
+    while (answeredAt.length < done) answeredAt.push(now);
+    if (done >= count) return { ms: now, answeredAt };
+    if (now > timeoutMs) throw new Error(`only ${done} of ${count} answered within ${timeoutMs / 1000} s`);
     await sleep(20);
   }
-  return performance.now() - started;
 }
 
 async function startNodes(url: string | undefined, names: readonly string[]): Promise<TestCluster> {
@@ -111,14 +125,16 @@ try {
   for (let run = 1; run <= RUNS; run++) {
     say(`run ${run}:`);
     const rates: number[] = [];
+    const steadyRates: number[] = [];
     let threeUrl = '';
     for (const count of [1, 2, 3]) {
       const url = await pg.createDatabase(`bench_${run}_${count}`);
       const cluster = await startNodes(url, ['n1', 'n2', 'n3'].slice(0, count));
       const meter = cpuMeter(cluster, postmaster);
       const began = Date.now();
-      const ms = await burst(MESSAGES, 40);
+      const { ms, answeredAt } = await timedBurst(MESSAGES, 40);
       const cpu = meter.per(MESSAGES);
+      const steady = steadyRate(answeredAt);
       // The holder stores the messages one after another: when that, not the turn slots, is the limit, this is close to the whole step.
       const stored = (await adminQuery<{ last: number }>(`SELECT max(received_at)::float8 AS last FROM inbox`, url))[0]!.last - began;
       record(`${count} node${count > 1 ? 's' : ''}, all stored after, ms`, stored);
@@ -126,10 +142,13 @@ try {
       rates.push(rate);
       record(`${count} node${count > 1 ? 's' : ''}, msg/s`, rate);
       if (count > 1) record(`${count} nodes, scaling ×`, rate / rates[0]!);
+      steadyRates.push(steady);
+      record(`${count} node${count > 1 ? 's' : ''}, steady msg/s (answers 10 %→90 %)`, steady);
+      if (count > 1) record(`${count} nodes, steady scaling ×`, steady / steadyRates[0]!);
       cpu.nodes.forEach((ms, i) => record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg n${i + 1}`, ms));
       record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg PostgreSQL`, cpu.postgres);
       const turns = cluster.nodes.map((node) => (node.stdout().match(/"msg":"turn done"/g) ?? []).length);
-      say(`  ${count} node${count > 1 ? 's' : ' '}: ${fmt(rate)} msg/s (${fmt(ms / 1000)} s; turns per node ${turns.join(' / ')}; scaling ×${fmt(rate / rates[0]!, 2)}; the last message stored ${fmt(stored / 1000)} s in; ${cpuLine(cpu)})`);
+      say(`  ${count} node${count > 1 ? 's' : ' '}: ${fmt(rate)} msg/s (${fmt(ms / 1000)} s; turns per node ${turns.join(' / ')}; scaling ×${fmt(rate / rates[0]!, 2)}; steady ${fmt(steady)} msg/s, ×${fmt(steady / steadyRates[0]!, 2)}; the last message stored ${fmt(stored / 1000)} s in; ${cpuLine(cpu)})`);
       if (count === 3) {
         three = cluster;
         threeUrl = url;

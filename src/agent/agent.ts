@@ -104,7 +104,8 @@ export function createAgent(options: AgentOptions): TurnHandler {
     const echoed = heard.echo;
     const said = [message.text, ...heard.texts].filter((part) => part !== '').join('\n');
     const spoken = heard.texts.length > 0 ? { ...message, text: said } : message;
-    const remembered = await options.memory?.context(spoken, who, log);
+    // Both reads at once: on PostgreSQL the two round trips overlap (context() never rejects).
+    const [remembered, pending] = await Promise.all([options.memory?.context(spoken, who, log), options.approvals.pending(conversation)]);
     const system = [buildSystemPrompt(options, message), ...(options.promptExtras ?? []), ...(remembered ? ['', remembered] : [])].join('\n');
     const loop = (turn: readonly ChatMessage[], iteration: number, xml: boolean): Promise<LoopOutcome> =>
       runLoop({
@@ -124,7 +125,6 @@ export function createAgent(options: AgentOptions): TurnHandler {
         ...(options.toolCalling === 'auto' ? { onXmlFallback: () => (xmlFallback = true) } : {}),
       });
 
-    const pending = await options.approvals.pending(conversation);
     const clearPending = (tx: Sql): Promise<void> => options.approvals.in(tx).clear(conversation);
     if (pending && pending.originTurn !== turnId && pending.senderId === message.sender.id) {
       const answer = parseAnswer(said);

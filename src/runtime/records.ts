@@ -32,15 +32,18 @@ export class TurnRecords {
   turn(seq: number, conversation: string, output: TurnOutput, message: InboundMessage, draftId: string | undefined): Promise<boolean> {
     return this.#end(seq, 'done', async (tx) => {
       await output.commit?.(tx);
-      await this.#o.history.in(tx).append(conversation, seq, output.messages);
-      if (output.reply !== '' || (output.files?.length ?? 0) > 0) {
-        await this.#reply(tx, seq, message, {
-          text: output.reply,
-          ...(output.files?.length ? { files: output.files } : {}),
-          ...(draftId === undefined ? {} : { draftId }),
-        });
-      }
-      await this.#o.drafts.in(tx).delete(seq);
+      // Independent rows, issued together: on PostgreSQL one round trip instead of three (see #end).
+      await Promise.all([
+        this.#o.history.in(tx).append(conversation, seq, output.messages),
+        output.reply !== '' || (output.files?.length ?? 0) > 0
+          ? this.#reply(tx, seq, message, {
+              text: output.reply,
+              ...(output.files?.length ? { files: output.files } : {}),
+              ...(draftId === undefined ? {} : { draftId }),
+            })
+          : undefined,
+        this.#o.drafts.in(tx).delete(seq),
+      ]);
     });
   }
 
@@ -58,8 +61,7 @@ export class TurnRecords {
       seq,
       { failed: error },
       async (tx) => {
-        await this.#reply(tx, seq, message, { text, ...(draftId === undefined ? {} : { draftId }) });
-        await this.#o.drafts.in(tx).delete(seq);
+        await Promise.all([this.#reply(tx, seq, message, { text, ...(draftId === undefined ? {} : { draftId }) }), this.#o.drafts.in(tx).delete(seq)]);
       },
     );
   }
@@ -67,7 +69,9 @@ export class TurnRecords {
   /**
    * Ends message `seq` and records `work` in one transaction; false (recording nothing) when the
    * message no longer waits. Marked first, so a commit tried again after one that was applied
-   * (its answer lost with the connection) records nothing twice.
+   * (its answer lost with the connection) records nothing twice. The writes after the mark go
+   * out together where they touch different rows: a transaction holds one connection, whose
+   * statements run in the order issued, and a failed one fails the rest and rolls all back.
    */
   #end(seq: number, end: 'done' | { failed: string }, work: (tx: Sql) => Promise<void>): Promise<boolean> {
     return this.#o.database.transaction(async (tx) => {
