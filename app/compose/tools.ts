@@ -101,15 +101,17 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
   };
   const validator = createArgsValidator({ log: deps.log.child({ component: 'tool-args' }) });
   const limiter = createRateLimiter({ limit: security.max_tool_calls_per_hour, windowMs: 3_600_000, maxKeys: security.rate_limit_senders });
-  const built = new Map<ToolName, Tool[]>();
+  const built = new Map<ToolName, Promise<Tool[]>>();
+  // The factories run side by side: each imports its own module, and one import after another
+  // kept the loader waiting on each file in turn before ready (the default set is ~15 modules).
+  // Promise.all keeps the configured order and attaches a handler to every factory's promise.
   const toolsNamed = async (names: readonly ToolName[]): Promise<Tool[]> => {
-    const tools: Tool[] = [];
-    for (const name of names) {
-      if (name === 'delegate') continue;
-      if (!built.has(name)) built.set(name, await factories[name](context));
-      tools.push(...built.get(name)!);
-    }
-    return tools;
+    const made = names.flatMap((name) => {
+      if (name === 'delegate') return [];
+      if (!built.has(name)) built.set(name, factories[name](context));
+      return [built.get(name)!];
+    });
+    return (await Promise.all(made)).flat();
   };
   const runnerFor = (tools: readonly Tool[] | ToolList): ToolRunner =>
     createToolRunner({
