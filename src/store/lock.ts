@@ -59,7 +59,7 @@ function takeLock(dir: string, mayRecreate: boolean): DataDirLock {
     if (mayRecreate && (code?.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB')) {
       rmSync(file, { force: true });
       rmSync(`${file}-journal`, { force: true });
-      return takeLock(dir, true);
+      return takeLock(dir, false);
     }
     throw fileSystemError(error, `write the lock file ${file}`, file);
   }
