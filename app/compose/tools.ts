@@ -21,7 +21,7 @@ import type { SubAgentSpec } from '../../src/tools/delegate.ts';
 import type { McpTools } from '../../src/tools/mcp.ts';
 import type { RemoteTools } from '../../src/tools/remote.ts';
 import type { RemoteToolPeers } from '../../src/tools/remote-peers.ts';
-import { combineSources, staticSource, type ToolSource } from '../../src/tools/sources.ts';
+import { combineSources, type ToolSource } from '../../src/tools/sources.ts';
 
 export interface ToolDeps {
   readonly config: Config;
@@ -76,6 +76,12 @@ export interface BuiltTools {
   readonly sources: ToolSource;
   readonly mcp?: McpTools;
   readonly remote?: RemoteTools;
+  /**
+   * Imports and builds the built-in tools (once; a failed load is tried again at the next
+   * call). Until it has, the list offers none: the daemon calls it after ready, and a turn,
+   * /api/tools and a reload await it — a daemon is ready without the tools' ~15 modules.
+   */
+  load(): Promise<void>;
   /** Disconnects remote clients and stops MCP servers. */
   close(): Promise<void>;
 }
@@ -146,7 +152,19 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
   };
 
   // Built-ins first: on a name clash the earlier source wins. Sub-agents keep built-ins only.
-  const builtIn = await toolsAt(config.tools.enabled, 0);
+  let builtIn: readonly Tool[] = [];
+  let loading: Promise<void> | undefined;
+  const load = (): Promise<void> =>
+    (loading ??= toolsAt(config.tools.enabled, 0).then(
+      (tools) => {
+        builtIn = tools;
+      },
+      (error: unknown) => {
+        loading = undefined;
+        throw error;
+      },
+    ));
+  const builtInSource: ToolSource = { tools: () => builtIn, origin: (tool) => (builtIn.includes(tool) ? 'built-in' : undefined) };
   const extra: ToolSource[] = [];
   let mcp: McpTools | undefined;
   if (config.mcp.servers.length > 0) {
@@ -184,11 +202,12 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
     const { createPeerTools } = await import('../../src/tools/remote-peers.ts');
     extra.push(createPeerTools(deps.peers, { callTimeoutMs: (deps.remoteTools?.call_timeout_seconds ?? 30) * 1000 }));
   }
-  const sources = combineSources([staticSource(builtIn), ...extra]);
+  const sources = combineSources([builtInSource, ...extra]);
   return {
     runner: runnerFor(sources),
     policy,
     sources,
+    load,
     ...(mcp ? { mcp } : {}),
     ...(remote ? { remote } : {}),
     close: async () => {
