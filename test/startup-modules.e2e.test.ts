@@ -78,13 +78,14 @@ describe('modules a started daemon loads', () => {
     assert.ok(!loaded.includes(UNDICI), 'undici loaded: something imported node:http as an ES module, or touched fetch/WebSocket');
   });
 
-  it('a terminal-only daemon is ready before any built-in tool module is loaded (they load after ready)', async () => {
+  it('a terminal-only daemon is ready before any built-in tool module or croner is loaded (they load after ready, croner for a cron task)', async () => {
     const loaded = await loadedBy('[channels.terminal]\nuser = "tester"\n', 'stderr', true);
     const ours = loaded.map((url) => url.replace(pathToFileURL(root).href, ''));
     assert.ok(ours.includes('/app/compose/tools.ts') && ours.includes('/src/store/lock.ts'), 'the list is the real one');
     const tools = ours.filter((url) => url.startsWith('/src/tools/') && !['/src/tools/clock.ts', '/src/tools/sources.ts'].includes(url));
     assert.deepEqual(tools, [], 'tool modules loaded before ready');
     assert.ok(!ours.includes('/src/security/ssrf.ts'), 'the SSRF guard loaded before ready');
+    assert.ok(!loaded.some((url) => url.includes('/node_modules/croner/')), 'croner loaded with no cron task to fire');
   });
 
   it('the check is live: an ES import of node:http loads undici, src/http/node-http.ts does not', () => {
