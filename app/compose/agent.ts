@@ -108,7 +108,15 @@ export async function buildAgent(config: Config, deps: AgentDeps): Promise<Agent
     const endpoint = diff.provider ? await buildEndpoint(from) : current.provider;
     const built = diff.tools ? await toolsFor(from) : current.tools;
     // A new tool set is loaded before it is committed, as the first one is before a turn.
-    if (built !== current.tools) await built.load();
+    if (built !== current.tools) {
+      try {
+        await built.load();
+      } catch (error) {
+        // Its MCP servers and remote-tool endpoint started already: nothing will commit them.
+        await built.close().catch(() => undefined);
+        throw error;
+      }
+    }
     const agent = agentFor(from, endpoint, built);
     return {
       commit: async () => {
