@@ -205,6 +205,8 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       const { createConsoleQueries } = await import('../src/console/queries.ts');
       const { statusReport } = gatewayModule!;
       const { listTools } = await import('../src/tools/sources.ts');
+      // The console's tools list is read synchronously: the built-ins are in it before it is served.
+      await agent.current.tools.load();
       const current = (): Config => reloader?.current() ?? config;
       return {
         // Awaited: the runtime's reads may become asynchronous (the PostgreSQL backend).
@@ -298,6 +300,9 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     // What can follow ready: the memory hygiene pass, and giving back what start-up allocated
     // and an idle daemon does not keep (app/heap.ts).
     onReady: () => {
+      // The built-in tools' modules (shell, files, HTTP and its SSRF guard…): a turn, /api/tools
+      // and the console wait for them; ready does not (app/compose/tools.ts).
+      agent.current.tools.load().catch((error: unknown) => log.error({ err: error }, 'loading the built-in tools failed'));
       memory.startHygiene();
       settleHeap(config.runtime.heap);
     },

@@ -17,13 +17,31 @@ import { cliPath, startDaemon, tempConfig } from './support/cli.ts';
 const root = join(import.meta.dirname, '..');
 const UNDICI = 'NativeModule internal/deps/undici/undici';
 
-/** Starts the daemon on `extra`, waits for ready on `stream`, stops it; returns its process.moduleLoadList. */
-async function loadedBy(extra: string, stream: 'stdout' | 'stderr'): Promise<string[]> {
+/**
+ * The preload's source: at exit it writes process.moduleLoadList, or with `atReady` the URLs of
+ * the ES modules loaded when the ready line was written (pino writes it with fs.writeSync).
+ */
+function preloadSource(list: string, atReady: boolean): string {
+  if (!atReady) return `import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => writeFileSync(${JSON.stringify(list)}, JSON.stringify(process.moduleLoadList)));\n`;
+  return [
+    `import fs from 'node:fs';`,
+    `import { registerHooks } from 'node:module';`,
+    `const loaded = [];`,
+    `let atReady;`,
+    `registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context); } });`,
+    `const writeSync = fs.writeSync;`,
+    `fs.writeSync = function (fd, data, ...rest) { if (atReady === undefined && typeof data === 'string' && data.includes('"msg":"ready"')) atReady = [...loaded]; return writeSync.call(this, fd, data, ...rest); };`,
+    `process.on('exit', () => writeSync(fs.openSync(${JSON.stringify(list)}, 'w'), JSON.stringify(atReady ?? null)));`,
+  ].join('\n');
+}
+
+/** Starts the daemon on `extra`, waits for ready on `stream`, stops it; returns its process.moduleLoadList (or the ES modules loaded at ready). */
+async function loadedBy(extra: string, stream: 'stdout' | 'stderr', atReady = false): Promise<string[]> {
   const config = tempConfig('http://127.0.0.1:9/v1', extra);
   try {
     const list = join(config.dir, 'modules.json');
     const preload = join(config.dir, 'preload.mjs');
-    writeFileSync(preload, `import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => writeFileSync(${JSON.stringify(list)}, JSON.stringify(process.moduleLoadList)));\n`);
+    writeFileSync(preload, preloadSource(list, atReady));
     const daemon = startDaemon(['start', '--config', config.file], {
       cwd: config.dir,
       env: { TEST_MODEL_KEY: 'sk-test' },
@@ -58,6 +76,16 @@ describe('modules a started daemon loads', () => {
     const loaded = await loadedBy(`${peer.configSection()}allow = ["*"]\n`, 'stdout');
     assert.ok(loaded.includes('NativeModule http'), 'grammY and the webhook module load node:http');
     assert.ok(!loaded.includes(UNDICI), 'undici loaded: something imported node:http as an ES module, or touched fetch/WebSocket');
+  });
+
+  it('a terminal-only daemon is ready before any built-in tool module or croner is loaded (they load after ready, croner for a cron task)', async () => {
+    const loaded = await loadedBy('[channels.terminal]\nuser = "tester"\n', 'stderr', true);
+    const ours = loaded.map((url) => url.replace(pathToFileURL(root).href, ''));
+    assert.ok(ours.includes('/app/compose/tools.ts') && ours.includes('/src/store/lock.ts'), 'the list is the real one');
+    const tools = ours.filter((url) => url.startsWith('/src/tools/') && !['/src/tools/clock.ts', '/src/tools/sources.ts'].includes(url));
+    assert.deepEqual(tools, [], 'tool modules loaded before ready');
+    assert.ok(!ours.includes('/src/security/ssrf.ts'), 'the SSRF guard loaded before ready');
+    assert.ok(!loaded.some((url) => url.includes('/node_modules/croner/')), 'croner loaded with no cron task to fire');
   });
 
   it('the check is live: an ES import of node:http loads undici, src/http/node-http.ts does not', () => {

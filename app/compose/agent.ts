@@ -70,8 +70,8 @@ export async function buildAgent(config: Config, deps: AgentDeps): Promise<Agent
       ...(deps.remoteTools ? { remoteTools: deps.remoteTools } : {}),
       ...(deps.peers ? { peers: deps.peers } : {}),
     });
-  const agentFor = (from: Config, endpoint: Provider, built: BuiltTools): TurnHandler =>
-    createAgent({
+  const agentFor = (from: Config, endpoint: Provider, built: BuiltTools): TurnHandler => {
+    const handle = createAgent({
       ...(from.transcription ? { transcription: turnTranscription(from.transcription, workspace, log) } : {}),
       provider: endpoint,
       runner: meterToolRunner(built.runner, metrics),
@@ -94,6 +94,12 @@ export async function buildAgent(config: Config, deps: AgentDeps): Promise<Agent
             }),
           }),
     });
+    // The built-in tools load after ready (BuiltTools.load): a turn before then waits for them.
+    return async (input) => {
+      await built.load();
+      return handle(input);
+    };
+  };
   const current: AgentParts['current'] = { provider: await buildEndpoint(config), tools: undefined!, agent: undefined! };
   current.tools = await toolsFor(config);
   current.agent = agentFor(config, current.provider, current.tools);
@@ -101,6 +107,16 @@ export async function buildAgent(config: Config, deps: AgentDeps): Promise<Agent
   const rebuild = async (from: Config, diff: ConfigDiff): Promise<Prepared> => {
     const endpoint = diff.provider ? await buildEndpoint(from) : current.provider;
     const built = diff.tools ? await toolsFor(from) : current.tools;
+    // A new tool set is loaded before it is committed, as the first one is before a turn.
+    if (built !== current.tools) {
+      try {
+        await built.load();
+      } catch (error) {
+        // Its MCP servers and remote-tool endpoint started already: nothing will commit them.
+        await built.close().catch(() => undefined);
+        throw error;
+      }
+    }
     const agent = agentFor(from, endpoint, built);
     return {
       commit: async () => {

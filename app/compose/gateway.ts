@@ -62,7 +62,12 @@ export function openGateway({ module, config, log, ...status }: GatewayDeps): Ga
     stageToolRoutes: (built) => {
       const staged = routes.stage('tools');
       if (built.remote) staged.routes.addUpgrade(built.remote.route);
-      staged.routes.addRoute(createToolsRoute(built.sources));
+      const route = createToolsRoute(built.sources);
+      // The built-in tools may still be loading just after ready: the list waits for them.
+      staged.routes.addRoute({ ...route, handle: async (request, response, extra) => {
+        await built.load();
+        return route.handle(request, response, extra);
+      } });
       return staged;
     },
   };

@@ -21,7 +21,7 @@ import type { SubAgentSpec } from '../../src/tools/delegate.ts';
 import type { McpTools } from '../../src/tools/mcp.ts';
 import type { RemoteTools } from '../../src/tools/remote.ts';
 import type { RemoteToolPeers } from '../../src/tools/remote-peers.ts';
-import { combineSources, staticSource, type ToolSource } from '../../src/tools/sources.ts';
+import { combineSources, type ToolSource } from '../../src/tools/sources.ts';
 
 export interface ToolDeps {
   readonly config: Config;
@@ -76,6 +76,12 @@ export interface BuiltTools {
   readonly sources: ToolSource;
   readonly mcp?: McpTools;
   readonly remote?: RemoteTools;
+  /**
+   * Imports and builds the built-in tools (once; a failed load is tried again at the next
+   * call). Until it has, the list offers none: the daemon calls it after ready, and a turn,
+   * /api/tools and a reload await it — a daemon is ready without the tools' ~15 modules.
+   */
+  load(): Promise<void>;
   /** Disconnects remote clients and stops MCP servers. */
   close(): Promise<void>;
 }
@@ -101,15 +107,17 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
   };
   const validator = createArgsValidator({ log: deps.log.child({ component: 'tool-args' }) });
   const limiter = createRateLimiter({ limit: security.max_tool_calls_per_hour, windowMs: 3_600_000, maxKeys: security.rate_limit_senders });
-  const built = new Map<ToolName, Tool[]>();
+  const built = new Map<ToolName, Promise<Tool[]>>();
+  // The factories run side by side: each imports its own module, and one import after another
+  // kept the loader waiting on each file in turn before ready (the default set is ~15 modules).
+  // Promise.all keeps the configured order and attaches a handler to every factory's promise.
   const toolsNamed = async (names: readonly ToolName[]): Promise<Tool[]> => {
-    const tools: Tool[] = [];
-    for (const name of names) {
-      if (name === 'delegate') continue;
-      if (!built.has(name)) built.set(name, await factories[name](context));
-      tools.push(...built.get(name)!);
-    }
-    return tools;
+    const made = names.flatMap((name) => {
+      if (name === 'delegate') return [];
+      if (!built.has(name)) built.set(name, factories[name](context));
+      return [built.get(name)!];
+    });
+    return (await Promise.all(made)).flat();
   };
   const runnerFor = (tools: readonly Tool[] | ToolList): ToolRunner =>
     createToolRunner({
@@ -144,7 +152,19 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
   };
 
   // Built-ins first: on a name clash the earlier source wins. Sub-agents keep built-ins only.
-  const builtIn = await toolsAt(config.tools.enabled, 0);
+  let builtIn: readonly Tool[] = [];
+  let loading: Promise<void> | undefined;
+  const load = (): Promise<void> =>
+    (loading ??= toolsAt(config.tools.enabled, 0).then(
+      (tools) => {
+        builtIn = tools;
+      },
+      (error: unknown) => {
+        loading = undefined;
+        throw error;
+      },
+    ));
+  const builtInSource: ToolSource = { tools: () => builtIn, origin: (tool) => (builtIn.includes(tool) ? 'built-in' : undefined) };
   const extra: ToolSource[] = [];
   let mcp: McpTools | undefined;
   if (config.mcp.servers.length > 0) {
@@ -182,11 +202,12 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
     const { createPeerTools } = await import('../../src/tools/remote-peers.ts');
     extra.push(createPeerTools(deps.peers, { callTimeoutMs: (deps.remoteTools?.call_timeout_seconds ?? 30) * 1000 }));
   }
-  const sources = combineSources([staticSource(builtIn), ...extra]);
+  const sources = combineSources([builtInSource, ...extra]);
   return {
     runner: runnerFor(sources),
     policy,
     sources,
+    load,
     ...(mcp ? { mcp } : {}),
     ...(remote ? { remote } : {}),
     close: async () => {

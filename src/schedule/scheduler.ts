@@ -7,7 +7,6 @@
 import type { Logger } from 'pino';
 import type { Push } from '../channel.ts';
 import { diskFullCode } from '../store/storage.ts';
-import { nextCronRun } from './cron.ts';
 import type { ScheduledTask, ScheduleStore } from './store.ts';
 
 export interface SchedulerOptions {
@@ -75,13 +74,15 @@ export class Scheduler {
       // When this cannot be written (a full disk) the next tick pushes the run again: its id is
       // the run's, so the inbox drops the copy.
       // Another node may have fired and moved it first; the inbox keeps the run's id once either way.
-      if (!(await this.#options.store.advance(task, this.#next(task, now)))) continue;
+      if (!(await this.#options.store.advance(task, await this.#next(task, now)))) continue;
       this.#options.log.info({ schedule: task.id, conversation: task.conversation }, 'scheduled task fired');
     }
   }
 
-  #next(task: ScheduledTask, now: number): number | undefined {
+  async #next(task: ScheduledTask, now: number): Promise<number | undefined> {
     if (!task.cron) return undefined;
+    // croner is loaded when a cron task first fires: a daemon without one never parses cron.
+    const { nextCronRun } = await import('./cron.ts');
     const next = nextCronRun(task.cron, task.timezone, new Date(Math.max(now, task.nextRun)));
     if (!next.ok) {
       this.#options.log.error({ schedule: task.id, error: next.error }, 'cron task cannot be rescheduled; stopping it');

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -67,6 +67,19 @@ describe('openDatabase', () => {
     db.close();
     first.release();
     lockDataDir(dir).release();
+  });
+
+  it('makes a damaged lock file anew (its writes skip fsync, so a power loss may leave one) and still locks', () => {
+    const held = mkdtempSync(join(tmpdir(), 'sb-lock-'));
+    try {
+      writeFileSync(join(held, 'switchboard.lock'), Buffer.alloc(8192, 0x5a));
+      const lock = lockDataDir(held);
+      assert.throws(() => lockDataDir(held), /data_dir .* is in use by another Switchboard process/);
+      lock.release();
+      lockDataDir(held).release();
+    } finally {
+      rmSync(held, { recursive: true, force: true });
+    }
   });
 
   it('uses WAL and refuses a schema from the future', () => {
