@@ -16,6 +16,7 @@
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -49,6 +50,23 @@ interface RunResult {
   readonly cpu: { readonly daemon: number; readonly client: number; readonly model: number };
   /** Log lines the daemon wrote per measured message. */
   readonly logLines: number;
+}
+
+/** POSTs one signed request to the daemon's /webhook and reads its whole answer; resolves to the status. */
+function postSigned(agent: Agent, port: number, key: string, body: string): Promise<number> {
+  return new Promise((resolveStatus, reject) => {
+    const request = httpRequest(
+      { agent, host: '127.0.0.1', port, path: '/webhook', method: 'POST', timeout: REQUEST_TIMEOUT_MS, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'idempotency-key': key, 'x-switchboard-signature': sign(SECRET, { key, body }) } },
+      (response) => {
+        response.on('data', () => {});
+        response.on('end', () => resolveStatus(response.statusCode ?? 0));
+        response.on('error', reject);
+      },
+    );
+    request.on('timeout', () => request.destroy(new Error('webhook request timed out')));
+    request.on('error', reject);
+    request.end(body);
+  });
 }
 
 /** CPU time (user + system) a process has used so far, in ms, from /proc (Linux). */
@@ -98,7 +116,6 @@ function writeConfig(dir: string, modelUrl: string, port: number, extra: string)
 
 async function run(opts: Options, modelUrl: string, modelPid: number, index: number): Promise<RunResult> {
   const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
   const dir = tempDir('webhook');
   const config = writeConfig(dir, modelUrl, port, opts.extraConfig);
   const args = [...(opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(process.cwd(), 'bench-results', 'webhook-prof')}`] : []), opts.cli, 'start', '--config', config];
@@ -119,6 +136,9 @@ async function run(opts: Options, modelUrl: string, modelPid: number, index: num
     'daemon ready',
   );
 
+  // node:http with one kept-alive socket per sender: fetch (undici) cost this bench twice the
+  // CPU per request, taken from the same 2 cores as the daemon it measures.
+  const agent = new Agent({ keepAlive: true, maxSockets: opts.senders });
   let next = 0;
   let failed = 0;
   const latencies: number[] = [];
@@ -127,14 +147,8 @@ async function run(opts: Options, modelUrl: string, modelPid: number, index: num
     const key = `run${index}-${n}`;
     const body = JSON.stringify({ sender: `person-${conversation}`, conversation: `bench-${conversation}`, text: `message ${n}: how is the weather in town ${conversation} today?` });
     const started = performance.now();
-    const response = await fetch(`${base}/webhook`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-switchboard-signature': sign(SECRET, { key, body }) },
-      body,
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-    await response.arrayBuffer();
-    if (response.status !== 200) failed++;
+    const status = await postSigned(agent, port, key, body);
+    if (status !== 200) failed++;
     else if (measured) latencies.push(performance.now() - started);
   };
   const phase = async (count: number, measured: boolean): Promise<number> => {
@@ -155,6 +169,7 @@ async function run(opts: Options, modelUrl: string, modelPid: number, index: num
   const cpu = { daemon: per(cpuMs(child.pid!) - before.daemon), client: per((client.user + client.system) / 1000), model: per(cpuMs(modelPid) - before.model) };
   await new Promise((resolveLines) => setTimeout(resolveLines, 200)); // the last lines still in the pipe
   const lineCount = (logLines - linesBefore) / opts.messages;
+  agent.destroy();
   lines.close();
   await stopChild(child, 'SIGTERM');
   latencies.sort((a, b) => a - b);
