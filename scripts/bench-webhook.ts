@@ -15,7 +15,8 @@
  * people run it.
  */
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -45,7 +46,39 @@ interface RunResult {
   readonly p50Ms: number;
   readonly p99Ms: number;
   readonly failed: number;
+  /** CPU ms per message over the measured phase: the daemon, this bench's senders, the fake model. */
+  readonly cpu: { readonly daemon: number; readonly client: number; readonly model: number };
+  /** Log lines the daemon wrote per measured message. */
+  readonly logLines: number;
 }
+
+/** POSTs one signed request to the daemon's /webhook and reads its whole answer; resolves to the status. */
+function postSigned(agent: Agent, port: number, key: string, body: string): Promise<number> {
+  return new Promise((resolveStatus, reject) => {
+    const request = httpRequest(
+      { agent, host: '127.0.0.1', port, path: '/webhook', method: 'POST', timeout: REQUEST_TIMEOUT_MS, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'idempotency-key': key, 'x-switchboard-signature': sign(SECRET, { key, body }) } },
+      (response) => {
+        response.on('data', () => {});
+        response.on('end', () => resolveStatus(response.statusCode ?? 0));
+        response.on('error', reject);
+      },
+    );
+    request.on('timeout', () => request.destroy(new Error('webhook request timed out')));
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+/** CPU time (user + system) a process has used so far, in ms, from /proc (Linux). */
+function cpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+const CLOCK_TICKS = 100;
 
 function options(): Options {
   const { values } = parseArgs({
@@ -81,9 +114,8 @@ function writeConfig(dir: string, modelUrl: string, port: number, extra: string)
   return file;
 }
 
-async function run(opts: Options, modelUrl: string, index: number): Promise<RunResult> {
+async function run(opts: Options, modelUrl: string, modelPid: number, index: number): Promise<RunResult> {
   const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
   const dir = tempDir('webhook');
   const config = writeConfig(dir, modelUrl, port, opts.extraConfig);
   const args = [...(opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(process.cwd(), 'bench-results', 'webhook-prof')}`] : []), opts.cli, 'start', '--config', config];
@@ -91,9 +123,11 @@ async function run(opts: Options, modelUrl: string, index: number): Promise<RunR
   children.add(child);
   child.stderr!.pipe(process.stderr);
   const lines = createInterface({ input: child.stdout! });
+  let logLines = 0;
   await within(
     new Promise<void>((resolveReady, reject) => {
       lines.on('line', (line) => {
+        logLines++;
         if (line.includes('"msg":"ready"')) resolveReady();
       });
       child.once('exit', (code) => reject(new Error(`daemon exited before ready (code ${code})`)));
@@ -102,6 +136,9 @@ async function run(opts: Options, modelUrl: string, index: number): Promise<RunR
     'daemon ready',
   );
 
+  // node:http with one kept-alive socket per sender: fetch (undici) cost this bench twice the
+  // CPU per request, taken from the same 2 cores as the daemon it measures.
+  const agent = new Agent({ keepAlive: true, maxSockets: opts.senders });
   let next = 0;
   let failed = 0;
   const latencies: number[] = [];
@@ -110,14 +147,8 @@ async function run(opts: Options, modelUrl: string, index: number): Promise<RunR
     const key = `run${index}-${n}`;
     const body = JSON.stringify({ sender: `person-${conversation}`, conversation: `bench-${conversation}`, text: `message ${n}: how is the weather in town ${conversation} today?` });
     const started = performance.now();
-    const response = await fetch(`${base}/webhook`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-switchboard-signature': sign(SECRET, { key, body }) },
-      body,
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-    await response.arrayBuffer();
-    if (response.status !== 200) failed++;
+    const status = await postSigned(agent, port, key, body);
+    if (status !== 200) failed++;
     else if (measured) latencies.push(performance.now() - started);
   };
   const phase = async (count: number, measured: boolean): Promise<number> => {
@@ -130,11 +161,19 @@ async function run(opts: Options, modelUrl: string, index: number): Promise<RunR
     return (performance.now() - t0) / 1000;
   };
   await phase(opts.warmup, false);
+  const linesBefore = logLines;
+  const before = { daemon: cpuMs(child.pid!), client: process.cpuUsage(), model: cpuMs(modelPid) };
   const seconds = await phase(opts.messages, true);
+  const client = process.cpuUsage(before.client);
+  const per = (ms: number): number => ms / opts.messages;
+  const cpu = { daemon: per(cpuMs(child.pid!) - before.daemon), client: per((client.user + client.system) / 1000), model: per(cpuMs(modelPid) - before.model) };
+  await new Promise((resolveLines) => setTimeout(resolveLines, 200)); // the last lines still in the pipe
+  const lineCount = (logLines - linesBefore) / opts.messages;
+  agent.destroy();
   lines.close();
   await stopChild(child, 'SIGTERM');
   latencies.sort((a, b) => a - b);
-  return { msgPerSecond: latencies.length / seconds, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), failed };
+  return { msgPerSecond: latencies.length / seconds, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), failed, cpu, logLines: lineCount };
 }
 
 async function main(): Promise<void> {
@@ -145,9 +184,9 @@ async function main(): Promise<void> {
   const results: RunResult[] = [];
   try {
     for (let i = 0; i < opts.runs; i++) {
-      const result = await run(opts, fake.baseUrl, i);
+      const result = await run(opts, fake.baseUrl, fake.pid, i);
       results.push(result);
-      say(`  run ${i + 1}: ${fmt(result.msgPerSecond)} msg/s  p50 ${fmt(result.p50Ms)} ms  p99 ${fmt(result.p99Ms)} ms  ${result.failed} failed`);
+      say(`  run ${i + 1}: ${fmt(result.msgPerSecond)} msg/s  p50 ${fmt(result.p50Ms)} ms  p99 ${fmt(result.p99Ms)} ms  ${result.failed} failed; CPU ms/msg daemon ${fmt(result.cpu.daemon, 2)}, senders ${fmt(result.cpu.client, 2)}, model ${fmt(result.cpu.model, 2)}; ${fmt(result.logLines, 2)} log lines/msg`);
     }
   } finally {
     await fake.close();

@@ -101,7 +101,7 @@ export function createWebhookChannel(config: WebhookConfig, ctx: ChannelContext,
       }
       if (record.reply === undefined) {
         try {
-          await store.addReply(id, message.text);
+          await store.addReplyTo(record, message.text);
         } catch (error) {
           // Not remembered, so not handed out: the outbox sends it again once the disk has room.
           throw ctx.storage?.failed(error, `record the reply to webhook request ${id}`) ?? error;

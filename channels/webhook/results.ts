@@ -135,9 +135,14 @@ export class ResultStore {
   async addReply(id: string, reply: string): Promise<boolean> {
     const record = await this.get(id);
     if (!record) return false;
-    // Keeps the request's place in the order; not pruned here (the reply must stay for a replay).
-    await this.#state.put(`${PREFIX}${id}`, JSON.stringify({ ...record, reply }));
+    await this.addReplyTo(record, reply);
     return true;
+  }
+
+  /** Records the reply to `record`, which the caller has just read with `get` (one read fewer per reply than `addReply`). */
+  async addReplyTo(record: ResultRecord, reply: string): Promise<void> {
+    // Keeps the request's place in the order; not pruned here (the reply must stay for a replay).
+    await this.#state.put(`${PREFIX}${record.id}`, JSON.stringify({ ...record, reply }));
   }
 
   /** Keeps a message that had no request to answer and no callback to go to. */
