@@ -23,16 +23,14 @@ import { parseArgs } from 'node:util';
 import { sign } from '../channels/webhook/signature.ts';
 import {
   CLI,
-  FAKE_SERVER_FLAG,
   ROOT,
   children,
-  cleanUp,
   fmt,
   fmtInt,
   percentile,
   processTree,
   readRssMb,
-  runFakeServer,
+  runBench,
   say,
   sleep,
   startFakeServerProcess,
@@ -299,15 +297,4 @@ async function main(): Promise<void> {
   say(`- files: ${join(outDir, 'samples.csv')}, ${join(outDir, 'rss.png')}`);
 }
 
-if (process.argv.includes(FAKE_SERVER_FLAG)) {
-  await runFakeServer();
-} else {
-  try {
-    await main();
-  } catch (error) {
-    process.stderr.write(`bench:soak failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exitCode = 1;
-  } finally {
-    cleanUp();
-  }
-}
+await runBench('bench:soak', main);

@@ -92,6 +92,26 @@ export async function runFakeServer(): Promise<void> {
   process.on('SIGTERM', shutdown);
 }
 
+/**
+ * A bench script's entry: the fake model's process when spawned with {@link FAKE_SERVER_FLAG},
+ * else `main()`, printing a failure as `<name> failed: …` (exit code 1); children are killed and
+ * temp dirs removed either way.
+ */
+export async function runBench(name: string, main: () => Promise<void>): Promise<void> {
+  if (process.argv.includes(FAKE_SERVER_FLAG)) {
+    await runFakeServer();
+    return;
+  }
+  try {
+    await main();
+  } catch (error) {
+    process.stderr.write(`${name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  } finally {
+    cleanUp();
+  }
+}
+
 export interface FakeServer {
   readonly baseUrl: string;
   readonly pid: number;

@@ -22,7 +22,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { sign } from '../channels/webhook/signature.ts';
-import { CLI, FAKE_SERVER_FLAG, children, cleanUp, fmt, fmtInt, median, percentile, runFakeServer, say, startFakeServerProcess, stopChild, tempDir, within } from './bench-support.ts';
+import { CLI, children, fmt, fmtInt, median, percentile, runBench, say, startFakeServerProcess, stopChild, tempDir, within } from './bench-support.ts';
 import { freePort } from '../test/support/net.ts';
 
 const SECRET = 'bench-webhook-secret';
@@ -197,15 +197,4 @@ async function main(): Promise<void> {
   say(`latency p50 median ${fmt(median(results.map((r) => r.p50Ms)))} ms, p99 median ${fmt(median(results.map((r) => r.p99Ms)))} ms`);
 }
 
-if (process.argv.includes(FAKE_SERVER_FLAG)) {
-  await runFakeServer();
-} else {
-  try {
-    await main();
-  } catch (error) {
-    process.stderr.write(`bench:webhook failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exitCode = 1;
-  } finally {
-    cleanUp();
-  }
-}
+await runBench('bench:webhook', main);

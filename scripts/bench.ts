@@ -39,7 +39,6 @@ import { sqliteDatabase } from '../src/store/sqlite-sql.ts';
 import { startTelegramPeer } from '../test/peers/telegram.ts';
 import {
   CLI,
-  FAKE_SERVER_FLAG,
   ROOT,
   children,
   cleanUp,
@@ -49,7 +48,7 @@ import {
   median,
   percentile,
   removeTempDirs,
-  runFakeServer,
+  runBench,
   say,
   sleep,
   startFakeServerProcess,
@@ -502,14 +501,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv.includes(FAKE_SERVER_FLAG)) {
-  await runFakeServer();
-} else {
-  try {
-    await main();
-  } catch (error) {
-    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    cleanUp();
-    process.exitCode = 1;
-  }
-}
+await runBench('bench', main);
