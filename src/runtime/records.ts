@@ -33,7 +33,7 @@ export class TurnRecords {
     return this.#end(seq, 'done', async (tx) => {
       await output.commit?.(tx);
       // Independent rows, issued together: on PostgreSQL one round trip instead of three (see #end).
-      await Promise.all([
+      await together([
         this.#o.history.in(tx).append(conversation, seq, output.messages),
         output.reply !== '' || (output.files?.length ?? 0) > 0
           ? this.#reply(tx, seq, message, {
@@ -61,7 +61,7 @@ export class TurnRecords {
       seq,
       { failed: error },
       async (tx) => {
-        await Promise.all([this.#reply(tx, seq, message, { text, ...(draftId === undefined ? {} : { draftId }) }), this.#o.drafts.in(tx).delete(seq)]);
+        await together([this.#reply(tx, seq, message, { text, ...(draftId === undefined ? {} : { draftId }) }), this.#o.drafts.in(tx).delete(seq)]);
       },
     );
   }
@@ -89,4 +89,16 @@ export class TurnRecords {
     await this.#o.outbox.in(tx).add(reply, seq);
     await this.#o.replies.recorded(tx, conversationKey(reply));
   }
+}
+
+/**
+ * Waits for every write issued together inside a transaction, then throws the first failure.
+ * Promise.all would reject at the first failure while the others are still running, and the
+ * transaction would roll back (and give its connection back) under them: a write still to come
+ * would then run outside it.
+ */
+async function together(writes: readonly (Promise<unknown> | undefined)[]): Promise<void> {
+  const settled = await Promise.allSettled(writes);
+  const failed = settled.find((result) => result.status === 'rejected');
+  if (failed) throw failed.reason;
 }
