@@ -4,7 +4,7 @@
  * anything native is loaded (better-sqlite3 on an old Node crashes instead of failing
  * cleanly), then runs the CLI.
  */
-import { enableCompileCache } from 'node:module';
+import nodeModule from 'node:module';
 import { nodeVersionProblem } from './node-version.ts';
 
 // V8's compile cache: the ~250 modules loaded before `ready` are compiled from cached code
@@ -16,8 +16,10 @@ import { nodeVersionProblem } from './node-version.ts';
 // system) only leaves the cache off: enableCompileCache reports it instead of throwing, and
 // the catch is for anything else — a cache must never stop a start. NODE_DISABLE_COMPILE_CACHE=1
 // turns it off. Called before main.ts is imported: only modules loaded after it are cached.
+// Taken from the module object, not imported by name: a Node older than 22.1 has no such export,
+// and a named import of it would fail to link before the version check below can say so.
 try {
-  enableCompileCache(process.env.CACHE_DIRECTORY || undefined);
+  nodeModule.enableCompileCache?.(process.env.CACHE_DIRECTORY || undefined);
 } catch {
   // start without it
 }
