@@ -69,19 +69,8 @@ describe('matrix end-to-end encryption (daemon)', () => {
     timings[`start${Object.keys(timings).filter((k) => k.startsWith('start')).length}`] = Math.round(performance.now() - started);
   }
 
-  async function answered(device: PersonDevice, n: number): Promise<Array<string | undefined>> {
-    let seen: Array<string | undefined> = [];
-    await until(
-      async () => {
-        seen = await device.read(peer, room);
-        return seen.length >= n;
-      },
-      `reply ${n}`,
-      30_000,
-      () => `${JSON.stringify(seen)}${log()}`,
-    );
-    return seen;
-  }
+  /** The bot's events in the room once there are `n`, each decrypted (waiting for a room key that comes in a later sync). */
+  const answered = (device: PersonDevice, n: number): Promise<string[]> => device.answers(peer, room, n, 30_000, log);
 
   it('answers an encrypted DM made the way Element makes one, encrypted', async () => {
     await start();
@@ -177,6 +166,20 @@ describe('matrix end-to-end encryption (daemon)', () => {
     assert.equal(seen.filter((text) => text === UNDECRYPTABLE_NOTICE).length, notices + 1, 'told once, not twice');
     assert.ok(!model.requests.some((request) => JSON.stringify(request.body).includes('my key never comes')), 'the unreadable message never reached the model');
   });
+
+  it("the person's device reads the bot's answer whose room key reaches it in a later sync than the answer", async () => {
+    const late = await PersonDevice.open(peer, peer.users.alice, 'ALICELATE', { keysLate: true });
+    const dm = peer.inviteEncryptedDm('alice');
+    await until(() => peer.botMembership(dm) === 'join', 'the bot joined the second encrypted DM', 15_000, log);
+    await late.say(peer, dm, members, 'is my key late?');
+    await until(() => peer.rawBotEventsIn(dm).length === 1, "the bot's answer in the room", 30_000, log);
+    assert.deepEqual(await late.read(peer, dm), [undefined], 'the answer is there, its room key is not: one attempt cannot decrypt it');
+    await assert.rejects(late.answers(peer, dm, 1, 300), /ALICELATE can decrypt; it has 1 of the bot's events, and could not decrypt \$\S+: megolm session \S+: /, 'a key that never comes is named');
+    const answer = late.answers(peer, dm, 1);
+    await quiet(200);
+    late.letKeysIn();
+    assert.deepEqual(await answer, ['echo: is my key late?'], 'decrypted once the key came, as Element retries');
+  });
 });
 
 describe('matrix end-to-end encryption in a cluster', () => {
@@ -200,7 +203,7 @@ describe('matrix end-to-end encryption in a cluster', () => {
       await until(() => peer.botMembership(room) === 'join', 'the bot joined the encrypted DM', 20_000, tail);
       const members = [peer.users.alice, peer.botUserId];
       await phone.say(peer, room, members, 'on the first node');
-      await until(async () => (await phone.read(peer, room)).length >= 1, 'the answer from n1', 30_000, tail);
+      await phone.answers(peer, room, 1, 30_000, tail); // the answer from n1
 
       second = startCluster({ url, modelUrl: model.baseUrl, channels, names: ['n2'] });
       const n2 = second.nodes[0]!;
@@ -218,13 +221,7 @@ describe('matrix end-to-end encryption in a cluster', () => {
       const movedMs = Date.now() - killedAt;
       const sent = Date.now();
       await phone.say(peer, room, members, 'on the second node');
-      let seen: Array<string | undefined> = [];
-      await until(
-        async () => (seen = await phone.read(peer, room)).length >= 3,
-        'the answers from n2',
-        60_000,
-        () => `${JSON.stringify(seen)}${tail()}`,
-      );
+      const seen = await phone.answers(peer, room, 3, 60_000, tail); // the answers from n2
       t.diagnostic(`Matrix moved n1 → n2 ${movedMs} ms after the kill; the next encrypted message answered ${Date.now() - sent} ms after it was sent`);
       assert.deepEqual(seen.slice(0, 1), ['echo: on the first node']);
       assert.deepEqual(seen.slice(1).sort(), ['echo: my key comes late', 'echo: on the second node'], 'the late one too, once');
