@@ -21,7 +21,7 @@ import type { SubAgentSpec } from '../../src/tools/delegate.ts';
 import type { McpTools } from '../../src/tools/mcp.ts';
 import type { RemoteTools } from '../../src/tools/remote.ts';
 import type { RemoteToolPeers } from '../../src/tools/remote-peers.ts';
-import { combineSources, type ToolSource } from '../../src/tools/sources.ts';
+import { combineSources, staticSource, type ToolSource } from '../../src/tools/sources.ts';
 
 export interface ToolDeps {
   readonly config: Config;
@@ -152,19 +152,20 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
   };
 
   // Built-ins first: on a name clash the earlier source wins. Sub-agents keep built-ins only.
-  let builtIn: readonly Tool[] = [];
+  // None until load() has built them; then the fixed list it built, which builtInSource delegates to.
+  let builtIn = staticSource([]);
   let loading: Promise<void> | undefined;
   const load = (): Promise<void> =>
     (loading ??= toolsAt(config.tools.enabled, 0).then(
       (tools) => {
-        builtIn = tools;
+        builtIn = staticSource(tools);
       },
       (error: unknown) => {
         loading = undefined;
         throw error;
       },
     ));
-  const builtInSource: ToolSource = { tools: () => builtIn, origin: (tool) => (builtIn.includes(tool) ? 'built-in' : undefined) };
+  const builtInSource: ToolSource = { tools: () => builtIn.tools(), origin: (tool) => builtIn.origin(tool) };
   const extra: ToolSource[] = [];
   let mcp: McpTools | undefined;
   if (config.mcp.servers.length > 0) {
@@ -192,7 +193,7 @@ export async function buildTools(deps: ToolDeps): Promise<BuiltTools> {
       maxToolsPerClient: deps.remoteTools.max_tools_per_client,
       maxClients: deps.remoteTools.max_clients,
       ...(deps.remoteTools.allow === undefined ? {} : { allow: deps.remoteTools.allow }),
-      reserved: () => [...builtIn.map((t) => t.name), ...(mcpTools?.tools().map((t) => t.name) ?? [])],
+      reserved: () => [...builtIn.tools().map((t) => t.name), ...(mcpTools?.tools().map((t) => t.name) ?? [])],
       ...(deps.peers ? { peers: deps.peers } : {}),
     });
     extra.push(remote);
