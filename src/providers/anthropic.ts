@@ -6,7 +6,7 @@
 import { deadline } from '../abort.ts';
 import { ProviderError, sendable, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
 import { cutShort, errorInBody, eventObject, httpFailure, isEventStream, isObject, parseJson, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from '../endpoint/http.ts';
-import { cleanSchema } from './schema-clean.ts';
+import { createSchemaCleaner } from './schema-clean.ts';
 
 export interface AnthropicProviderOptions {
   /** The origin, without `/v1` (a trailing `/v1` is tolerated). @default "https://api.anthropic.com" */
@@ -74,13 +74,14 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Prov
   if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new TypeError(`maxTokens must be a positive integer, got ${String(options.maxTokens)}`);
   const origin = (options.baseUrl ?? 'https://api.anthropic.com').replace(/\/+$/, '').replace(/\/v1$/, '');
   const url = `${origin}/v1/messages`;
+  const inputSchemaOf = createSchemaCleaner('anthropic');
   return {
     name: `anthropic:${options.model}`,
     async chat(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
       const body: Record<string, unknown> = { model: request.model ?? options.model, max_tokens: maxTokens, messages: toWireMessages(request.messages) };
       if (request.system !== '') body.system = request.system;
       if (request.tools.length > 0) {
-        body.tools = request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: cleanSchema(tool.parameters, 'anthropic') }));
+        body.tools = request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: inputSchemaOf(tool.parameters) }));
       }
       if (options.temperature !== undefined) body.temperature = options.temperature;
       if (request.onTextDelta) body.stream = true;

@@ -7,7 +7,7 @@
 import { deadline } from '../abort.ts';
 import { ProviderError, sendable, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
 import { cutShort, eventObject, httpFailure, isEventStream, isObject, parseJson, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from '../endpoint/http.ts';
-import { cleanSchema } from './schema-clean.ts';
+import { createSchemaCleaner } from './schema-clean.ts';
 import { BoundedMap } from '../bounded-map.ts';
 
 export interface GeminiProviderOptions {
@@ -51,6 +51,7 @@ export function createGeminiProvider(options: GeminiProviderOptions): Provider {
   const remember = (id: string, signature: string): void => {
     signatures.set(id, signature);
   };
+  const parametersOf = createSchemaCleaner('gemini');
   return {
     name: `gemini:${options.model}`,
     async chat(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {
@@ -61,7 +62,7 @@ export function createGeminiProvider(options: GeminiProviderOptions): Provider {
       const needsSignature = !/^(models\/)?gemini-[12][.-]/.test(model);
       const body: Record<string, unknown> = { contents: toContents(request.messages, signatures, needsSignature) };
       if (request.system !== '') body.systemInstruction = { parts: [{ text: request.system }] };
-      if (request.tools.length > 0) body.tools = [{ functionDeclarations: request.tools.map(toDeclaration) }];
+      if (request.tools.length > 0) body.tools = [{ functionDeclarations: request.tools.map((tool) => toDeclaration(tool, parametersOf)) }];
       const generationConfig: Record<string, unknown> = {};
       if (options.temperature !== undefined) generationConfig.temperature = options.temperature;
       if (options.maxTokens !== undefined) generationConfig.maxOutputTokens = options.maxTokens;
@@ -159,8 +160,8 @@ function collect(chunk: WireResponse, answer: Answer, onText: (delta: string) =>
   if (usage) answer.usage = { inputTokens: usage.promptTokenCount ?? 0, outputTokens: (usage.candidatesTokenCount ?? 0) + (usage.thoughtsTokenCount ?? 0) };
 }
 
-function toDeclaration(tool: ChatRequest['tools'][number]): Record<string, unknown> {
-  const parameters = cleanSchema(tool.parameters, 'gemini');
+function toDeclaration(tool: ChatRequest['tools'][number], parametersOf: (schema: Readonly<Record<string, unknown>>) => Record<string, unknown>): Record<string, unknown> {
+  const parameters = parametersOf(tool.parameters);
   const properties = parameters.properties;
   // Gemini rejects an object schema without properties: a tool without arguments sends none.
   const empty = parameters.type === 'object' && (typeof properties !== 'object' || properties === null || Object.keys(properties).length === 0);

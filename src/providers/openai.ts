@@ -5,7 +5,7 @@
  */
 import { deadline } from '../abort.ts';
 import { ProviderError, sendable, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
-import { cleanSchema } from './schema-clean.ts';
+import { createSchemaCleaner } from './schema-clean.ts';
 import { cutShort, errorInBody, eventObject, httpFailure, isEventStream, isObject, messageText, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from '../endpoint/http.ts';
 
 export interface OpenAIProviderOptions {
@@ -52,15 +52,7 @@ interface WireChunk {
 
 export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
   const url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
-  const dialect = options.schemaDialect ?? 'openai';
-  // A tool's cleaned schema, made once per schema object rather than deep-copied for every
-  // request (~15 tools × each turn); only ever serialized, never changed.
-  const cleaned = new WeakMap<object, Record<string, unknown>>();
-  const parametersOf = (schema: Readonly<Record<string, unknown>>): Record<string, unknown> => {
-    let wire = cleaned.get(schema);
-    if (wire === undefined) cleaned.set(schema, (wire = cleanSchema(schema, dialect)));
-    return wire;
-  };
+  const parametersOf = createSchemaCleaner(options.schemaDialect ?? 'openai');
   return {
     name: `openai:${options.model}`,
     async chat(request: ChatRequest, signal: AbortSignal): Promise<ChatResponse> {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { cleanSchema, type SchemaDialect } from './schema-clean.ts';
+import { cleanSchema, createSchemaCleaner, type SchemaDialect } from './schema-clean.ts';
 
 type Schema = Record<string, unknown>;
 const dialects: readonly SchemaDialect[] = ['openai', 'anthropic', 'gemini', 'conservative'];
@@ -164,5 +164,19 @@ describe('cleanSchema', () => {
     const output = cleanSchema(input, 'openai');
     (output.properties as Record<string, Schema>).a!.type = 'number';
     assert.equal(input.properties.a.type, 'string');
+  });
+});
+
+describe('createSchemaCleaner', () => {
+  it("cleans each schema object once, in its own dialect's shape", () => {
+    const schema = { type: 'object', properties: { name: { type: ['string', 'null'], minLength: 1 } }, additionalProperties: false };
+    for (const dialect of dialects) {
+      const cleanerOf = createSchemaCleaner(dialect);
+      const first = cleanerOf(schema);
+      assert.deepEqual(first, cleanSchema(schema, dialect), dialect);
+      assert.equal(cleanerOf(schema), first, `${dialect}: the same object at the next request`);
+      assert.notEqual(cleanerOf(structuredClone(schema)), first, `${dialect}: another schema object is cleaned on its own`);
+    }
+    assert.notDeepEqual(createSchemaCleaner('gemini')(schema), createSchemaCleaner('anthropic')(schema), 'one cleaner per dialect: no shape served to the wrong one');
   });
 });

@@ -60,6 +60,22 @@ export function cleanSchema(schema: Readonly<Record<string, unknown>>, dialect: 
   return isSchema(cleaned) ? cleaned : {};
 }
 
+/**
+ * `cleanSchema` for one dialect, cleaning each schema object once: a tool keeps its schema
+ * object for life and every turn sends every tool (~15 × each turn), so a fresh deep copy per
+ * request is work thrown away. One per provider instance (its dialect is fixed), so a schema is
+ * never served in another dialect's shape. The result is shared between requests: callers only
+ * serialize it, never change it. Weakly keyed: a dropped tool's schema goes with it.
+ */
+export function createSchemaCleaner(dialect: SchemaDialect): (schema: Readonly<Record<string, unknown>>) => Record<string, unknown> {
+  const cleaned = new WeakMap<object, Record<string, unknown>>();
+  return (schema) => {
+    let wire = cleaned.get(schema);
+    if (wire === undefined) cleaned.set(schema, (wire = cleanSchema(schema, dialect)));
+    return wire;
+  };
+}
+
 function clean(node: unknown, ctx: Context): unknown {
   if (!isSchema(node)) return ctx.dialect === 'anthropic' ? structuredClone(node) : {};
   if (typeof node.$ref === 'string') return inlineRef(node, node.$ref, ctx);
