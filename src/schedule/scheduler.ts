@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { Push } from '../channel.ts';
 import { diskFullCode } from '../store/storage.ts';
+import type { nextCronRun } from './cron.ts';
 import type { ScheduledTask, ScheduleStore } from './store.ts';
 
 export interface SchedulerOptions {
@@ -22,6 +23,8 @@ export class Scheduler {
   readonly #options: SchedulerOptions;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
+  /** croner's next run, kept once the first cron task has loaded it (not imported again per fire). */
+  #nextCronRun: typeof nextCronRun | undefined;
 
   constructor(options: SchedulerOptions) {
     this.#options = options;
@@ -82,8 +85,8 @@ export class Scheduler {
   async #next(task: ScheduledTask, now: number): Promise<number | undefined> {
     if (!task.cron) return undefined;
     // croner is loaded when a cron task first fires: a daemon without one never parses cron.
-    const { nextCronRun } = await import('./cron.ts');
-    const next = nextCronRun(task.cron, task.timezone, new Date(Math.max(now, task.nextRun)));
+    this.#nextCronRun ??= (await import('./cron.ts')).nextCronRun;
+    const next = this.#nextCronRun(task.cron, task.timezone, new Date(Math.max(now, task.nextRun)));
     if (!next.ok) {
       this.#options.log.error({ schedule: task.id, error: next.error }, 'cron task cannot be rescheduled; stopping it');
       return undefined;
