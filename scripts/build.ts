@@ -16,8 +16,9 @@
  *   or the worker thread would load the whole daemon chunk for one constant.
  * - `bundled` packages are pure JavaScript loaded before ready, read nothing of their own at
  *   run time, and are inlined with everything they import. Every other package stays an import
- *   of node_modules: native ones (better-sqlite3, sharp), SDKs loaded on first use, and
- *   pino-pretty (loaded with createRequire, for a terminal only).
+ *   of node_modules: native ones (better-sqlite3, sharp), SDKs loaded on first use, and what
+ *   is required at run time on first use (pino-pretty for a terminal, marked for the first
+ *   reply: src/log.ts, src/outbound/markdown.ts).
  * - Everything sits in dist/app/, as tsc's dist/app/*.js did: the code that finds the install
  *   from its own file (src/version.ts, app/invocation.ts, app/service.ts, app/console.ts) sees
  *   the same directory whichever chunk it landed in, and the recall worker is
@@ -32,7 +33,7 @@ const root = join(import.meta.dirname, '..');
 const out = join(root, 'dist', 'app');
 
 /** Packages inlined into the bundle (with what they import): pure JS, loaded before ready. */
-const bundled = new Set(['pino', 'smol-toml', 'p-queue', 'valibot', 'marked']);
+const bundled = new Set(['pino', 'smol-toml', 'p-queue', 'valibot']);
 
 /** Chunks of one static closure each, in priority order: name → the module it starts from. */
 const workerEntry = 'src/memory/recall-worker.ts';
