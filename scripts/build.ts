@@ -104,6 +104,12 @@ async function main(): Promise<void> {
       entryFileNames: '[name].js',
       chunkFileNames: '[name]-[hash].js',
       sourcemap: true,
+      // V8 keeps each module's source text for as long as the module lives: without comments, and
+      // in ASCII (one non-ASCII character — a "→" in a comment — makes V8 store the whole text in
+      // two bytes a character), the daemon's chunk is held in ~0.4 MB instead of ~1.3 MB.
+      // Licence comments stay; the source maps still lead back to the commented sources.
+      comments: { legal: true, annotation: false, jsdoc: false },
+      charset: 'ascii',
       codeSplitting: {
         groups: ['recall', ...groups.map((group) => group.name)].map((name, index, names) => ({ name, priority: names.length - index, test: (id: string) => members.get(name)?.has(id) === true })),
       },
