@@ -103,7 +103,9 @@ async function main(): Promise<void> {
       format: 'esm',
       entryFileNames: '[name].js',
       chunkFileNames: '[name]-[hash].js',
+      // maps as tsc's were: lines of dist/app/*.js back to src/, app/ and channels/, without copies of them
       sourcemap: true,
+      sourcemapExcludeSources: true,
       // V8 keeps each module's source text for as long as the module lives: without comments, and
       // in ASCII (one non-ASCII character — a "→" in a comment — makes V8 store the whole text in
       // two bytes a character), the daemon's chunk is held in ~0.4 MB instead of ~1.3 MB.
