@@ -83,7 +83,7 @@ describe('the built daemon through bin/switchboard (dist smoke test)', () => {
     // The auto-saved first message came back as a recalled memory in the second turn's system prompt…
     const system = model.requests.at(-1)!.body.messages[0]!.content ?? '';
     assert.match(system, /Things you remember[\s\S]*favourite colour is teal/);
-    // …found by the recall worker (dist/src/memory/recall-worker.js), not the main-thread fallback.
+    // …found by the recall worker (dist/app/recall-worker.js), not the main-thread fallback.
     assert.ok(workerThreads(daemon.child.pid!) >= 1, 'a recall worker thread runs');
     assert.doesNotMatch(daemon.stdout() + daemon.stderr(), /recall worker (unavailable|failed)|memory recall worker failed/);
 

@@ -14,9 +14,20 @@
  * - inline text is lexed without GFM's stops for bare URLs and e-mail addresses (see
  *   {@link INLINE_TEXT}: a long run of `#`, `-`, `=` or `|` before an "@" was quadratic).
  */
-import { Lexer, Tokenizer, type MarkedToken, type Token, type Tokens } from 'marked';
+import { createRequire } from 'node:module';
+import type * as Marked from 'marked';
+import type { Lexer, MarkedToken, Token, Tokens } from 'marked';
 
 export type { MarkedToken, Token, Tokens };
+
+/**
+ * marked, loaded on the first text lexed rather than at start: its import builds its rules
+ * (a few ms before "ready", and memory an idle daemon never uses), and a daemon lexes nothing
+ * until its first reply. Node (≥ 22.12) loads an ES module with require(), synchronously;
+ * Node's module cache makes every later call a lookup.
+ */
+const require = createRequire(import.meta.url);
+const marked = (): typeof Marked => require('marked') as typeof Marked;
 
 /** Container markers (quotes, list items) kept on one line; deeper ones are shown as text. */
 export const MAX_NESTING = 12;
@@ -27,27 +38,24 @@ export const INLINE_RUN = 1000;
 /** Delimiters an inline text may hold and still be lexed whole, however long. */
 const MAX_DELIMITERS = 256;
 
-/**
- * marked's tokenizer without GFM's bare-URL links: a URL in the text stays text (every
- * platform links it itself), and a link is only what was written as one.
- */
-class TextUrls extends Tokenizer {
-  override url(): undefined {
-    return undefined;
-  }
-}
 
 /**
  * marked's GFM inline text rule without its stops for bare URLs and e-mail addresses (which
- * {@link TextUrls} never links). The stop before e-mail characters followed by "@" scanned the
+ * {@link newLexer}'s tokenizer never links). The stop before e-mail characters followed by "@" scanned the
  * whole run at every character of it, making a text token of one character each time: 40 000
  * characters of `#`, `-`, `=`, `|` (or letters) before an "@" took a second or more.
  */
 const INLINE_TEXT = /^(`+|~+|[^`~])(?:(?=[`~])|(?= {2,}\n)|[\s\S]*?(?:(?=[\\<![`*~_]|\b_|$)|[^ ](?= {2,}\n)))/;
 
-/** A lexer of its own for each text (marked keeps state on the lexer, its options and its tokenizer). */
+/**
+ * A lexer of its own for each text (marked keeps state on the lexer, its options and its
+ * tokenizer), whose tokenizer has no GFM bare-URL links: a URL in the text stays text (every
+ * platform links it itself), and a link is only what was written as one.
+ */
 function newLexer(): Lexer {
-  const tokenizer = new TextUrls();
+  const { Lexer, Tokenizer } = marked();
+  const tokenizer = new Tokenizer();
+  tokenizer.url = () => undefined;
   const lexer = new Lexer({ gfm: true, tokenizer });
   // (the lexer has just given the tokenizer marked's shared rules: this copies them, it changes nothing shared)
   tokenizer.rules = { ...tokenizer.rules, inline: { ...tokenizer.rules.inline, text: INLINE_TEXT } };

@@ -1,6 +1,7 @@
 /**
- * The built daemon (dist/) for tests that run what users run: `ensureDist()` builds it with
- * `tsc -p tsconfig.build.json` when it is missing or older than any source it is built from,
+ * The built daemon (dist/) for tests that run what users run: `ensureDist()` bundles it with
+ * `node scripts/build.ts` (npm run build's bundle step, without its type check and the console)
+ * when it is missing or older than any source it is built from,
  * and does nothing (a few ms of `stat`) when it is fresh — as after `npm test`'s build step.
  * Test files running at once share one build through a lock directory.
  */
@@ -13,10 +14,11 @@ import { fileURLToPath } from 'node:url';
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 export const launcherPath = join(repoRoot, 'bin', 'switchboard');
 const distEntry = join(repoRoot, 'dist', 'app', 'cli.js');
+const buildScript = join(repoRoot, 'scripts', 'build.ts');
 
-/** Newest modification time (ms) of the files tsconfig.build.json compiles, and of the configs. */
+/** Newest modification time (ms) of the files the bundle is built from, and of the build script. */
 function newestSource(): number {
-  let newest = Math.max(statSync(join(repoRoot, 'tsconfig.json')).mtimeMs, statSync(join(repoRoot, 'tsconfig.build.json')).mtimeMs);
+  let newest = Math.max(statSync(join(repoRoot, 'tsconfig.json')).mtimeMs, statSync(buildScript).mtimeMs);
   const walk = (dir: string): void => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);
@@ -43,14 +45,13 @@ export function distStale(): boolean {
 }
 
 function build(): Promise<void> {
-  const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [buildScript], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`building dist/ (tsc -p tsconfig.build.json) failed with exit code ${code}:\n${output}`))));
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`building dist/ (node scripts/build.ts) failed with exit code ${code}:\n${output}`))));
   });
 }
 
