@@ -164,7 +164,10 @@ export function spread(values: readonly number[], digits = 1): string {
  * Counts what PostgreSQL was sent while `step` ran (`log_statement = all` meanwhile, read back
  * from the test server's log): statements, and transactions (BEGIN) among them.
  */
-export async function countStatements(adminUrl: string, step: () => Promise<void>): Promise<{ statements: number; transactions: number; byApplication: Map<string, number> }> {
+export async function countStatements(
+  adminUrl: string,
+  step: () => Promise<void>,
+): Promise<{ statements: number; transactions: number; byApplication: Map<string, number>; list: Map<string, number> }> {
   const { default: pg } = await import('pg');
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
@@ -182,11 +185,15 @@ export async function countStatements(adminUrl: string, step: () => Promise<void
     await new Promise((resolve) => setTimeout(resolve, 300));
     const lines = readFileSync(logFile).subarray(from).toString('utf8').split('\n').filter((line) => /LOG: {2}(statement|execute [^:]*):/.test(line) && !line.includes('log_statement'));
     const byApplication = new Map<string, number>();
+    /** Each statement (its application, then its text with whitespace folded) → how many times it was sent. */
+    const list = new Map<string, number>();
     for (const line of lines) {
       const app = (/\{([^}]*)\}/.exec(line)?.[1] ?? '').replace(/:.*/, '') || 'store';
       byApplication.set(app, (byApplication.get(app) ?? 0) + 1);
+      const text = `${app}: ${line.replace(/^.*?LOG: {2}(statement|execute [^:]*): /, '').replace(/\s+/g, ' ').trim()}`;
+      list.set(text, (list.get(text) ?? 0) + 1);
     }
-    return { statements: lines.length, transactions: lines.filter((line) => /: BEGIN\s*$/.test(line)).length, byApplication };
+    return { statements: lines.length, transactions: lines.filter((line) => /: BEGIN\s*$/.test(line)).length, byApplication, list };
   } finally {
     await admin.end();
   }

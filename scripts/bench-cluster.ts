@@ -23,7 +23,9 @@
  * Runs a throwaway PostgreSQL 15 (test/support/postgres.ts), the scripted model and the
  * Telegram peer in this process, and each node as `switchboard start` from the source tree.
  * On a 2-core machine the nodes share the cores, so more nodes add turn slots, not CPU.
- * Flags: --messages N (default 240), --model-ms N (default 200), --runs N (default 3).
+ * Flags: --messages N (default 240), --model-ms N (default 200), --runs N (default 3),
+ * --only per-message (step 4 alone), --statements (step 4 also lists each statement one message
+ * sends, with how many times per message).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -35,7 +37,16 @@ import { startPostgres } from '../test/support/postgres.ts';
 import { fmt, percentile, say, sleep } from './bench-support.ts';
 import { countStatements, cpuMeter, splitWaits, spread, steadyRate, turnTimes } from './bench-cluster-measure.ts';
 
-const { values } = parseArgs({ options: { messages: { type: 'string', default: '240' }, 'model-ms': { type: 'string', default: '200' }, runs: { type: 'string', default: '3' } } });
+const { values } = parseArgs({
+  options: {
+    messages: { type: 'string', default: '240' },
+    'model-ms': { type: 'string', default: '200' },
+    runs: { type: 'string', default: '3' },
+    only: { type: 'string' },
+    statements: { type: 'boolean', default: false },
+  },
+});
+if (values.only !== undefined && values.only !== 'per-message') throw new Error(`--only takes "per-message", not "${values.only}"`);
 const MESSAGES = Number(values.messages);
 const MODEL_MS = Number(values['model-ms']);
 const RUNS = Number(values.runs);
@@ -124,84 +135,8 @@ let three: TestCluster | undefined;
 try {
   for (let run = 1; run <= RUNS; run++) {
     say(`run ${run}:`);
-    const rates: number[] = [];
-    const steadyRates: number[] = [];
-    let threeUrl = '';
-    for (const count of [1, 2, 3]) {
-      const url = await pg.createDatabase(`bench_${run}_${count}`);
-      const cluster = await startNodes(url, ['n1', 'n2', 'n3'].slice(0, count));
-      const meter = cpuMeter(cluster, postmaster);
-      const began = Date.now();
-      const { ms, answeredAt } = await timedBurst(MESSAGES, 40);
-      const cpu = meter.per(MESSAGES);
-      const steady = steadyRate(answeredAt);
-      // The holder stores the messages one after another: when that, not the turn slots, is the limit, this is close to the whole step.
-      const stored = (await adminQuery<{ last: number }>(`SELECT max(received_at)::float8 AS last FROM inbox`, url))[0]!.last - began;
-      record(`${count} node${count > 1 ? 's' : ''}, all stored after, ms`, stored);
-      const rate = (MESSAGES / ms) * 1000;
-      rates.push(rate);
-      record(`${count} node${count > 1 ? 's' : ''}, msg/s`, rate);
-      if (count > 1) record(`${count} nodes, scaling ×`, rate / rates[0]!);
-      steadyRates.push(steady);
-      record(`${count} node${count > 1 ? 's' : ''}, steady msg/s (answers 10 %→90 %)`, steady);
-      if (count > 1) record(`${count} nodes, steady scaling ×`, steady / steadyRates[0]!);
-      cpu.nodes.forEach((ms, i) => record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg n${i + 1}`, ms));
-      record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg PostgreSQL`, cpu.postgres);
-      const turns = cluster.nodes.map((node) => (node.stdout().match(/"msg":"turn done"/g) ?? []).length);
-      say(`  ${count} node${count > 1 ? 's' : ' '}: ${fmt(rate)} msg/s (${fmt(ms / 1000)} s; turns per node ${turns.join(' / ')}; scaling ×${fmt(rate / rates[0]!, 2)}; steady ${fmt(steady)} msg/s, ×${fmt(steady / steadyRates[0]!, 2)}; the last message stored ${fmt(stored / 1000)} s in; ${cpuLine(cpu)})`);
-      if (count === 3) {
-        three = cluster;
-        threeUrl = url;
-      } else await cluster.close();
-    }
-    const waits = splitWaits(await turnTimes(three!, threeUrl), SLOTS);
-    for (const [name, list] of [['pickup', waits.pickup], ['pickup: claim', waits.claim], ['pickup: claim → start', waits.startUp], ['slot wait', waits.slotWait], ['conversation wait', waits.fifoWait]] as const) {
-      record(`${name} p50, ms`, percentile(list, 50));
-      record(`${name} p99, ms`, percentile(list, 99));
-    }
-    say(
-      `  3 nodes, ${waits.pickup.length} turns: pickup (runnable with a slot free → turn started) p50 ${fmt(percentile(waits.pickup, 50), 0)} ms, p99 ${fmt(percentile(waits.pickup, 99), 0)} ms (claimed p50 ${fmt(percentile(waits.claim, 50), 0)} / p99 ${fmt(percentile(waits.claim, 99), 0)} ms, claimed → started p50 ${fmt(percentile(waits.startUp, 50), 0)} / p99 ${fmt(percentile(waits.startUp, 99), 0)} ms); ` +
-        `slot wait p50 ${fmt(percentile(waits.slotWait, 50), 0)} ms, p99 ${fmt(percentile(waits.slotWait, 99), 0)} ms; ` +
-        `waiting for the conversation's earlier turn p50 ${fmt(percentile(waits.fifoWait, 50), 0)} ms, p99 ${fmt(percentile(waits.fifoWait, 99), 0)} ms`,
-    );
-
-    // Failover: kill the holder, then write at once.
-    const holder = three!.holder()!;
-    const killedAt = Date.now();
-    holder.daemon.child.kill('SIGKILL');
-    const answeredMs = await burst(1, 1, 120_000);
-    let movedAt: number | undefined;
-    for (const node of three!.nodes) {
-      if (node === holder) continue;
-      const match = /"time":(\d+)[^\n]*"msg":"this node now holds the channel"/.exec(node.daemon.stdout());
-      if (match) movedAt = Number(match[1]);
-    }
-    record('failover: channel moved, ms', movedAt === undefined ? undefined : movedAt - killedAt);
-    record('failover: message answered, ms', answeredMs);
-    say(`  failover (failover_seconds = 3): Telegram held by another node ${movedAt === undefined ? 'n/a' : `${movedAt - killedAt} ms`} after the kill; a message written at the kill answered after ${fmt(answeredMs, 0)} ms`);
-    await three!.close();
-    three = undefined;
-
-    // PostgreSQL vs SQLite, per message, one node, a model that answers at once.
-    modelDelay = 0;
-    for (const [label, url] of [['SQLite', undefined], ['PostgreSQL', await pg.createDatabase(`bench_${run}_overhead`)]] as const) {
-      const cluster = await startNodes(url, ['solo']);
-      const meter = cpuMeter(cluster, url === undefined ? undefined : postmaster);
-      const ms = await burst(200, 20);
-      const cpu = meter.per(200);
-      record(`per message ${label}, ms`, ms / 200);
-      record(`per message ${label}, CPU ms/msg node`, cpu.nodes[0]);
-      record(`per message ${label}, CPU ms/msg PostgreSQL`, cpu.postgres);
-      say(`  one node, ${label}: ${fmt(ms / 200, 2)} ms per message (${fmt((200 / ms) * 1000)} msg/s, model at 0 ms; ${cpuLine(cpu)})`);
-      if (url !== undefined && run === 1) {
-        // What one message costs PostgreSQL in round trips, counted from the server's statement log.
-        const counted = await countStatements(pg.adminUrl, async () => void (await burst(20, 20)));
-        const parts = [...counted.byApplication].map(([app, n]) => `${app} ${fmt(n / 20, 1)}`).join(', ');
-        say(`  one node, PostgreSQL, 20 messages from 20 people: ${fmt(counted.statements / 20, 1)} statements per message (${parts}), ${fmt(counted.transactions / 20, 1)} BEGIN per message`);
-      }
-      await cluster.close();
-    }
-    modelDelay = MODEL_MS;
+    if (values.only !== 'per-message') await clusterSteps(run);
+    await perMessage(run);
   }
   if (RUNS > 1) {
     say(`min / median / max over ${RUNS} runs:`);
@@ -212,4 +147,92 @@ try {
   await peer.close();
   await model.close();
   pg.stop();
+}
+
+/** Steps 1–3: throughput at 1, 2 and 3 nodes, the waits at 3, then failover. */
+async function clusterSteps(run: number): Promise<void> {
+  const rates: number[] = [];
+  const steadyRates: number[] = [];
+  let threeUrl = '';
+  for (const count of [1, 2, 3]) {
+    const url = await pg.createDatabase(`bench_${run}_${count}`);
+    const cluster = await startNodes(url, ['n1', 'n2', 'n3'].slice(0, count));
+    const meter = cpuMeter(cluster, postmaster);
+    const began = Date.now();
+    const { ms, answeredAt } = await timedBurst(MESSAGES, 40);
+    const cpu = meter.per(MESSAGES);
+    const steady = steadyRate(answeredAt);
+    // The holder stores the messages one after another: when that, not the turn slots, is the limit, this is close to the whole step.
+    const stored = (await adminQuery<{ last: number }>(`SELECT max(received_at)::float8 AS last FROM inbox`, url))[0]!.last - began;
+    record(`${count} node${count > 1 ? 's' : ''}, all stored after, ms`, stored);
+    const rate = (MESSAGES / ms) * 1000;
+    rates.push(rate);
+    record(`${count} node${count > 1 ? 's' : ''}, msg/s`, rate);
+    if (count > 1) record(`${count} nodes, scaling ×`, rate / rates[0]!);
+    steadyRates.push(steady);
+    record(`${count} node${count > 1 ? 's' : ''}, steady msg/s (answers 10 %→90 %)`, steady);
+    if (count > 1) record(`${count} nodes, steady scaling ×`, steady / steadyRates[0]!);
+    cpu.nodes.forEach((ms, i) => record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg n${i + 1}`, ms));
+    record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg PostgreSQL`, cpu.postgres);
+    const turns = cluster.nodes.map((node) => (node.stdout().match(/"msg":"turn done"/g) ?? []).length);
+    say(`  ${count} node${count > 1 ? 's' : ' '}: ${fmt(rate)} msg/s (${fmt(ms / 1000)} s; turns per node ${turns.join(' / ')}; scaling ×${fmt(rate / rates[0]!, 2)}; steady ${fmt(steady)} msg/s, ×${fmt(steady / steadyRates[0]!, 2)}; the last message stored ${fmt(stored / 1000)} s in; ${cpuLine(cpu)})`);
+    if (count === 3) {
+      three = cluster;
+      threeUrl = url;
+    } else await cluster.close();
+  }
+  const waits = splitWaits(await turnTimes(three!, threeUrl), SLOTS);
+  for (const [name, list] of [['pickup', waits.pickup], ['pickup: claim', waits.claim], ['pickup: claim → start', waits.startUp], ['slot wait', waits.slotWait], ['conversation wait', waits.fifoWait]] as const) {
+    record(`${name} p50, ms`, percentile(list, 50));
+    record(`${name} p99, ms`, percentile(list, 99));
+  }
+  say(
+    `  3 nodes, ${waits.pickup.length} turns: pickup (runnable with a slot free → turn started) p50 ${fmt(percentile(waits.pickup, 50), 0)} ms, p99 ${fmt(percentile(waits.pickup, 99), 0)} ms (claimed p50 ${fmt(percentile(waits.claim, 50), 0)} / p99 ${fmt(percentile(waits.claim, 99), 0)} ms, claimed → started p50 ${fmt(percentile(waits.startUp, 50), 0)} / p99 ${fmt(percentile(waits.startUp, 99), 0)} ms); ` +
+      `slot wait p50 ${fmt(percentile(waits.slotWait, 50), 0)} ms, p99 ${fmt(percentile(waits.slotWait, 99), 0)} ms; ` +
+      `waiting for the conversation's earlier turn p50 ${fmt(percentile(waits.fifoWait, 50), 0)} ms, p99 ${fmt(percentile(waits.fifoWait, 99), 0)} ms`,
+  );
+
+  // Failover: kill the holder, then write at once.
+  const holder = three!.holder()!;
+  const killedAt = Date.now();
+  holder.daemon.child.kill('SIGKILL');
+  const answeredMs = await burst(1, 1, 120_000);
+  let movedAt: number | undefined;
+  for (const node of three!.nodes) {
+    if (node === holder) continue;
+    const match = /"time":(\d+)[^\n]*"msg":"this node now holds the channel"/.exec(node.daemon.stdout());
+    if (match) movedAt = Number(match[1]);
+  }
+  record('failover: channel moved, ms', movedAt === undefined ? undefined : movedAt - killedAt);
+  record('failover: message answered, ms', answeredMs);
+  say(`  failover (failover_seconds = 3): Telegram held by another node ${movedAt === undefined ? 'n/a' : `${movedAt - killedAt} ms`} after the kill; a message written at the kill answered after ${fmt(answeredMs, 0)} ms`);
+  await three!.close();
+  three = undefined;
+}
+
+/** Step 4: PostgreSQL vs SQLite, per message, one node, a model that answers at once. */
+async function perMessage(run: number): Promise<void> {
+  modelDelay = 0;
+  for (const [label, url] of [['SQLite', undefined], ['PostgreSQL', await pg.createDatabase(`bench_${run}_overhead`)]] as const) {
+    const cluster = await startNodes(url, ['solo']);
+    const meter = cpuMeter(cluster, url === undefined ? undefined : postmaster);
+    const ms = await burst(200, 20);
+    const cpu = meter.per(200);
+    record(`per message ${label}, ms`, ms / 200);
+    record(`per message ${label}, CPU ms/msg node`, cpu.nodes[0]);
+    record(`per message ${label}, CPU ms/msg PostgreSQL`, cpu.postgres);
+    say(`  one node, ${label}: ${fmt(ms / 200, 2)} ms per message (${fmt((200 / ms) * 1000)} msg/s, model at 0 ms; ${cpuLine(cpu)})`);
+    if (url !== undefined && run === 1) {
+      // What one message costs PostgreSQL in round trips, counted from the server's statement log.
+      const counted = await countStatements(pg.adminUrl, async () => void (await burst(20, 20)));
+      const parts = [...counted.byApplication].map(([app, n]) => `${app} ${fmt(n / 20, 1)}`).join(', ');
+      say(`  one node, PostgreSQL, 20 messages from 20 people: ${fmt(counted.statements / 20, 1)} statements per message (${parts}), ${fmt(counted.transactions / 20, 1)} BEGIN per message`);
+      if (values.statements) {
+        const list = [...counted.list].sort((a, b) => b[1] - a[1]);
+        for (const [text, n] of list) say(`    ${fmt(n / 20, 2)} × ${text.length > 220 ? `${text.slice(0, 220)}…` : text}`);
+      }
+    }
+    await cluster.close();
+  }
+  modelDelay = MODEL_MS;
 }
