@@ -78,17 +78,49 @@ class Statements {
   }
 }
 
+/**
+ * Holds a connection's writes until the statements issued in the same tick are all queued, then
+ * sends them in one write: on a pipelined connection each statement is otherwise a write of its
+ * own, and a write to PostgreSQL over loopback costs ~0.1 ms of CPU on each side (the syscall and
+ * waking the server), which was a third of a node's CPU per message. The writes go out on
+ * `process.nextTick`, after the promise jobs that issued them (a tick queued from a promise job
+ * runs once the promise jobs are drained), so no statement waits for I/O or a timer.
+ */
+class Coalescer {
+  readonly #stream: PoolClient['connection']['stream'];
+  #holding = false;
+  readonly #release = (): void => {
+    this.#holding = false;
+    this.#stream.uncork();
+  };
+
+  constructor(client: PoolClient) {
+    this.#stream = client.connection.stream;
+  }
+
+  /** Call before queueing a statement. */
+  hold(): void {
+    if (this.#holding) return;
+    this.#holding = true;
+    this.#stream.cork();
+    process.nextTick(this.#release);
+  }
+}
+
 class PostgresSql implements Sql {
   readonly dialect = 'postgres';
   protected readonly target: Queryable;
   protected readonly statements: Statements;
+  readonly #writes: Coalescer | undefined;
 
-  constructor(target: Queryable, statements: Statements) {
+  constructor(target: Queryable, statements: Statements, writes?: Coalescer) {
     this.target = target;
     this.statements = statements;
+    this.#writes = writes;
   }
 
   #query(sql: string, params: readonly SqlValue[]): Promise<QueryResult> {
+    this.#writes?.hold();
     return this.target.query({ ...this.statements.get(sql, params.length), values: params as unknown[] });
   }
 
@@ -110,6 +142,7 @@ class PostgresSql implements Sql {
 
   /** A statement in PostgreSQL's own placeholders ($1…), for libraries that bring their SQL (pg-boss). */
   async query(text: string, values: readonly unknown[] = []): Promise<{ rows: unknown[] }> {
+    this.#writes?.hold();
     const result = await this.target.query({ ...this.statements.raw(text, values.length), values: values as unknown[] });
     return { rows: result.rows };
   }
@@ -143,13 +176,16 @@ class PostgresDatabase extends PostgresSql implements Database {
     };
     client.on('error', onError);
     try {
+      const writes = new Coalescer(client);
       // Not awaited: on a pipelined connection (see openPostgres) BEGIN goes out with the first
-      // statement, one round trip fewer per transaction. BEGIN fails only with the connection,
-      // and then so does every statement behind it; its result is checked before the COMMIT.
+      // statement (in one write, see Coalescer), one round trip fewer per transaction. BEGIN fails
+      // only with the connection, and then so does every statement behind it; its result is
+      // checked before the COMMIT.
+      writes.hold();
       const begun = client.query('BEGIN');
       begun.catch(() => undefined);
       try {
-        const result = await work(new PostgresSql(client, this.statements));
+        const result = await work(new PostgresSql(client, this.statements, writes));
         await begun;
         await client.query('COMMIT');
         return result;
