@@ -25,7 +25,9 @@
  * On a 2-core machine the nodes share the cores, so more nodes add turn slots, not CPU.
  * Flags: --messages N (default 240), --model-ms N (default 200), --runs N (default 3),
  * --only per-message (step 4 alone), --statements (step 4 also lists each statement one message
- * sends, with how many times per message).
+ * sends, with how many times per message), --cpu-prof DIR (step 4's PostgreSQL node writes a
+ * V8 CPU profile there as it stops), --syscalls (step 4, first run: the system calls one message
+ * costs the PostgreSQL node and PostgreSQL, by strace: socket writes are packets the other side wakes for).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -35,7 +37,7 @@ import { startTelegramPeer, type TgUser } from '../test/peers/telegram.ts';
 import { startCluster, type TestCluster } from '../test/support/cluster.ts';
 import { startPostgres } from '../test/support/postgres.ts';
 import { fmt, percentile, say, sleep } from './bench-support.ts';
-import { countStatements, cpuMeter, splitWaits, spread, steadyRate, turnTimes } from './bench-cluster-measure.ts';
+import { countStatements, countSyscalls, cpuMeter, splitWaits, spread, steadyRate, turnTimes } from './bench-cluster-measure.ts';
 
 const { values } = parseArgs({
   options: {
@@ -44,6 +46,8 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '3' },
     only: { type: 'string' },
     statements: { type: 'boolean', default: false },
+    'cpu-prof': { type: 'string' },
+    syscalls: { type: 'boolean', default: false },
   },
 });
 if (values.only !== undefined && values.only !== 'per-message') throw new Error(`--only takes "per-message", not "${values.only}"`);
@@ -97,8 +101,8 @@ async function timedBurst(count: number, from: number, timeoutMs = 300_000): Pro
   }
 }
 
-async function startNodes(url: string | undefined, names: readonly string[]): Promise<TestCluster> {
-  const cluster = startCluster({ url, modelUrl: model.baseUrl, channels: `${peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`, names, failoverSeconds: 3 });
+async function startNodes(url: string | undefined, names: readonly string[], env?: Record<string, string>): Promise<TestCluster> {
+  const cluster = startCluster({ url, modelUrl: model.baseUrl, channels: `${peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`, names, failoverSeconds: 3, ...(env ? { env } : {}) });
   await Promise.all(cluster.nodes.map((node) => cluster.joined(node, 60_000)));
   const deadline = Date.now() + 30_000;
   while (!cluster.holder() && url !== undefined) {
@@ -214,7 +218,8 @@ async function clusterSteps(run: number): Promise<void> {
 async function perMessage(run: number): Promise<void> {
   modelDelay = 0;
   for (const [label, url] of [['SQLite', undefined], ['PostgreSQL', await pg.createDatabase(`bench_${run}_overhead`)]] as const) {
-    const cluster = await startNodes(url, ['solo']);
+    const profiled = url !== undefined && values['cpu-prof'] !== undefined;
+    const cluster = await startNodes(url, ['solo'], profiled ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${values['cpu-prof']}` } : undefined);
     const meter = cpuMeter(cluster, url === undefined ? undefined : postmaster);
     const ms = await burst(200, 20);
     const cpu = meter.per(200);
@@ -231,6 +236,17 @@ async function perMessage(run: number): Promise<void> {
         const list = [...counted.list].sort((a, b) => b[1] - a[1]);
         for (const [text, n] of list) say(`    ${fmt(n / 20, 2)} × ${text.length > 220 ? `${text.slice(0, 220)}…` : text}`);
       }
+      if (values.syscalls) {
+        const calls = await countSyscalls(cluster.nodes[0]!.daemon.child.pid!, postmaster, async () => void (await burst(100, 20)));
+        const line = (counts: Map<string, number>): string =>
+          ['write', 'writev', 'sendto', 'read', 'recvfrom', 'epoll_wait', 'epoll_pwait'].filter((name) => counts.has(name)).map((name) => `${name} ${fmt(counts.get(name)! / 100, 1)}`).join(', ');
+        say(calls ? `  one node, PostgreSQL, 100 messages from 20 people, system calls per message (strace): node ${line(calls.node)}; PostgreSQL ${line(calls.postgres)}` : '  (strace is not installed: no system call counts)');
+      }
+    }
+    if (profiled) {
+      // the profile is written as the process exits; close() would SIGKILL it
+      cluster.nodes[0]!.daemon.child.kill('SIGTERM');
+      await cluster.nodes[0]!.daemon.exited;
     }
     await cluster.close();
   }
