@@ -3,7 +3,7 @@
  * "postgres"`). `?` placeholders become `$1…$n`; bigint and count(*) come back as numbers; a
  * transaction runs on one pooled connection between BEGIN and COMMIT.
  */
-import type { Pool, PoolClient, QueryResult } from 'pg';
+import type { Pool, PoolClient, QueryConfig, QueryResult } from 'pg';
 import type { Logger } from 'pino';
 import type { Database, Sql, SqlValue } from '../sql.ts';
 import { postgresMigrations } from './schema.ts';
@@ -33,7 +33,10 @@ function numbered(sql: string): string {
   return sql.replace(/\?/g, () => `$${++n}`);
 }
 
-type Queryable = Pool | PoolClient;
+/** Where a {@link PostgresSql} sends its statements: a transaction's connection, or {@link TickShared} over the pool. */
+interface Queryable {
+  query(config: QueryConfig): Promise<QueryResult>;
+}
 
 /** A statement as node-postgres takes it: named (prepared once per connection) when it has parameters. */
 interface Prepared {
@@ -107,6 +110,84 @@ class Coalescer {
   }
 }
 
+/** Statements outside a transaction, issued in one tick: they share one connection (see {@link TickShared}). */
+interface Share {
+  readonly connected: Promise<PoolClient>;
+  client?: PoolClient;
+  writes?: Coalescer;
+  /** Statements on it not yet answered. */
+  users: number;
+  /** Still taking statements (the tick it was opened in). */
+  open: boolean;
+  /** A statement or the connection failed: the connection is closed rather than pooled (as pool.query does). */
+  failed?: Error;
+  readonly onError: (error: Error) => void;
+}
+
+/**
+ * Statements issued outside a transaction in the same tick share one pooled connection: pipelined,
+ * in one write (see {@link Coalescer}), to one server process. A turn issues its independent reads
+ * together; on a connection each they were a pool checkout, a write and a server process woken
+ * each. The connection goes back to the pool when the last of them has its answer. Statements
+ * issued in different ticks still run side by side on connections of their own.
+ */
+class TickShared implements Queryable {
+  readonly #pool: Pool;
+  #open: Share | undefined;
+
+  constructor(pool: Pool) {
+    this.#pool = pool;
+  }
+
+  async query(config: QueryConfig): Promise<QueryResult> {
+    const share = this.#share();
+    share.users++;
+    try {
+      const client = await share.connected;
+      share.writes ??= new Coalescer(client);
+      share.writes.hold();
+      return await client.query(config);
+    } catch (error) {
+      share.failed ??= error instanceof Error ? error : new Error(String(error));
+      throw error;
+    } finally {
+      share.users--;
+      this.#release(share);
+    }
+  }
+
+  #share(): Share {
+    if (this.#open) return this.#open;
+    const share: Share = {
+      connected: this.#pool.connect().then((client) => {
+        share.client = client;
+        // A connection that breaks between statements emits 'error' on the client; unheard, that would crash the process.
+        client.on('error', share.onError);
+        return client;
+      }),
+      users: 0,
+      open: true,
+      onError: (error) => (share.failed ??= error),
+    };
+    share.connected.catch(() => undefined);
+    this.#open = share;
+    process.nextTick(() => {
+      share.open = false;
+      if (this.#open === share) this.#open = undefined;
+      this.#release(share);
+    });
+    return share;
+  }
+
+  #release(share: Share): void {
+    if (share.open || share.users > 0 || !share.client) return;
+    const { client } = share;
+    share.client = undefined;
+    client.off('error', share.onError);
+    client.release(share.failed);
+  }
+}
+
 class PostgresSql implements Sql {
   readonly dialect = 'postgres';
   protected readonly target: Queryable;
@@ -161,7 +242,7 @@ class PostgresDatabase extends PostgresSql implements Database {
   readonly pool: Pool;
 
   constructor(pool: Pool, name: string) {
-    super(pool, new Statements());
+    super(new TickShared(pool), new Statements());
     this.pool = pool;
     this.name = name;
   }
