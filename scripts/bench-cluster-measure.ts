@@ -164,7 +164,10 @@ export function spread(values: readonly number[], digits = 1): string {
  * Counts what PostgreSQL was sent while `step` ran (`log_statement = all` meanwhile, read back
  * from the test server's log): statements, and transactions (BEGIN) among them.
  */
-export async function countStatements(adminUrl: string, step: () => Promise<void>): Promise<{ statements: number; transactions: number; byApplication: Map<string, number> }> {
+export async function countStatements(
+  adminUrl: string,
+  step: () => Promise<void>,
+): Promise<{ statements: number; transactions: number; byApplication: Map<string, number>; list: Map<string, number> }> {
   const { default: pg } = await import('pg');
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
@@ -180,13 +183,19 @@ export async function countStatements(adminUrl: string, step: () => Promise<void
     await admin.query("ALTER SYSTEM SET log_statement = 'none'");
     await admin.query('SELECT pg_reload_conf()');
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const lines = readFileSync(logFile).subarray(from).toString('utf8').split('\n').filter((line) => /LOG: {2}(statement|execute [^:]*):/.test(line) && !line.includes('log_statement'));
+    // one entry per log line, with the lines of a statement of several lines (they start with a tab) joined to it
+    const entries = readFileSync(logFile).subarray(from).toString('utf8').split(/\n(?!\t)/);
+    const lines = entries.filter((line) => /LOG: {2}(statement|execute [^:]*):/.test(line) && !line.includes('log_statement'));
     const byApplication = new Map<string, number>();
+    /** Each statement (its application, then its text with whitespace folded) → how many times it was sent. */
+    const list = new Map<string, number>();
     for (const line of lines) {
       const app = (/\{([^}]*)\}/.exec(line)?.[1] ?? '').replace(/:.*/, '') || 'store';
       byApplication.set(app, (byApplication.get(app) ?? 0) + 1);
+      const text = `${app}: ${line.replace(/^.*?LOG: {2}(statement|execute [^:]*): /, '').replace(/\s+/g, ' ').trim()}`;
+      list.set(text, (list.get(text) ?? 0) + 1);
     }
-    return { statements: lines.length, transactions: lines.filter((line) => /: BEGIN\s*$/.test(line)).length, byApplication };
+    return { statements: lines.length, transactions: lines.filter((line) => /: BEGIN\s*$/.test(line)).length, byApplication, list };
   } finally {
     await admin.end();
   }
@@ -201,4 +210,66 @@ export function steadyRate(answeredAt: readonly number[]): number {
   const to = Math.ceil(answeredAt.length * 0.9) - 1;
   const ms = answeredAt[to]! - answeredAt[from]!;
   return ms > 0 ? ((to - from) / ms) * 1000 : Number.NaN;
+}
+
+/** PostgreSQL's processes now: the postmaster's children (backends, WAL writer…). */
+function postgresChildren(postmaster: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster) children.push(Number(entry));
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return children;
+}
+
+/** System calls by name → count, from `strace -c` output. */
+function straceCounts(text: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    // "% time     seconds  usecs/call     calls    errors syscall"
+    const fields = line.trim().split(/\s+/);
+    if (fields.length < 5 || !/^\d+(\.\d+)?$/.test(fields[0]!)) continue;
+    const name = fields.at(-1)!;
+    const calls = Number(fields[3]);
+    if (Number.isFinite(calls)) counts.set(name, calls);
+  }
+  return counts;
+}
+
+/**
+ * Counts the system calls the node `pid` and PostgreSQL's processes make while `step` runs
+ * (`strace -c`, which slows them: read the counts, not the time): each write to a socket is a
+ * packet the other side wakes up for. Undefined when strace is not installed.
+ */
+export async function countSyscalls(pid: number, postmaster: number, step: () => Promise<void>): Promise<{ node: Map<string, number>; postgres: Map<string, number> } | undefined> {
+  const { spawn } = await import('node:child_process');
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const dir = mkdtempSync(join(tmpdir(), 'sb-strace-'));
+  const trace = (pids: number[], file: string) => {
+    const child = spawn('strace', ['-f', '-c', '-o', file, ...pids.flatMap((p) => ['-p', String(p)])], { stdio: 'ignore' });
+    const exited = new Promise<boolean>((resolve) => {
+      child.on('error', () => resolve(false));
+      child.on('exit', () => resolve(true));
+    });
+    return { child, exited };
+  };
+  try {
+    const node = trace([pid], join(dir, 'node'));
+    const postgres = trace(postgresChildren(postmaster), join(dir, 'postgres'));
+    await new Promise((resolve) => setTimeout(resolve, 1000)); // strace attaches
+    if (node.child.exitCode !== null || node.child.pid === undefined) return undefined;
+    await step();
+    node.child.kill('SIGINT');
+    postgres.child.kill('SIGINT');
+    if (!(await node.exited) || !(await postgres.exited)) return undefined;
+    return { node: straceCounts(readFileSync(join(dir, 'node'), 'utf8')), postgres: straceCounts(readFileSync(join(dir, 'postgres'), 'utf8')) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

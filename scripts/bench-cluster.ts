@@ -23,7 +23,11 @@
  * Runs a throwaway PostgreSQL 15 (test/support/postgres.ts), the scripted model and the
  * Telegram peer in this process, and each node as `switchboard start` from the source tree.
  * On a 2-core machine the nodes share the cores, so more nodes add turn slots, not CPU.
- * Flags: --messages N (default 240), --model-ms N (default 200), --runs N (default 3).
+ * Flags: --messages N (default 240), --model-ms N (default 200), --runs N (default 3),
+ * --only per-message (step 4 alone), --statements (step 4 also lists each statement one message
+ * sends, with how many times per message), --cpu-prof DIR (step 4's PostgreSQL node writes a
+ * V8 CPU profile there as it stops), --syscalls (step 4, first run: the system calls one message
+ * costs the PostgreSQL node and PostgreSQL, by strace: socket writes are packets the other side wakes for).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -33,9 +37,20 @@ import { startTelegramPeer, type TgUser } from '../test/peers/telegram.ts';
 import { startCluster, type TestCluster } from '../test/support/cluster.ts';
 import { startPostgres } from '../test/support/postgres.ts';
 import { fmt, percentile, say, sleep } from './bench-support.ts';
-import { countStatements, cpuMeter, splitWaits, spread, steadyRate, turnTimes } from './bench-cluster-measure.ts';
+import { countStatements, countSyscalls, cpuMeter, splitWaits, spread, steadyRate, turnTimes } from './bench-cluster-measure.ts';
 
-const { values } = parseArgs({ options: { messages: { type: 'string', default: '240' }, 'model-ms': { type: 'string', default: '200' }, runs: { type: 'string', default: '3' } } });
+const { values } = parseArgs({
+  options: {
+    messages: { type: 'string', default: '240' },
+    'model-ms': { type: 'string', default: '200' },
+    runs: { type: 'string', default: '3' },
+    only: { type: 'string' },
+    statements: { type: 'boolean', default: false },
+    'cpu-prof': { type: 'string' },
+    syscalls: { type: 'boolean', default: false },
+  },
+});
+if (values.only !== undefined && values.only !== 'per-message') throw new Error(`--only takes "per-message", not "${values.only}"`);
 const MESSAGES = Number(values.messages);
 const MODEL_MS = Number(values['model-ms']);
 const RUNS = Number(values.runs);
@@ -86,8 +101,8 @@ async function timedBurst(count: number, from: number, timeoutMs = 300_000): Pro
   }
 }
 
-async function startNodes(url: string | undefined, names: readonly string[]): Promise<TestCluster> {
-  const cluster = startCluster({ url, modelUrl: model.baseUrl, channels: `${peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`, names, failoverSeconds: 3 });
+async function startNodes(url: string | undefined, names: readonly string[], env?: Record<string, string>): Promise<TestCluster> {
+  const cluster = startCluster({ url, modelUrl: model.baseUrl, channels: `${peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`, names, failoverSeconds: 3, ...(env ? { env } : {}) });
   await Promise.all(cluster.nodes.map((node) => cluster.joined(node, 60_000)));
   const deadline = Date.now() + 30_000;
   while (!cluster.holder() && url !== undefined) {
@@ -124,84 +139,8 @@ let three: TestCluster | undefined;
 try {
   for (let run = 1; run <= RUNS; run++) {
     say(`run ${run}:`);
-    const rates: number[] = [];
-    const steadyRates: number[] = [];
-    let threeUrl = '';
-    for (const count of [1, 2, 3]) {
-      const url = await pg.createDatabase(`bench_${run}_${count}`);
-      const cluster = await startNodes(url, ['n1', 'n2', 'n3'].slice(0, count));
-      const meter = cpuMeter(cluster, postmaster);
-      const began = Date.now();
-      const { ms, answeredAt } = await timedBurst(MESSAGES, 40);
-      const cpu = meter.per(MESSAGES);
-      const steady = steadyRate(answeredAt);
-      // The holder stores the messages one after another: when that, not the turn slots, is the limit, this is close to the whole step.
-      const stored = (await adminQuery<{ last: number }>(`SELECT max(received_at)::float8 AS last FROM inbox`, url))[0]!.last - began;
-      record(`${count} node${count > 1 ? 's' : ''}, all stored after, ms`, stored);
-      const rate = (MESSAGES / ms) * 1000;
-      rates.push(rate);
-      record(`${count} node${count > 1 ? 's' : ''}, msg/s`, rate);
-      if (count > 1) record(`${count} nodes, scaling ×`, rate / rates[0]!);
-      steadyRates.push(steady);
-      record(`${count} node${count > 1 ? 's' : ''}, steady msg/s (answers 10 %→90 %)`, steady);
-      if (count > 1) record(`${count} nodes, steady scaling ×`, steady / steadyRates[0]!);
-      cpu.nodes.forEach((ms, i) => record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg n${i + 1}`, ms));
-      record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg PostgreSQL`, cpu.postgres);
-      const turns = cluster.nodes.map((node) => (node.stdout().match(/"msg":"turn done"/g) ?? []).length);
-      say(`  ${count} node${count > 1 ? 's' : ' '}: ${fmt(rate)} msg/s (${fmt(ms / 1000)} s; turns per node ${turns.join(' / ')}; scaling ×${fmt(rate / rates[0]!, 2)}; steady ${fmt(steady)} msg/s, ×${fmt(steady / steadyRates[0]!, 2)}; the last message stored ${fmt(stored / 1000)} s in; ${cpuLine(cpu)})`);
-      if (count === 3) {
-        three = cluster;
-        threeUrl = url;
-      } else await cluster.close();
-    }
-    const waits = splitWaits(await turnTimes(three!, threeUrl), SLOTS);
-    for (const [name, list] of [['pickup', waits.pickup], ['pickup: claim', waits.claim], ['pickup: claim → start', waits.startUp], ['slot wait', waits.slotWait], ['conversation wait', waits.fifoWait]] as const) {
-      record(`${name} p50, ms`, percentile(list, 50));
-      record(`${name} p99, ms`, percentile(list, 99));
-    }
-    say(
-      `  3 nodes, ${waits.pickup.length} turns: pickup (runnable with a slot free → turn started) p50 ${fmt(percentile(waits.pickup, 50), 0)} ms, p99 ${fmt(percentile(waits.pickup, 99), 0)} ms (claimed p50 ${fmt(percentile(waits.claim, 50), 0)} / p99 ${fmt(percentile(waits.claim, 99), 0)} ms, claimed → started p50 ${fmt(percentile(waits.startUp, 50), 0)} / p99 ${fmt(percentile(waits.startUp, 99), 0)} ms); ` +
-        `slot wait p50 ${fmt(percentile(waits.slotWait, 50), 0)} ms, p99 ${fmt(percentile(waits.slotWait, 99), 0)} ms; ` +
-        `waiting for the conversation's earlier turn p50 ${fmt(percentile(waits.fifoWait, 50), 0)} ms, p99 ${fmt(percentile(waits.fifoWait, 99), 0)} ms`,
-    );
-
-    // Failover: kill the holder, then write at once.
-    const holder = three!.holder()!;
-    const killedAt = Date.now();
-    holder.daemon.child.kill('SIGKILL');
-    const answeredMs = await burst(1, 1, 120_000);
-    let movedAt: number | undefined;
-    for (const node of three!.nodes) {
-      if (node === holder) continue;
-      const match = /"time":(\d+)[^\n]*"msg":"this node now holds the channel"/.exec(node.daemon.stdout());
-      if (match) movedAt = Number(match[1]);
-    }
-    record('failover: channel moved, ms', movedAt === undefined ? undefined : movedAt - killedAt);
-    record('failover: message answered, ms', answeredMs);
-    say(`  failover (failover_seconds = 3): Telegram held by another node ${movedAt === undefined ? 'n/a' : `${movedAt - killedAt} ms`} after the kill; a message written at the kill answered after ${fmt(answeredMs, 0)} ms`);
-    await three!.close();
-    three = undefined;
-
-    // PostgreSQL vs SQLite, per message, one node, a model that answers at once.
-    modelDelay = 0;
-    for (const [label, url] of [['SQLite', undefined], ['PostgreSQL', await pg.createDatabase(`bench_${run}_overhead`)]] as const) {
-      const cluster = await startNodes(url, ['solo']);
-      const meter = cpuMeter(cluster, url === undefined ? undefined : postmaster);
-      const ms = await burst(200, 20);
-      const cpu = meter.per(200);
-      record(`per message ${label}, ms`, ms / 200);
-      record(`per message ${label}, CPU ms/msg node`, cpu.nodes[0]);
-      record(`per message ${label}, CPU ms/msg PostgreSQL`, cpu.postgres);
-      say(`  one node, ${label}: ${fmt(ms / 200, 2)} ms per message (${fmt((200 / ms) * 1000)} msg/s, model at 0 ms; ${cpuLine(cpu)})`);
-      if (url !== undefined && run === 1) {
-        // What one message costs PostgreSQL in round trips, counted from the server's statement log.
-        const counted = await countStatements(pg.adminUrl, async () => void (await burst(20, 20)));
-        const parts = [...counted.byApplication].map(([app, n]) => `${app} ${fmt(n / 20, 1)}`).join(', ');
-        say(`  one node, PostgreSQL, 20 messages from 20 people: ${fmt(counted.statements / 20, 1)} statements per message (${parts}), ${fmt(counted.transactions / 20, 1)} BEGIN per message`);
-      }
-      await cluster.close();
-    }
-    modelDelay = MODEL_MS;
+    if (values.only !== 'per-message') await clusterSteps(run);
+    await perMessage(run);
   }
   if (RUNS > 1) {
     say(`min / median / max over ${RUNS} runs:`);
@@ -212,4 +151,104 @@ try {
   await peer.close();
   await model.close();
   pg.stop();
+}
+
+/** Steps 1–3: throughput at 1, 2 and 3 nodes, the waits at 3, then failover. */
+async function clusterSteps(run: number): Promise<void> {
+  const rates: number[] = [];
+  const steadyRates: number[] = [];
+  let threeUrl = '';
+  for (const count of [1, 2, 3]) {
+    const url = await pg.createDatabase(`bench_${run}_${count}`);
+    const cluster = await startNodes(url, ['n1', 'n2', 'n3'].slice(0, count));
+    const meter = cpuMeter(cluster, postmaster);
+    const began = Date.now();
+    const { ms, answeredAt } = await timedBurst(MESSAGES, 40);
+    const cpu = meter.per(MESSAGES);
+    const steady = steadyRate(answeredAt);
+    // The holder stores the messages one after another: when that, not the turn slots, is the limit, this is close to the whole step.
+    const stored = (await adminQuery<{ last: number }>(`SELECT max(received_at)::float8 AS last FROM inbox`, url))[0]!.last - began;
+    record(`${count} node${count > 1 ? 's' : ''}, all stored after, ms`, stored);
+    const rate = (MESSAGES / ms) * 1000;
+    rates.push(rate);
+    record(`${count} node${count > 1 ? 's' : ''}, msg/s`, rate);
+    if (count > 1) record(`${count} nodes, scaling ×`, rate / rates[0]!);
+    steadyRates.push(steady);
+    record(`${count} node${count > 1 ? 's' : ''}, steady msg/s (answers 10 %→90 %)`, steady);
+    if (count > 1) record(`${count} nodes, steady scaling ×`, steady / steadyRates[0]!);
+    cpu.nodes.forEach((ms, i) => record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg n${i + 1}`, ms));
+    record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg PostgreSQL`, cpu.postgres);
+    const turns = cluster.nodes.map((node) => (node.stdout().match(/"msg":"turn done"/g) ?? []).length);
+    say(`  ${count} node${count > 1 ? 's' : ' '}: ${fmt(rate)} msg/s (${fmt(ms / 1000)} s; turns per node ${turns.join(' / ')}; scaling ×${fmt(rate / rates[0]!, 2)}; steady ${fmt(steady)} msg/s, ×${fmt(steady / steadyRates[0]!, 2)}; the last message stored ${fmt(stored / 1000)} s in; ${cpuLine(cpu)})`);
+    if (count === 3) {
+      three = cluster;
+      threeUrl = url;
+    } else await cluster.close();
+  }
+  const waits = splitWaits(await turnTimes(three!, threeUrl), SLOTS);
+  for (const [name, list] of [['pickup', waits.pickup], ['pickup: claim', waits.claim], ['pickup: claim → start', waits.startUp], ['slot wait', waits.slotWait], ['conversation wait', waits.fifoWait]] as const) {
+    record(`${name} p50, ms`, percentile(list, 50));
+    record(`${name} p99, ms`, percentile(list, 99));
+  }
+  say(
+    `  3 nodes, ${waits.pickup.length} turns: pickup (runnable with a slot free → turn started) p50 ${fmt(percentile(waits.pickup, 50), 0)} ms, p99 ${fmt(percentile(waits.pickup, 99), 0)} ms (claimed p50 ${fmt(percentile(waits.claim, 50), 0)} / p99 ${fmt(percentile(waits.claim, 99), 0)} ms, claimed → started p50 ${fmt(percentile(waits.startUp, 50), 0)} / p99 ${fmt(percentile(waits.startUp, 99), 0)} ms); ` +
+      `slot wait p50 ${fmt(percentile(waits.slotWait, 50), 0)} ms, p99 ${fmt(percentile(waits.slotWait, 99), 0)} ms; ` +
+      `waiting for the conversation's earlier turn p50 ${fmt(percentile(waits.fifoWait, 50), 0)} ms, p99 ${fmt(percentile(waits.fifoWait, 99), 0)} ms`,
+  );
+
+  // Failover: kill the holder, then write at once.
+  const holder = three!.holder()!;
+  const killedAt = Date.now();
+  holder.daemon.child.kill('SIGKILL');
+  const answeredMs = await burst(1, 1, 120_000);
+  let movedAt: number | undefined;
+  for (const node of three!.nodes) {
+    if (node === holder) continue;
+    const match = /"time":(\d+)[^\n]*"msg":"this node now holds the channel"/.exec(node.daemon.stdout());
+    if (match) movedAt = Number(match[1]);
+  }
+  record('failover: channel moved, ms', movedAt === undefined ? undefined : movedAt - killedAt);
+  record('failover: message answered, ms', answeredMs);
+  say(`  failover (failover_seconds = 3): Telegram held by another node ${movedAt === undefined ? 'n/a' : `${movedAt - killedAt} ms`} after the kill; a message written at the kill answered after ${fmt(answeredMs, 0)} ms`);
+  await three!.close();
+  three = undefined;
+}
+
+/** Step 4: PostgreSQL vs SQLite, per message, one node, a model that answers at once. */
+async function perMessage(run: number): Promise<void> {
+  modelDelay = 0;
+  for (const [label, url] of [['SQLite', undefined], ['PostgreSQL', await pg.createDatabase(`bench_${run}_overhead`)]] as const) {
+    const profiled = url !== undefined && values['cpu-prof'] !== undefined;
+    const cluster = await startNodes(url, ['solo'], profiled ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${values['cpu-prof']}` } : undefined);
+    const meter = cpuMeter(cluster, url === undefined ? undefined : postmaster);
+    const ms = await burst(200, 20);
+    const cpu = meter.per(200);
+    record(`per message ${label}, ms`, ms / 200);
+    record(`per message ${label}, CPU ms/msg node`, cpu.nodes[0]);
+    record(`per message ${label}, CPU ms/msg PostgreSQL`, cpu.postgres);
+    say(`  one node, ${label}: ${fmt(ms / 200, 2)} ms per message (${fmt((200 / ms) * 1000)} msg/s, model at 0 ms; ${cpuLine(cpu)})`);
+    if (url !== undefined && run === 1) {
+      // What one message costs PostgreSQL in round trips, counted from the server's statement log.
+      const counted = await countStatements(pg.adminUrl, async () => void (await burst(20, 20)));
+      const parts = [...counted.byApplication].map(([app, n]) => `${app} ${fmt(n / 20, 1)}`).join(', ');
+      say(`  one node, PostgreSQL, 20 messages from 20 people: ${fmt(counted.statements / 20, 1)} statements per message (${parts}), ${fmt(counted.transactions / 20, 1)} BEGIN per message`);
+      if (values.statements) {
+        const list = [...counted.list].sort((a, b) => b[1] - a[1]);
+        for (const [text, n] of list) say(`    ${fmt(n / 20, 2)} × ${text.length > 220 ? `${text.slice(0, 220)}…` : text}`);
+      }
+      if (values.syscalls) {
+        const calls = await countSyscalls(cluster.nodes[0]!.daemon.child.pid!, postmaster, async () => void (await burst(100, 20)));
+        const line = (counts: Map<string, number>): string =>
+          ['write', 'writev', 'sendto', 'read', 'recvfrom', 'epoll_wait', 'epoll_pwait'].filter((name) => counts.has(name)).map((name) => `${name} ${fmt(counts.get(name)! / 100, 1)}`).join(', ');
+        say(calls ? `  one node, PostgreSQL, 100 messages from 20 people, system calls per message (strace): node ${line(calls.node)}; PostgreSQL ${line(calls.postgres)}` : '  (strace is not installed: no system call counts)');
+      }
+    }
+    if (profiled) {
+      // the profile is written as the process exits; close() would SIGKILL it
+      cluster.nodes[0]!.daemon.child.kill('SIGTERM');
+      await cluster.nodes[0]!.daemon.exited;
+    }
+    await cluster.close();
+  }
+  modelDelay = MODEL_MS;
 }

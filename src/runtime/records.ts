@@ -69,17 +69,28 @@ export class TurnRecords {
   /**
    * Ends message `seq` and records `work` in one transaction; false (recording nothing) when the
    * message no longer waits. Marked first, so a commit tried again after one that was applied
-   * (its answer lost with the connection) records nothing twice. The writes after the mark go
-   * out together where they touch different rows: a transaction holds one connection, whose
+   * (its answer lost with the connection) records nothing twice: `work` is issued right behind
+   * the mark without waiting for its answer (on PostgreSQL one round trip for both, not two) and
+   * the transaction is rolled back when the mark found the message no longer waiting. The writes
+   * go out together where they touch different rows: a transaction holds one connection, whose
    * statements run in the order issued, and a failed one fails the rest and rolls all back.
    */
-  #end(seq: number, end: 'done' | { failed: string }, work: (tx: Sql) => Promise<void>): Promise<boolean> {
-    return this.#o.database.transaction(async (tx) => {
-      const inbox = this.#o.inbox.in(tx);
-      if (!(await (end === 'done' ? inbox.markDone(seq) : inbox.markFailed(seq, end.failed)))) return false;
-      await work(tx);
-      return true;
-    });
+  async #end(seq: number, end: 'done' | { failed: string }, work: (tx: Sql) => Promise<void>): Promise<boolean> {
+    try {
+      return await this.#o.database.transaction(async (tx) => {
+        const inbox = this.#o.inbox.in(tx);
+        const marked = end === 'done' ? inbox.markDone(seq) : inbox.markFailed(seq, end.failed);
+        const recorded = work(tx);
+        // both settled first (see together); a mark that found nothing makes the writes moot, whatever became of them
+        await Promise.allSettled([marked, recorded]);
+        if (!(await marked)) throw new NotWaiting();
+        await recorded;
+        return true;
+      });
+    } catch (error) {
+      if (error instanceof NotWaiting) return false;
+      throw error;
+    }
   }
 
   /** Puts a reply to `message` in the outbox inside `tx`, and tells the node that sends it (once `tx` commits). */
@@ -90,6 +101,9 @@ export class TurnRecords {
     await this.#o.replies.recorded(tx, conversationKey(reply));
   }
 }
+
+/** Thrown inside a turn's transaction to roll it back: its message no longer waits. */
+class NotWaiting extends Error {}
 
 /**
  * Waits for every write issued together inside a transaction, then throws the first failure.

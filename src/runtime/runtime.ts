@@ -33,6 +33,7 @@ import { StoreRetry } from './store-retry.ts';
 import { Turns } from './turn.ts';
 import { statusLine } from './status-line.ts';
 import { prune } from './prune.ts';
+import { PendingCount } from './pending-count.ts';
 
 export type { ChannelPolicy, RuntimeCounters, RuntimeEvents, RuntimeHealth, RuntimeOptions, RuntimeSettings } from './options.ts';
 
@@ -47,10 +48,8 @@ export class Runtime {
   readonly #turns: Turns;
   readonly #delivery: Delivery;
   readonly #supervisors: SupervisorSet;
-  /** Replies recorded and not yet sent, as last counted (health() is synchronous; counted after each turn and round). */
-  #pendingReplies = 0;
-  /** The count of unsent replies running, and the one queued behind it (see #countPending). */
-  readonly #counting: { current?: Promise<void> | undefined; next?: Promise<void> | undefined } = {};
+  /** Replies recorded and not yet sent, as last counted (health() is synchronous). */
+  readonly #pendingReplies: PendingCount;
   readonly #storage: StorageHealth;
   /** Shared with delivery: a replaced channel's pending replies go out through the new one. */
   readonly #channels: Map<string, Channel>;
@@ -77,6 +76,7 @@ export class Runtime {
     const { database } = options;
     this.#inbox = new Inbox(database);
     this.#outbox = new Outbox(database);
+    this.#pendingReplies = new PendingCount(() => this.#outbox.pendingCount(), this.#log);
     this.#storage = options.storage ?? new StorageHealth({ log: options.log });
     this.#queue = options.queue ?? createLocalQueue({ concurrency: options.maxInFlight, maxQueued: options.maxQueued });
     this.#replies = options.replies ?? localReplies;
@@ -103,7 +103,7 @@ export class Runtime {
         this.#counters.sent++;
         options.events?.onSent?.(channel);
       },
-      onRoundEnd: () => this.#countPending(),
+      onRoundEnd: async () => this.#pendingReplies.stale(),
       onWriteFailed: (error, what) => this.#storage.failed(error, what) !== undefined || retry.passing(error, what) !== undefined,
     });
     this.#turns = new Turns({
@@ -125,30 +125,6 @@ export class Runtime {
       statusLine: () => statusLine(this.health(), this.#clock.monotonic() - this.#startedAt),
     });
     this.#ready = new Promise((resolve) => (this.#resolveReady = resolve));
-  }
-
-  /**
-   * Counts the unsent replies again (for health(); a failed count keeps the last one). Rounds that
-   * end while a count runs share the one count after it (a statement per round would be one per
-   * message under load, on PostgreSQL a round trip each): each still resolves after a count begun
-   * once it ended.
-   */
-  #countPending(): Promise<void> {
-    const count = async (): Promise<void> => {
-      try {
-        this.#pendingReplies = await this.#outbox.pendingCount();
-      } catch (error) {
-        this.#log.debug({ err: error }, 'could not count unsent replies');
-      }
-    };
-    if (this.#counting.next) return this.#counting.next;
-    const current = this.#counting.current;
-    const run = (): Promise<void> => (this.#counting.current = count().finally(() => (this.#counting.current = undefined)));
-    if (!current) return run();
-    return (this.#counting.next = current.then(() => {
-      this.#counting.next = undefined;
-      return run();
-    }));
   }
 
   /** Resolves once every channel has reported ready (the first time). */
@@ -230,7 +206,7 @@ export class Runtime {
       return recovered;
     });
     const unsent = await this.#outbox.pendingCount();
-    this.#pendingReplies = unsent;
+    this.#pendingReplies.value = unsent;
     if (unanswered > 0 || unsent > 0) {
       this.#log.info({ unanswered, unsent }, 'recovering work left from the last run');
     }
@@ -298,6 +274,7 @@ export class Runtime {
     do {
       await this.#queue.idle();
       await this.#delivery.idle();
+      await this.#pendingReplies.settled();
     } while (this.#queue.busy);
   }
 
@@ -306,7 +283,7 @@ export class Runtime {
       channels: this.#supervisors.health(),
       queued: this.#queue.queued,
       inFlight: this.#queue.inFlight,
-      pendingReplies: this.#pendingReplies,
+      pendingReplies: this.#pendingReplies.value,
       counters: { ...this.#counters },
       storage: this.#storage.state,
     };
@@ -342,6 +319,7 @@ export class Runtime {
       await Promise.race([stopped, sleep(2000)]);
     }
     await this.#delivery.stop();
+    this.#pendingReplies.stop();
     this.#log.info({ queued: left, ms: Math.round(this.#clock.monotonic() - started) }, 'stopped');
   }
 

@@ -3,10 +3,11 @@
  * "postgres"`). `?` placeholders become `$1…$n`; bigint and count(*) come back as numbers; a
  * transaction runs on one pooled connection between BEGIN and COMMIT.
  */
-import type { Pool, PoolClient, QueryResult } from 'pg';
+import type { Pool, QueryResult } from 'pg';
 import type { Logger } from 'pino';
 import type { Database, Sql, SqlValue } from '../sql.ts';
 import { postgresMigrations } from './schema.ts';
+import { Coalescer, TickShared, type Queryable } from './shared.ts';
 import { storeUnavailable } from './unavailable.ts';
 
 export interface PostgresOptions {
@@ -33,7 +34,6 @@ function numbered(sql: string): string {
   return sql.replace(/\?/g, () => `$${++n}`);
 }
 
-type Queryable = Pool | PoolClient;
 
 /** A statement as node-postgres takes it: named (prepared once per connection) when it has parameters. */
 interface Prepared {
@@ -82,13 +82,16 @@ class PostgresSql implements Sql {
   readonly dialect = 'postgres';
   protected readonly target: Queryable;
   protected readonly statements: Statements;
+  readonly #writes: Coalescer | undefined;
 
-  constructor(target: Queryable, statements: Statements) {
+  constructor(target: Queryable, statements: Statements, writes?: Coalescer) {
     this.target = target;
     this.statements = statements;
+    this.#writes = writes;
   }
 
   #query(sql: string, params: readonly SqlValue[]): Promise<QueryResult> {
+    this.#writes?.hold();
     return this.target.query({ ...this.statements.get(sql, params.length), values: params as unknown[] });
   }
 
@@ -110,6 +113,7 @@ class PostgresSql implements Sql {
 
   /** A statement in PostgreSQL's own placeholders ($1…), for libraries that bring their SQL (pg-boss). */
   async query(text: string, values: readonly unknown[] = []): Promise<{ rows: unknown[] }> {
+    this.#writes?.hold();
     const result = await this.target.query({ ...this.statements.raw(text, values.length), values: values as unknown[] });
     return { rows: result.rows };
   }
@@ -128,7 +132,7 @@ class PostgresDatabase extends PostgresSql implements Database {
   readonly pool: Pool;
 
   constructor(pool: Pool, name: string) {
-    super(pool, new Statements());
+    super(new TickShared(pool), new Statements());
     this.pool = pool;
     this.name = name;
   }
@@ -143,13 +147,16 @@ class PostgresDatabase extends PostgresSql implements Database {
     };
     client.on('error', onError);
     try {
+      const writes = new Coalescer(client);
       // Not awaited: on a pipelined connection (see openPostgres) BEGIN goes out with the first
-      // statement, one round trip fewer per transaction. BEGIN fails only with the connection,
-      // and then so does every statement behind it; its result is checked before the COMMIT.
+      // statement (in one write, see Coalescer), one round trip fewer per transaction. BEGIN fails
+      // only with the connection, and then so does every statement behind it; its result is
+      // checked before the COMMIT.
+      writes.hold();
       const begun = client.query('BEGIN');
       begun.catch(() => undefined);
       try {
-        const result = await work(new PostgresSql(client, this.statements));
+        const result = await work(new PostgresSql(client, this.statements, writes));
         await begun;
         await client.query('COMMIT');
         return result;
