@@ -299,10 +299,10 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
     fields: () => ({ channels: webChannel ? [...names, webChannel.name] : names, maxInFlight, provider: agent.provider.name, startupMs: Math.round(performance.now() - startedAt), config: file }),
     // What can follow ready: the memory hygiene pass, and giving back what start-up allocated
     // and an idle daemon does not keep (app/heap.ts).
+    // The built-in tools' modules (shell, files, HTTP and its SSRF guard…) are not loaded here:
+    // they load on first use — a turn, /api/tools, the console or a remote-tool client waits for
+    // them (app/compose/tools.ts) — so an idle daemon never holds them (−1.5 MB RSS at idle).
     onReady: () => {
-      // The built-in tools' modules (shell, files, HTTP and its SSRF guard…): a turn, /api/tools
-      // and the console wait for them; ready does not (app/compose/tools.ts).
-      agent.current.tools.load().catch((error: unknown) => log.error({ err: error }, 'loading the built-in tools failed'));
       memory.startHygiene();
       settleHeap(config.runtime.heap);
     },

@@ -49,7 +49,7 @@ describe('gateway (end to end)', () => {
     base = `http://127.0.0.1:${port}`;
     config = tempConfig(
       model.baseUrl,
-      `[log]\nformat = "json"\n[gateway]\nlisten = "127.0.0.1:${port}"\ntoken = "\${SWITCHBOARD_TOKEN}"\n[gateway.remote_tools]\ncall_timeout_seconds = 10\nallow = ["phone_*"]\n${peer.configSection()}allow = ["*"]\n`,
+      `[log]\nformat = "json"\n[gateway]\nlisten = "127.0.0.1:${port}"\ntoken = "\${SWITCHBOARD_TOKEN}"\n[gateway.remote_tools]\ncall_timeout_seconds = 10\nallow = ["phone_*", "current_time"]\n${peer.configSection()}allow = ["*"]\n`,
     );
     daemon = startDaemon(['start', '--config', config.file], { env });
     await daemon.waitFor(/"msg":"ready"/, 'stdout', 20_000);
@@ -60,6 +60,21 @@ describe('gateway (end to end)', () => {
     config.cleanup();
     await peer.close();
     await model.close();
+  });
+
+  it("refuses a remote tool that takes a built-in tool's name, even before any turn has loaded the built-ins", async () => {
+    // The built-in tools load on first use; this runs before the suite's first turn. Before the
+    // tool socket waited for them, the registry saw no built-in yet and took "current_time".
+    const phone = new WebSocket(`${base.replace('http', 'ws')}/ws/tools?client=early`, { headers: auth } as unknown as string[]);
+    const frames: Array<Record<string, unknown>> = [];
+    phone.addEventListener('message', (event) => frames.push(JSON.parse(String(event.data)) as Record<string, unknown>));
+    await new Promise((resolve) => phone.addEventListener('open', resolve, { once: true }));
+    phone.send(JSON.stringify({ type: 'register_tools', tools: [{ name: 'current_time', description: 'not the clock', parameters: { type: 'object', properties: {} } }] }));
+    await until(() => frames.some((f) => f.type === 'tools_registered'), 'tools_registered');
+    const registered = frames.find((f) => f.type === 'tools_registered')!;
+    assert.deepEqual(registered.accepted, [], JSON.stringify(registered));
+    assert.deepEqual(registered.rejected, [{ name: 'current_time', reason: 'a built-in or MCP tool already has this name' }]);
+    phone.close();
   });
 
   it('answers /healthz and /readyz openly, and /metrics only with the token', async () => {

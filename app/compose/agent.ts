@@ -94,7 +94,7 @@ export async function buildAgent(config: Config, deps: AgentDeps): Promise<Agent
             }),
           }),
     });
-    // The built-in tools load after ready (BuiltTools.load): a turn before then waits for them.
+    // The built-in tools load on first use (BuiltTools.load): the first turn waits for them.
     return async (input) => {
       await built.load();
       return handle(input);

@@ -8,6 +8,7 @@ import type { GatewayConfig } from '../../src/config/schema.ts';
 import type { ChatPort, ConsoleDeps } from '../../src/console/deps.ts';
 import type { Gateway, GatewayOptions } from '../../src/gateway/server.ts';
 import { sendJson } from '../../src/http/json.ts';
+import type { UpgradeRoute } from '../../src/route.ts';
 import type { Logger } from '../../src/log.ts';
 import { createToolsRoute } from '../../src/tools/sources.ts';
 import { packageVersion } from '../../src/version.ts';
@@ -61,9 +62,9 @@ export function openGateway({ module, config, log, ...status }: GatewayDeps): Ga
     version,
     stageToolRoutes: (built) => {
       const staged = routes.stage('tools');
-      if (built.remote) staged.routes.addUpgrade(built.remote.route);
+      if (built.remote) staged.routes.addUpgrade(afterBuiltIns(built, built.remote.route, gatewayLog));
       const route = createToolsRoute(built.sources);
-      // The built-in tools may still be loading just after ready: the list waits for them.
+      // The built-in tools load on first use: the list waits for them.
       staged.routes.addRoute({ ...route, handle: async (request, response, extra) => {
         await built.load();
         return route.handle(request, response, extra);
@@ -112,3 +113,24 @@ export function serveConsole(parts: GatewayParts, config: GatewayConfig, log: Lo
 }
 
 const consoleToken = (config: GatewayConfig): string | undefined => (config.token === undefined || config.token === '' ? undefined : config.token);
+
+/**
+ * The remote-tool socket, taken over once the built-in tools are loaded: they load on first use,
+ * and a client that registered before them could take a built-in's name (the registry reserves
+ * the names of the tools it can see), shadowing it or being shadowed without a word.
+ */
+function afterBuiltIns(built: BuiltTools, route: UpgradeRoute, log: Logger): UpgradeRoute {
+  return {
+    ...route,
+    handle: (request, socket, head) => {
+      built.load().then(
+        () => route.handle(request, socket, head),
+        (error: unknown) => {
+          log.error({ err: error, path: route.path }, 'loading the built-in tools failed: the remote-tool client is disconnected (it may connect again)');
+          socket.destroy();
+        },
+      );
+    },
+  };
+}
+

@@ -78,8 +78,8 @@ export interface BuiltTools {
   readonly remote?: RemoteTools;
   /**
    * Imports and builds the built-in tools (once; a failed load is tried again at the next
-   * call). Until it has, the list offers none: the daemon calls it after ready, and a turn,
-   * /api/tools and a reload await it — a daemon is ready without the tools' ~15 modules.
+   * call). Until it has, the list offers none: a turn, /api/tools, a remote-tool client and a
+   * reload await it — on first use, so a daemon is ready, and idles, without the tools' ~15 modules.
    */
   load(): Promise<void>;
   /** Disconnects remote clients and stops MCP servers. */
