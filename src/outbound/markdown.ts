@@ -38,7 +38,6 @@ export const INLINE_RUN = 1000;
 /** Delimiters an inline text may hold and still be lexed whole, however long. */
 const MAX_DELIMITERS = 256;
 
-
 /**
  * marked's GFM inline text rule without its stops for bare URLs and e-mail addresses (which
  * {@link newLexer}'s tokenizer never links). The stop before e-mail characters followed by "@" scanned the
