@@ -125,13 +125,6 @@ export async function poll(options: PollOptions, signal: AbortSignal, link: List
   }
 }
 
-/**
- * Updates of different chats handled at once, at most: each push holds a database connection
- * for its transaction, and a batch of 100 from 40 chats all at once left the node's turns
- * waiting behind them for a connection of the same pool.
- */
-const CHATS_AT_ONCE = 4;
-
 /** The chat an update belongs to ('' when it has no message, or a malformed one: handle() skips those). */
 function chatOf(update: Update): { readonly chat: string; readonly moves: boolean } {
   try {
@@ -145,7 +138,7 @@ function chatOf(update: Update): { readonly chat: string; readonly moves: boolea
 
 /**
  * Handles a batch: a chat's updates in order, each after the one before it was pushed, and chats
- * side by side, up to {@link CHATS_AT_ONCE} — one after another, each push's transaction (on PostgreSQL a few round trips) held
+ * side by side — one after another, each push's transaction (on PostgreSQL a few round trips) held
  * up every chat behind it, and a busy bot's batch of 100 took the holder ~0.5 s to store. A group's
  * move to a supergroup is handled alone, after every update before it and before every update
  * after it (the supergroup's messages look the move up). A chat stops at its first failure
@@ -162,20 +155,10 @@ async function handleBatch(
   let chains = new Map<string, Promise<boolean>>();
   /** The last move's outcome: what comes after it waits for it, and is not handled when it failed. */
   let barrier: Promise<boolean> = Promise.resolve(true);
-  let running = 0;
-  const waiting: Array<() => void> = [];
   const handle = async (update: Update): Promise<boolean> => {
-    if (running < CHATS_AT_ONCE) running++;
-    else await new Promise<void>((resolve) => waiting.push(resolve)); // the slot is handed over as it is given back
-    try {
-      if (signal.aborted) return false; // unconfirmed: Telegram hands it out again
-      await whileAlive(link, options.livenessMs, () => options.handle(update));
-      return true;
-    } finally {
-      const next = waiting.shift();
-      if (next) next();
-      else running--;
-    }
+    if (signal.aborted) return false; // unconfirmed: Telegram hands it out again
+    await whileAlive(link, options.livenessMs, () => options.handle(update));
+    return true;
   };
   for (const update of updates) {
     const { chat, moves } = chatOf(update);
