@@ -1,9 +1,9 @@
 /**
  * Long polling: our own getUpdates loop, because the ack point matters. A batch's updates are
- * each pushed (and so durably in the inbox) before the next batch is requested with offset =
- * last update_id + 1, which is what confirms them to Telegram. A crash before that makes Telegram
- * hand the batch out again, and the inbox recognises the messages by their ids. Within a batch,
- * a chat's updates are handled in order and chats side by side (see {@link handleBatch}).
+ * handled in order, each pushed (and so durably in the inbox) before the next; only then is
+ * the next batch requested with offset = last update_id + 1, which is what confirms them to
+ * Telegram. A crash before that makes Telegram hand the batch out again, and the inbox
+ * recognises the messages by their ids.
  */
 import type { Api } from 'grammy';
 import type { Update } from 'grammy/types';
@@ -12,7 +12,6 @@ import { pause } from '../../src/abort.ts';
 import type { ListenLink } from '../../src/channel.ts';
 import { whileAlive } from '../../src/listen.ts';
 import { apiFailure, describeError, grammySignal } from './errors.ts';
-import { messageOf } from './inbound.ts';
 
 /** Only messages: edits are not answered again (the turn already ran on the original), channel posts are not for us. */
 export const ALLOWED_UPDATES = ['message'] as const;
@@ -116,68 +115,12 @@ export async function poll(options: PollOptions, signal: AbortSignal, link: List
       continue;
     }
     early = 0;
-    const { handled, failure } = await handleBatch(updates, options, link, signal);
-    // an update without a usable update_id cannot be confirmed by it (the next one's confirms it)
-    for (const update of updates.slice(0, handled)) if (Number.isSafeInteger(update.update_id)) state.offset = update.update_id + 1;
-    if (failure) throw failure.error;
-    if (signal.aborted) return; // what was not handled is unconfirmed: Telegram hands it out again
+    for (const update of updates) {
+      if (signal.aborted) return; // unconfirmed: Telegram hands it out again
+      await whileAlive(link, options.livenessMs, () => options.handle(update));
+      // an update without a usable update_id cannot be confirmed by it (the next one's confirms it)
+      if (Number.isSafeInteger(update.update_id)) state.offset = update.update_id + 1;
+    }
     if (updates.length > 0) await options.save?.(state.offset);
   }
-}
-
-/** The chat an update belongs to ('' when it has no message, or a malformed one: handle() skips those). */
-function chatOf(update: Update): { readonly chat: string; readonly moves: boolean } {
-  try {
-    const message = messageOf(update);
-    const moves = typeof message?.migrate_to_chat_id === 'number' || typeof message?.migrate_from_chat_id === 'number';
-    return { chat: String((message?.chat as { id?: unknown } | undefined)?.id ?? ''), moves };
-  } catch {
-    return { chat: '', moves: false };
-  }
-}
-
-/**
- * Handles a batch: a chat's updates in order, each after the one before it was pushed, and chats
- * side by side — one after another, each push's transaction (on PostgreSQL a few round trips) held
- * up every chat behind it, and a busy bot's batch of 100 took the holder ~0.5 s to store. A group's
- * move to a supergroup is handled alone, after every update before it and before every update
- * after it (the supergroup's messages look the move up). A chat stops at its first failure
- * (a later message must not go in before an earlier one). Returns how many updates from the
- * start were all handled (what may be confirmed) and the first failure in batch order.
- */
-async function handleBatch(
-  updates: readonly Update[],
-  options: PollOptions,
-  link: ListenLink,
-  signal: AbortSignal,
-): Promise<{ handled: number; failure: { readonly error: unknown } | undefined }> {
-  const outcomes: Array<Promise<boolean>> = [];
-  let chains = new Map<string, Promise<boolean>>();
-  /** The last move's outcome: what comes after it waits for it, and is not handled when it failed. */
-  let barrier: Promise<boolean> = Promise.resolve(true);
-  const handle = async (update: Update): Promise<boolean> => {
-    if (signal.aborted) return false; // unconfirmed: Telegram hands it out again
-    await whileAlive(link, options.livenessMs, () => options.handle(update));
-    return true;
-  };
-  for (const update of updates) {
-    const { chat, moves } = chatOf(update);
-    let outcome: Promise<boolean>;
-    if (moves) {
-      outcome = Promise.allSettled(outcomes).then(() => handle(update));
-      barrier = outcome;
-      chains = new Map();
-    } else {
-      const before = chains.get(chat);
-      // after the chat's previous update, and only if that one went in
-      outcome = (before ?? barrier).then((went) => (went ? handle(update) : false));
-      chains.set(chat, outcome);
-    }
-    outcomes.push(outcome);
-  }
-  const settled = await Promise.allSettled(outcomes);
-  const firstFailed = settled.findIndex((result) => result.status === 'rejected');
-  const failure = firstFailed === -1 ? undefined : { error: (settled[firstFailed] as PromiseRejectedResult).reason };
-  const notHandled = settled.findIndex((result) => result.status === 'rejected' || !result.value);
-  return { handled: notHandled === -1 ? updates.length : notHandled, failure };
 }
