@@ -35,7 +35,7 @@ const out = join(root, 'dist', 'app');
 /** Packages inlined into the bundle (with what they import): pure JS, loaded before ready. */
 const bundled = new Set(['pino', 'smol-toml', 'p-queue', 'valibot']);
 
-/** Chunks of one static closure each, in priority order: name → the module it starts from. */
+/** The recall worker thread's entry: a bundle entry of its own (src/memory/recall-client.ts starts it by path). */
 const workerEntry = 'src/memory/recall-worker.ts';
 /** Chunks of one static closure each, in priority order: name → the module it starts from. */
 const groups: ReadonlyArray<{ readonly name: string; readonly from: string }> = [
