@@ -62,6 +62,7 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
       concurrency,
       heartbeatSeconds: Math.max(10, failover),
       turnTimeoutSeconds: config.agent.turn_timeout_seconds,
+      database,
     });
   } catch (error) {
     await database.close();

@@ -18,7 +18,7 @@ turnQueueContract('pg-boss (PostgreSQL)', async () => {
   return {
     database,
     // as app/compose/cluster.ts makes it, with the shortest heartbeat pg-boss takes
-    queue: async ({ concurrency }) => createPgBossQueue({ url, log: testLogger(), concurrency, heartbeatSeconds: 10, turnTimeoutSeconds: 60 }),
+    queue: async ({ concurrency }) => createPgBossQueue({ url, log: testLogger(), concurrency, heartbeatSeconds: 10, turnTimeoutSeconds: 60, database }),
     close: () => database.close(),
   };
 });

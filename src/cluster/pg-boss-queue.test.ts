@@ -20,7 +20,7 @@ after(() => server?.stop());
 it('a turn stored while every worker sleeps is started by its NOTIFY, well before the 5 s poll', async () => {
   const url = await server.createDatabase();
   const database = await openPostgres({ url, log: testLogger() });
-  const queue = await createPgBossQueue({ url, log: testLogger(), concurrency: 4, heartbeatSeconds: 10, turnTimeoutSeconds: 60 });
+  const queue = await createPgBossQueue({ url, log: testLogger(), concurrency: 4, heartbeatSeconds: 10, turnTimeoutSeconds: 60, database });
   try {
     let started: (at: number) => void = () => undefined;
     const ran = new Promise<number>((resolve) => (started = resolve));

@@ -1,11 +1,13 @@
 /**
  * {@link TurnQueue} on pg-boss (loaded only in cluster mode): one queue with the
  * `key_strict_fifo` policy keyed by conversation, jobs sent inside the inbox transaction (its
- * `db` option), workers woken one at a time by LISTEN/NOTIFY (see {@link wakeOne}), and heartbeats
- * so a turn held by a node that died is handed to another node within `heartbeatSeconds`.
+ * `db` option), and this node's turns run by {@link TurnRunner} (src/cluster/turn-runner.ts: our
+ * own fetch loop in place of pg-boss's `work()`, a turn's job ended inside the transaction that
+ * records the turn's end, heartbeats so a turn held by a node that died is handed to another node
+ * within `heartbeatSeconds`), woken by our own LISTEN on the channel pg-boss NOTIFYs.
  *
  * A job must never end `failed`: in a `key_strict_fifo` queue a failed job holds back every later
- * job of its conversation. So the worker completes a job whatever its turn did (the turn records an
+ * job of its conversation. So a job is completed whatever its turn did (the turn records an
  * apology itself), and a job that comes back (its node died, or stopped mid-turn) is retried
  * without limit — the inbox's status makes a repeated turn a no-op.
  */
@@ -14,8 +16,9 @@ import type { Logger } from 'pino';
 import type { PgBoss } from 'pg-boss';
 import { rawPostgres } from '../store/postgres/sql.ts';
 import { listen, type Listening } from './listen.ts';
-import type { Sql } from '../store/sql.ts';
+import type { Database, Sql } from '../store/sql.ts';
 import type { QueuedTurn, TurnQueue, TurnTicket, TurnWorker } from '../runtime/turn-queue.ts';
+import { TurnRunner, type TurnJob } from './turn-runner.ts';
 
 export interface PgBossQueueOptions {
   readonly url: string;
@@ -26,6 +29,11 @@ export interface PgBossQueueOptions {
   readonly heartbeatSeconds: number;
   /** The longest a turn may run (pg-boss expires it after that and hands it on). */
   readonly turnTimeoutSeconds: number;
+  /**
+   * The store (PostgreSQL): fetches and the settles outside a turn's transaction go through its
+   * pool, prepared. Without it (a command that only stores turns), pg-boss's own pool.
+   */
+  readonly database?: Database;
 }
 
 const QUEUE = 'switchboard-turns';
@@ -35,20 +43,14 @@ const QUEUE = 'switchboard-turns';
  */
 const BOSS_CHANNEL = `pgboss_${createHash('sha224').update('pgboss').digest('hex').slice(0, 24)}`;
 
-interface TurnJob {
-  readonly seq: number;
-  readonly conversation: string;
-}
-
 export async function createPgBossQueue(options: PgBossQueueOptions): Promise<TurnQueue> {
   const { PgBoss } = await import('pg-boss');
   const log = options.log.child({ component: 'queue' });
   const boss: PgBoss = new PgBoss({
     connectionString: options.url,
     max: Math.max(4, options.concurrency + 2),
-    // Its listener would wake every worker of the queue for each job stored (a fetch each: 8 per
-    // message per node, 24 in a cluster of three, all but one empty); ours wakes one (wakeOne).
-    // Its sends still NOTIFY: that depends on the queue's `notify`, not on this.
+    // Its listener wakes its own workers, which we do not run (see TurnRunner); ours wakes our
+    // fetch loop. Its sends still NOTIFY: that depends on the queue's `notify`, not on this.
     useListenNotify: false,
     // maintenance (expiry, archive) on every node is safe: pg-boss takes its own locks
     supervise: true,
@@ -77,10 +79,17 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
     retentionSeconds: 7 * 86_400,
     deleteAfterSeconds: 86_400,
   });
-  let inFlight = 0;
   let queued = 0;
+  let runner: TurnRunner | undefined;
   /** Waiting in idle() for the turns running here to end. */
   const idlers = new Set<() => void>();
+  const inFlight = (): number => runner?.inFlight ?? 0;
+  const ended = (): void => {
+    if (inFlight() > 0) return;
+    for (const resolve of idlers) resolve();
+    idlers.clear();
+  };
+  const idle = (): Promise<void> => (inFlight() === 0 ? Promise.resolve() : new Promise<void>((resolve) => idlers.add(resolve)));
   let counting: NodeJS.Timeout | undefined;
   let listening: Listening | undefined;
   const count = async (): Promise<void> => {
@@ -106,79 +115,42 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
 
   return {
     get inFlight() {
-      return inFlight;
+      return inFlight();
     },
     get queued() {
       return queued;
     },
     get busy() {
-      return inFlight > 0;
+      return inFlight() > 0;
     },
     reserve: async () => ticket,
-    idle: () => (inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idlers.add(resolve))),
+    idle,
     // Its jobs outlive a restart: nothing to recover from the inbox.
     async start(worker: TurnWorker) {
-      const workers = (): ReturnType<PgBoss['getWipData']> => boss.getWipData().filter((entry) => entry.name === QUEUE);
-      /** Workers woken and not yet back from their fetch: worker id → when it last fetched before. */
-      const waking = new Map<string, number | null>();
-      /**
-       * Wakes one idle worker of this node (the one that fetched longest ago: likely asleep), so a
-       * job stored costs each node one fetch, not one per worker. Several jobs stored at once wake
-       * as many workers: a worker woken counts as taken until its fetch is back.
-       */
-      const wakeOne = (): void => {
-        const list = workers();
-        for (const [id, fetchedOn] of waking) {
-          const entry = list.find((candidate) => candidate.id === id);
-          if (!entry || entry.count > 0 || (entry.lastFetchedOn ?? null) !== fetchedOn) waking.delete(id);
-        }
-        const idle = list.filter((entry) => entry.count === 0 && entry.state === 'active' && !waking.has(entry.id));
-        idle.sort((a, b) => (a.lastFetchedOn ?? 0) - (b.lastFetchedOn ?? 0));
-        const chosen = idle[0];
-        if (!chosen) return;
-        waking.set(chosen.id, chosen.lastFetchedOn ?? null);
-        boss.notifyWorker(chosen.id);
-      };
-      // A pg-boss worker waits out its polling interval after each job unless it was woken
-      // meanwhile, so a backlog queued faster than NOTIFYs arrive would drain at one turn per
-      // worker per interval (measured: 8 turns, then 5 s idle). So each turn that ends tells the busy
-      // workers (its own among them) to fetch again at once; an idle queue costs each of them one
-      // empty fetch, then they sleep until a NOTIFY.
-      const fetchAgain = (): void => {
-        for (const entry of workers()) if (entry.count > 0) boss.notifyWorker(entry.id);
-      };
-      // listening before the workers start: their first fetch finds whatever was stored before
+      const table = (await boss.getQueue(QUEUE))?.table;
+      if (!table) throw new Error(`pg-boss has no queue ${QUEUE}`);
+      const store = options.database ? rawPostgres(options.database) : undefined;
+      const db = store ? { executeSql: (text: string, values?: unknown[]) => store.query(text, values ?? []) as Promise<{ rows: never[] }> } : boss.getDb();
+      // pollMs: the fallback when a NOTIFY is missed, and what finds a turn retried after a delay
+      // (no NOTIFY for a job not yet runnable) — as often as pg-boss's own workers polled.
+      const running = new TurnRunner(
+        { boss, queue: QUEUE, table, db, log, concurrency: options.concurrency, heartbeatSeconds: options.heartbeatSeconds, pollMs: 5000, onChange: ended },
+        worker,
+      );
+      runner = running;
+      // listening before the first fetch: it finds whatever was stored before
       listening = await listen({
         url: options.url,
         channel: BOSS_CHANNEL,
         log,
         what: 'turn listener',
         onNotice: (queue) => {
-          if (queue === QUEUE) wakeOne();
+          if (queue === QUEUE) running.wake();
         },
-        // notifications may have been missed while it was down: every worker looks once
-        onReconnect: () => {
-          for (const entry of workers()) boss.notifyWorker(entry.id);
-        },
+        // notifications may have been missed while it was down
+        onReconnect: () => running.wake(),
       });
-      // pollingIntervalSeconds: the fallback when a NOTIFY is missed, and what finds a turn retried
-      // after a delay (no NOTIFY for a job not yet runnable) — as often as pg-boss's own listener polled.
-      await boss.work<TurnJob>(QUEUE, { localConcurrency: options.concurrency, batchSize: 1, pollingIntervalSeconds: 5 }, async ([job]) => {
-        if (!job) return;
-        inFlight++;
-        try {
-          const outcome = await worker(job.data.seq, job.data.conversation);
-          // thrown: pg-boss retries it (on this node or another); the inbox keeps it queued meanwhile
-          if (outcome === 'retry') throw new Error(`turn of message ${job.data.seq} handed back: this node is stopping`);
-        } finally {
-          inFlight--;
-          if (inFlight === 0) {
-            for (const resolve of idlers) resolve();
-            idlers.clear();
-          }
-          fetchAgain();
-        }
-      });
+      running.start();
       counting = setInterval(() => void count(), 5000);
       counting.unref();
       await count();
@@ -186,7 +158,8 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
     async stop(graceMs: number) {
       clearInterval(counting);
       await listening?.stop();
-      await boss.stop({ graceful: true, timeout: Math.max(1000, graceMs), close: true });
+      await runner?.stop(graceMs, idle());
+      await boss.stop({ graceful: true, timeout: 1000, close: true });
     },
   };
 }

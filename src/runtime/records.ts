@@ -11,6 +11,7 @@ import type { Inbox } from '../store/inbox.ts';
 import type { Outbox, Reply } from '../store/outbox.ts';
 import type { Drafts } from '../store/settings.ts';
 import type { ReplyRoute } from './reply-route.ts';
+import type { TurnSettle } from './turn-queue.ts';
 
 export interface TurnRecordsOptions {
   readonly database: Database;
@@ -29,8 +30,8 @@ export class TurnRecords {
   }
 
   /** A turn through the model: its output, and its reply (if any) replacing its streamed draft. */
-  turn(seq: number, conversation: string, output: TurnOutput, message: InboundMessage, draftId: string | undefined): Promise<boolean> {
-    return this.#end(seq, 'done', async (tx) => {
+  turn(seq: number, conversation: string, output: TurnOutput, message: InboundMessage, draftId: string | undefined, settle?: TurnSettle): Promise<boolean> {
+    return this.#end(seq, 'done', settle, async (tx) => {
       await output.commit?.(tx);
       // Independent rows, issued together: on PostgreSQL one round trip instead of three (see #end).
       await together([
@@ -48,18 +49,19 @@ export class TurnRecords {
   }
 
   /** A reply the runtime gives itself (a pairing code, a command's answer). */
-  answer(seq: number, message: InboundMessage, text: string, commit: ((tx: Sql) => Promise<void>) | undefined): Promise<boolean> {
-    return this.#end(seq, 'done', async (tx) => {
+  answer(seq: number, message: InboundMessage, text: string, commit: ((tx: Sql) => Promise<void>) | undefined, settle?: TurnSettle): Promise<boolean> {
+    return this.#end(seq, 'done', settle, async (tx) => {
       await commit?.(tx);
       await this.#reply(tx, seq, message, { text });
     });
   }
 
   /** A failed turn: the message marked failed with `error`, and the apology `text` for its sender. */
-  failure(seq: number, message: InboundMessage, text: string, error: string, draftId: string | undefined): Promise<boolean> {
+  failure(seq: number, message: InboundMessage, text: string, error: string, draftId: string | undefined, settle?: TurnSettle): Promise<boolean> {
     return this.#end(
       seq,
       { failed: error },
+      settle,
       async (tx) => {
         await together([this.#reply(tx, seq, message, { text, ...(draftId === undefined ? {} : { draftId }) }), this.#o.drafts.in(tx).delete(seq)]);
       },
@@ -73,20 +75,24 @@ export class TurnRecords {
    * the mark without waiting for its answer (on PostgreSQL one round trip for both, not two) and
    * the transaction is rolled back when the mark found the message no longer waiting. The writes
    * go out together where they touch different rows: a transaction holds one connection, whose
-   * statements run in the order issued, and a failed one fails the rest and rolls all back.
+   * statements run in the order issued, and a failed one fails the rest and rolls all back. A
+   * shared queue's job (`settle`) ends in the same transaction.
    */
-  async #end(seq: number, end: 'done' | { failed: string }, work: (tx: Sql) => Promise<void>): Promise<boolean> {
+  async #end(seq: number, end: 'done' | { failed: string }, settle: TurnSettle | undefined, work: (tx: Sql) => Promise<void>): Promise<boolean> {
     try {
-      return await this.#o.database.transaction(async (tx) => {
+      await this.#o.database.transaction(async (tx) => {
         const inbox = this.#o.inbox.in(tx);
         const marked = end === 'done' ? inbox.markDone(seq) : inbox.markFailed(seq, end.failed);
         const recorded = work(tx);
-        // both settled first (see together); a mark that found nothing makes the writes moot, whatever became of them
-        await Promise.allSettled([marked, recorded]);
+        const settled = settle?.in(tx);
+        // all settled first (see together); a mark that found nothing makes the writes moot, whatever became of them
+        await Promise.allSettled([marked, recorded, settled]);
         if (!(await marked)) throw new NotWaiting();
         await recorded;
-        return true;
+        await settled;
       });
+      settle?.committed();
+      return true;
     } catch (error) {
       if (error instanceof NotWaiting) return false;
       throw error;

@@ -20,7 +20,20 @@ export interface QueuedTurn {
  * stopping): a shared queue hands it to a node again; the local queue leaves it in the inbox,
  * which queues it again at the next start. Must not reject.
  */
-export type TurnWorker = (seq: number, conversation: string) => Promise<'done' | 'retry'>;
+export type TurnWorker = (seq: number, conversation: string, settle?: TurnSettle) => Promise<'done' | 'retry'>;
+
+/**
+ * A shared queue's job for the turn, ended in the transaction that records the turn's end: the
+ * conversation's next turn may start the moment that transaction commits, with no statement of the
+ * queue's after it. A turn that ends without such a transaction (ignored, answered before, handed
+ * back) leaves its job to the queue.
+ */
+export interface TurnSettle {
+  /** Inside the transaction that ends the turn: settles the job with it. */
+  in(tx: Sql): Promise<void>;
+  /** That transaction committed. */
+  committed(): void;
+}
 
 /**
  * Room for one message's turn, taken before the message is stored (so a full queue holds back

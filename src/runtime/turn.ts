@@ -22,6 +22,7 @@ import type { FloodGate } from './flood.ts';
 import type { ChannelPolicy, RuntimeCounters, RuntimeOptions } from './options.ts';
 import type { TurnRecords } from './records.ts';
 import { stoppedOnStore, type StoreRetry } from './store-retry.ts';
+import type { TurnSettle } from './turn-queue.ts';
 
 export interface TurnsOptions {
   /** The runtime's options as they are now (a reload replaces them; a running turn keeps what it read). */
@@ -55,9 +56,9 @@ export class Turns {
   }
 
   /** The queue's worker: 'retry' when the turn crashed or this node stopped before it was answered. */
-  readonly work = async (seq: number, conversation: string): Promise<'done' | 'retry'> => {
+  readonly work = async (seq: number, conversation: string, settle?: TurnSettle): Promise<'done' | 'retry'> => {
     try {
-      await this.#durably(seq, conversation);
+      await this.#durably(seq, conversation, settle);
     } catch (error) {
       // A page that went bad while running: the paragraph that says what to do, not a stack.
       const damaged = damagedDatabaseError(error, this.#o.databaseName);
@@ -74,15 +75,15 @@ export class Turns {
    * runs again once the data_dir takes writes (a turn that got as far as the model keeps its
    * output and only its commit is tried again). At shutdown it is left for the next start.
    */
-  #durably(seq: number, conversation: string): Promise<void> {
+  #durably(seq: number, conversation: string, settle: TurnSettle | undefined): Promise<void> {
     return this.#o.retry.untilStopped(
       `finish the turn of message ${seq}`,
-      () => this.#turn(seq, conversation),
+      () => this.#turn(seq, conversation, settle),
       () => this.#o.log.warn({ seq, conversation }, 'shutdown while the store fails: the message stays in the inbox for the next start'),
     );
   }
 
-  async #turn(seq: number, conversation: string): Promise<void> {
+  async #turn(seq: number, conversation: string, settle: TurnSettle | undefined): Promise<void> {
     const o = this.#o;
     const options = o.options();
     const entry = await o.inbox.queuedEntry(seq);
@@ -96,7 +97,7 @@ export class Turns {
     const { message } = entry;
     const log = o.log.child({ channel: message.channel, conversation, seq });
     const policy = options.policies?.get(message.channel);
-    if ((policy && (await this.#applyPolicy(seq, message, policy, log))) || (await this.#applyCommand(seq, conversation, message, log))) {
+    if ((policy && (await this.#applyPolicy(seq, message, policy, log, settle))) || (await this.#applyCommand(seq, conversation, message, log, settle))) {
       await o.deliver(conversation, message.channel);
       return;
     }
@@ -131,7 +132,7 @@ export class Turns {
       });
       stopTyping();
       const draftId = await draft?.finish();
-      await o.retry.commit(`record the reply to message ${seq}`, () => o.records.turn(seq, conversation, output, message, draftId));
+      await o.retry.commit(`record the reply to message ${seq}`, () => o.records.turn(seq, conversation, output, message, draftId, settle));
       o.counters.answered++;
       options.events?.onTurn?.(message.channel, elapsed(), 'answered');
       if (output.reply === '') log.warn('the model returned an empty reply; nothing sent');
@@ -151,7 +152,7 @@ export class Turns {
       options.events?.onTurn?.(message.channel, elapsed(), 'failed');
       log.error({ ...failureFields(error, signal, options.turnTimeoutMs), ms: elapsed() }, 'turn failed; telling the user');
       try {
-        await o.retry.commit(`record the apology for message ${seq}`, () => o.records.failure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId));
+        await o.retry.commit(`record the apology for message ${seq}`, () => o.records.failure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId, settle));
       } catch (failure) {
         if (!stoppedOnStore(failure)) throw failure;
         log.warn('shutdown while the store fails: the apology was not recorded; the message stays in the inbox for the next start');
@@ -167,7 +168,7 @@ export class Turns {
    * Access, mention gating and pairing. Returns true when the message was dealt with here
    * (ignored, or answered with a pairing code).
    */
-  async #applyPolicy(seq: number, message: InboundMessage, policy: ChannelPolicy, log: Logger): Promise<boolean> {
+  async #applyPolicy(seq: number, message: InboundMessage, policy: ChannelPolicy, log: Logger, settle: TurnSettle | undefined): Promise<boolean> {
     const { pairing } = this.#o.options();
     if (!pairing && policy.allow === undefined) throw new Error('a channel without `allow` needs the pairing store');
     const decision = await decideAccess(message, { ...(policy.allow ? { allow: policy.allow } : {}), mentionOnly: policy.mentionOnly }, pairing!);
@@ -179,7 +180,7 @@ export class Turns {
     }
     if (decision.kind === 'pair') {
       log.warn({ sender: message.sender.id, code: decision.code }, 'unknown sender: sent a pairing code; approve with `switchboard pairing approve`');
-      await this.#o.records.answer(seq, message, pairingReply(message.channel, decision.code), undefined);
+      await this.#o.records.answer(seq, message, pairingReply(message.channel, decision.code), undefined, settle);
       return true;
     }
     return false;
@@ -189,7 +190,7 @@ export class Turns {
    * Chat commands (/new, /model, /status, /help), in every chat — also on channels the policy
    * exempts, like the terminal. Returns true when the message was one and has been answered.
    */
-  async #applyCommand(seq: number, conversation: string, message: InboundMessage, log: Logger): Promise<boolean> {
+  async #applyCommand(seq: number, conversation: string, message: InboundMessage, log: Logger, settle: TurnSettle | undefined): Promise<boolean> {
     const { commands } = this.#o.options();
     const command = commands ? parseCommand(message.text) : undefined;
     if (!commands || !command) return false;
@@ -199,7 +200,7 @@ export class Turns {
       status: () => this.#o.statusLine(),
     });
     log.info({ command: command.name }, 'chat command');
-    await this.#o.records.answer(seq, message, result.reply, result.commit);
+    await this.#o.records.answer(seq, message, result.reply, result.commit, settle);
     return true;
   }
 

@@ -55,7 +55,7 @@ class Node {
     this.database = database;
   }
 
-  readonly worker: TurnWorker = async (seq, conversation) => {
+  readonly worker: TurnWorker = async (seq, conversation, settle) => {
     if (!this.inbox.has(seq)) return 'done'; // a turn already answered runs again as a no-op
     this.started.push(seq);
     this.#current++;
@@ -68,11 +68,20 @@ class Node {
       if (this.giveUp.has(seq)) return 'retry';
       this.inbox.delete(seq);
       this.done.push(seq);
-      return 'done';
     } finally {
       this.#current--;
       this.running.set(conversation, (this.running.get(conversation) ?? 1) - 1);
     }
+    // As the runtime ends a turn: its records and a shared queue's job in one transaction. The
+    // turn counts as ended before it: the conversation's next turn may start at its commit.
+    if (settle) {
+      await this.database.transaction(async (tx) => {
+        await tx.get('SELECT 1 AS one');
+        await settle.in(tx);
+      });
+      settle.committed();
+    }
+    return 'done';
   };
 
   readonly unanswered = async (): Promise<readonly QueuedTurn[]> => [...this.inbox.values()].sort((a, b) => a.seq - b.seq);

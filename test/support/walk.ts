@@ -40,7 +40,7 @@ export const postgresEngine: WalkEngine = {
     const database = await openPostgres({ url, log });
     return {
       database,
-      queue: () => createPgBossQueue({ url, log, concurrency: 4, heartbeatSeconds: 10, turnTimeoutSeconds: 60 }),
+      queue: () => createPgBossQueue({ url, log, concurrency: 4, heartbeatSeconds: 10, turnTimeoutSeconds: 60, database }),
       close: async () => {
         await database.close();
         server.stop();
