@@ -40,3 +40,41 @@ it('a turn stored while every worker sleeps is started by its NOTIFY, well befor
     await database.close();
   }
 });
+
+it('a turn whose settling transaction rolled back has its job completed by the queue: the conversation goes on at once', async () => {
+  const url = await server.createDatabase();
+  const database = await openPostgres({ url, log: testLogger() });
+  const queue = await createPgBossQueue({ url, log: testLogger(), concurrency: 2, heartbeatSeconds: 10, turnTimeoutSeconds: 60, database });
+  try {
+    const ran: number[] = [];
+    await queue.start(async (seq, _conversation, settle) => {
+      ran.push(seq);
+      if (seq === 1) {
+        // the job's end issued in a transaction that then rolls back (as when the message was found answered)
+        await assert.rejects(
+          database.transaction(async (tx) => {
+            await settle!.in(tx);
+            throw new Error('rolled back');
+          }),
+        );
+      } else {
+        await database.transaction((tx) => settle!.in(tx));
+        settle!.committed();
+      }
+      return 'done';
+    }, async () => []);
+    const started = Date.now();
+    for (const seq of [1, 2, 3]) {
+      const ticket = await queue.reserve();
+      await database.transaction((tx) => ticket.enqueue(tx, { seq, conversation: 'terminal:local:me' }));
+    }
+    while (ran.length < 3 && Date.now() - started < 8000) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.deepEqual(ran, [1, 2, 3], 'the turns ran in order, the first one\'s job not left active');
+    await queue.idle();
+    const states = await database.all<{ state: string }>("SELECT state::text AS state FROM pgboss.job_common WHERE name = 'switchboard-turns' ORDER BY created_on");
+    assert.deepEqual(states.map((row) => row.state), ['completed', 'completed', 'completed']);
+  } finally {
+    await queue.stop(1000);
+    await database.close();
+  }
+});

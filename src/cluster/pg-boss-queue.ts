@@ -1,7 +1,7 @@
 /**
  * {@link TurnQueue} on pg-boss (loaded only in cluster mode): one queue with the
- * `key_strict_fifo` policy keyed by conversation, jobs sent inside the inbox transaction (its
- * `db` option), and this node's turns run by {@link TurnRunner} (src/cluster/turn-runner.ts: our
+ * `key_strict_fifo` policy keyed by conversation, jobs stored inside the inbox transaction (our
+ * statement, src/cluster/turn-jobs.ts), and this node's turns run by {@link TurnRunner} (src/cluster/turn-runner.ts: our
  * own fetch loop in place of pg-boss's `work()`, a turn's job ended inside the transaction that
  * records the turn's end, heartbeats so a turn held by a node that died is handed to another node
  * within `heartbeatSeconds`), woken by our own LISTEN on the channel pg-boss NOTIFYs.
@@ -19,6 +19,7 @@ import { listen, type Listening } from './listen.ts';
 import type { Database, Sql } from '../store/sql.ts';
 import type { QueuedTurn, TurnQueue, TurnTicket, TurnWorker } from '../runtime/turn-queue.ts';
 import { TurnRunner, type TurnJob } from './turn-runner.ts';
+import { insertSql } from './turn-jobs.ts';
 
 export interface PgBossQueueOptions {
   readonly url: string;
@@ -100,14 +101,18 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
     }
   };
 
-  const enqueue = async (tx: Sql, turn: QueuedTurn): Promise<void> => {
+  const table = (await boss.getQueue(QUEUE))?.table;
+  if (!table) throw new Error(`pg-boss has no queue ${QUEUE}`);
+  const insert = insertSql(table, BOSS_CHANNEL);
+  const enqueue = (tx: Sql, turn: QueuedTurn): Promise<void> => {
     const raw = rawPostgres(tx);
-    if (!raw) throw new Error('the pg-boss queue needs the PostgreSQL store ([store] kind = "postgres")');
+    if (!raw) return Promise.reject(new Error('the pg-boss queue needs the PostgreSQL store ([store] kind = "postgres")'));
     const data: TurnJob = { seq: turn.seq, conversation: turn.conversation };
-    await boss.send(QUEUE, data, {
-      singletonKey: turn.conversation,
-      db: { executeSql: (text: string, values?: unknown[]) => raw.query(text, values ?? []) as Promise<{ rows: never[] }> },
-    });
+    // Not waited for: the transaction's COMMIT goes out in the same write. Should the insert fail,
+    // so does the transaction: its COMMIT answers ROLLBACK and the accept fails with this error
+    // (src/store/postgres/sql.ts), as it would have had it been waited for.
+    raw.query(insert, [QUEUE, JSON.stringify(data), turn.conversation]).catch(() => undefined);
+    return Promise.resolve();
   };
   // No room to wait for (the queue is in PostgreSQL) and nothing to do after the commit: the job
   // went in with the message, so a message found stored has its job too.
@@ -127,8 +132,6 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
     idle,
     // Its jobs outlive a restart: nothing to recover from the inbox.
     async start(worker: TurnWorker) {
-      const table = (await boss.getQueue(QUEUE))?.table;
-      if (!table) throw new Error(`pg-boss has no queue ${QUEUE}`);
       const store = options.database ? rawPostgres(options.database) : undefined;
       const db = store ? { executeSql: (text: string, values?: unknown[]) => store.query(text, values ?? []) as Promise<{ rows: never[] }> } : boss.getDb();
       // pollMs: the fallback when a NOTIFY is missed, and what finds a turn retried after a delay

@@ -1,5 +1,17 @@
 /**
- * The statements that end a turn's pg-boss job, ours rather than pg-boss's `complete()`: issued in
+ * A turn's pg-boss job, stored and ended with statements of ours rather than pg-boss's `send()`
+ * and `complete()`.
+ *
+ * Stored: issued at once inside the accepting transaction (pg-boss's send builds its statement
+ * after awaits of its own, so the transaction's COMMIT could only follow its answer: one round
+ * trip more per message), prepared, and without the JSON recordset pg-boss parses for a batch.
+ * Written after pg-boss 12's `insertJobs` (node_modules/pg-boss/dist/plans.js) for the one job a
+ * turn is: a new id, the queue's own settings (expiry, retention, retries, heartbeat, policy)
+ * read from its row as pg-boss's insert reads them, runnable now (priority 0, `start_after` now),
+ * keyed by conversation, and the NOTIFY on pg-boss's channel with the queue's name that its
+ * insert sends for a job runnable at once (`notifyChannelSql`), in the same transaction.
+ *
+ * Ended: the statements that end a turn's pg-boss job, ours rather than pg-boss's `complete()`: issued in
  * the transaction that records the turn's end (one statement among its writes, no round trip after
  * the commit), prepared on the store's connections, and telling whether the conversation has a
  * turn waiting behind this one (so a node knows whether a fetch after the turn can find anything).
@@ -29,6 +41,20 @@ export function completeSql(table: string, schema = 'pgboss'): string {
     SET completed_on = ${schema}.job_now(), state = 'completed', output = NULL
     WHERE j.name = $1 AND j.id = $2::uuid AND j.state = 'active' AND j.retry_count = $3
     RETURNING EXISTS (SELECT 1 FROM ${schema}.${table} n WHERE n.name = j.name AND n.singleton_key = j.singleton_key AND n.state < 'active') AS next`;
+}
+
+/** Stores a job of queue $1 with data $2 (jsonb) and key $3; NOTIFYs `channel` with the queue's name. */
+export function insertSql(table: string, channel: string, schema = 'pgboss'): string {
+  return `WITH ins AS (
+      INSERT INTO ${schema}.${table} (id, name, data, priority, start_after, created_on, singleton_key, expire_seconds, deletion_seconds,
+        keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max, policy, dead_letter, heartbeat_seconds, blocked, blocking, pending_dependencies)
+      SELECT gen_random_uuid(), q.name, $2::jsonb, 0, ${schema}.job_now(), ${schema}.job_now(), $3::text, q.expire_seconds, q.deletion_seconds,
+        ${schema}.job_now() + q.retention_seconds * interval '1s', q.retry_limit, q.retry_delay, q.retry_backoff, q.retry_delay_max, q.policy, q.dead_letter, q.heartbeat_seconds, false, false, 0
+      FROM ${schema}.queue q WHERE q.name = $1
+      ON CONFLICT DO NOTHING
+      RETURNING id
+    )
+    SELECT pg_notify('${channel}', $1) FROM ins`;
 }
 
 /** What {@link completeSql} returns: no row when the claim was gone. */

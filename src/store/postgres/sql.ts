@@ -83,16 +83,25 @@ class PostgresSql implements Sql {
   protected readonly target: Queryable;
   protected readonly statements: Statements;
   readonly #writes: Coalescer | undefined;
+  /** In a transaction: told of each statement that fails (see PostgresDatabase.transaction). */
+  readonly #failed: ((error: unknown) => void) | undefined;
 
-  constructor(target: Queryable, statements: Statements, writes?: Coalescer) {
+  constructor(target: Queryable, statements: Statements, writes?: Coalescer, failed?: (error: unknown) => void) {
     this.target = target;
     this.statements = statements;
     this.#writes = writes;
+    this.#failed = failed;
+  }
+
+  #send(statement: Prepared, values: readonly unknown[]): Promise<QueryResult> {
+    this.#writes?.hold();
+    const sent = this.target.query({ ...statement, values: values as unknown[] });
+    if (this.#failed) sent.catch(this.#failed);
+    return sent;
   }
 
   #query(sql: string, params: readonly SqlValue[]): Promise<QueryResult> {
-    this.#writes?.hold();
-    return this.target.query({ ...this.statements.get(sql, params.length), values: params as unknown[] });
+    return this.#send(this.statements.get(sql, params.length), params);
   }
 
   async get<Row>(sql: string, params: readonly SqlValue[] = []): Promise<Row | undefined> {
@@ -113,8 +122,7 @@ class PostgresSql implements Sql {
 
   /** A statement in PostgreSQL's own placeholders ($1…), for libraries that bring their SQL (pg-boss). */
   async query(text: string, values: readonly unknown[] = []): Promise<{ rows: unknown[] }> {
-    this.#writes?.hold();
-    const result = await this.target.query({ ...this.statements.raw(text, values.length), values: values as unknown[] });
+    const result = await this.#send(this.statements.raw(text, values.length), values);
     return { rows: result.rows };
   }
 }
@@ -155,10 +163,16 @@ class PostgresDatabase extends PostgresSql implements Database {
       writes.hold();
       const begun = client.query('BEGIN');
       begun.catch(() => undefined);
+      /** The first statement of `work` that failed: one whose answer `work` did not wait for fails the transaction all the same. */
+      let failure: { readonly error: unknown } | undefined;
       try {
-        const result = await work(new PostgresSql(client, this.statements, writes));
+        const result = await work(new PostgresSql(client, this.statements, writes, (error) => (failure ??= { error })));
         await begun;
-        await client.query('COMMIT');
+        // A transaction a statement failed in is rolled back by its COMMIT, which then answers
+        // ROLLBACK, not an error: a statement issued without waiting for its answer (a turn's job,
+        // src/cluster/pg-boss-queue.ts, goes out with the COMMIT) would otherwise be lost unseen.
+        const committed = await client.query('COMMIT');
+        if (committed.command !== 'COMMIT') throw failure?.error ?? new Error(`PostgreSQL answered the COMMIT with ${committed.command}: a statement of the transaction failed`);
         return result;
       } catch (error) {
         await client.query('ROLLBACK').catch((rollback: unknown) => (broken = rollback));
