@@ -78,3 +78,33 @@ it('a turn whose settling transaction rolled back has its job completed by the q
     await database.close();
   }
 });
+
+it('accepts a message and its job in one statement: the turn runs with the inbox seq, a redelivery stores nothing', async () => {
+  const url = await server.createDatabase();
+  const database = await openPostgres({ url, log: testLogger() });
+  const queue = await createPgBossQueue({ url, log: testLogger(), concurrency: 2, heartbeatSeconds: 10, turnTimeoutSeconds: 60, database });
+  try {
+    const ran: Array<[number, string]> = [];
+    await queue.start(async (seq, conversation) => {
+      ran.push([seq, conversation]);
+      return 'done';
+    }, async () => []);
+    const message = { channel: 'terminal', account: 'local', chat: 'me', id: 'm-1', sender: { id: 'me' }, text: 'hi', timestamp: 1 };
+    const ticket = await queue.reserve();
+    const accepted = await ticket.accept!(database, message);
+    assert.equal(accepted?.conversation, 'terminal:local:me');
+    const row = await database.get<{ seq: number; status: string; payload: string }>('SELECT seq, status, payload FROM inbox WHERE platform_id = ?', ['m-1']);
+    assert.equal(row?.seq, accepted.seq);
+    assert.deepEqual(JSON.parse(row.payload), message);
+    assert.equal(await (await queue.reserve()).accept!(database, message), undefined, 'a redelivery');
+    const started = Date.now();
+    while (ran.length < 1 && Date.now() - started < 4000) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(ran, [[accepted.seq, 'terminal:local:me']], 'its NOTIFY started the turn at once, and only one job was stored');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(ran.length, 1);
+    assert.equal((await database.get<{ n: number }>("SELECT count(*) AS n FROM pgboss.job_common WHERE name = 'switchboard-turns'"))?.n, 1);
+  } finally {
+    await queue.stop(1000);
+    await database.close();
+  }
+});

@@ -19,7 +19,9 @@ import { listen, type Listening } from './listen.ts';
 import type { Database, Sql } from '../store/sql.ts';
 import type { QueuedTurn, TurnQueue, TurnTicket, TurnWorker } from '../runtime/turn-queue.ts';
 import { TurnRunner, type TurnJob } from './turn-runner.ts';
-import { insertSql } from './turn-jobs.ts';
+import { acceptSql, insertSql } from './turn-jobs.ts';
+import { conversationKey } from '../conversation.ts';
+import type { InboundMessage } from '../channel.ts';
 
 export interface PgBossQueueOptions {
   readonly url: string;
@@ -104,6 +106,13 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
   const table = (await boss.getQueue(QUEUE))?.table;
   if (!table) throw new Error(`pg-boss has no queue ${QUEUE}`);
   const insert = insertSql(table, BOSS_CHANNEL);
+  const accepting = acceptSql(table, BOSS_CHANNEL);
+  const accept = async (sql: Sql, message: InboundMessage): Promise<QueuedTurn | undefined> => {
+    if (sql.dialect !== 'postgres') throw new Error('the pg-boss queue needs the PostgreSQL store ([store] kind = "postgres")');
+    const conversation = conversationKey(message);
+    const row = await sql.get<{ seq: number }>(accepting, [message.channel, message.id, conversation, JSON.stringify(message), Date.now(), QUEUE]);
+    return row ? { seq: row.seq, conversation } : undefined;
+  };
   const enqueue = (tx: Sql, turn: QueuedTurn): Promise<void> => {
     const raw = rawPostgres(tx);
     if (!raw) return Promise.reject(new Error('the pg-boss queue needs the PostgreSQL store ([store] kind = "postgres")'));
@@ -116,7 +125,7 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
   };
   // No room to wait for (the queue is in PostgreSQL) and nothing to do after the commit: the job
   // went in with the message, so a message found stored has its job too.
-  const ticket: TurnTicket = { enqueue, committed: () => undefined, redelivered: async () => undefined, release: () => undefined };
+  const ticket: TurnTicket = { enqueue, accept, committed: () => undefined, redelivered: async () => undefined, release: () => undefined };
 
   return {
     get inFlight() {

@@ -2,7 +2,8 @@
  * A turn's pg-boss job, stored and ended with statements of ours rather than pg-boss's `send()`
  * and `complete()`.
  *
- * Stored: issued at once inside the accepting transaction (pg-boss's send builds its statement
+ * Stored: with the message, in one statement ({@link acceptSql}); or (a turn stored by a command,
+ * not by the runtime's accept) issued at once inside the accepting transaction (pg-boss's send builds its statement
  * after awaits of its own, so the transaction's COMMIT could only follow its answer: one round
  * trip more per message), prepared, and without the JSON recordset pg-boss parses for a batch.
  * Written after pg-boss 12's `insertJobs` (node_modules/pg-boss/dist/plans.js) for the one job a
@@ -43,18 +44,37 @@ export function completeSql(table: string, schema = 'pgboss'): string {
     RETURNING EXISTS (SELECT 1 FROM ${schema}.${table} n WHERE n.name = j.name AND n.singleton_key = j.singleton_key AND n.state < 'active') AS next`;
 }
 
+/** The job's insert from `source` (FROM items giving `data` jsonb and `key` text) into the queue named `queue` (an SQL expression). */
+function jobInsert(table: string, schema: string, data: string, key: string, source: string, queue: string): string {
+  return `INSERT INTO ${schema}.${table} (id, name, data, priority, start_after, created_on, singleton_key, expire_seconds, deletion_seconds,
+        keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max, policy, dead_letter, heartbeat_seconds, blocked, blocking, pending_dependencies)
+      SELECT gen_random_uuid(), q.name, ${data}, 0, ${schema}.job_now(), ${schema}.job_now(), ${key}, q.expire_seconds, q.deletion_seconds,
+        ${schema}.job_now() + q.retention_seconds * interval '1s', q.retry_limit, q.retry_delay, q.retry_backoff, q.retry_delay_max, q.policy, q.dead_letter, q.heartbeat_seconds, false, false, 0
+      FROM ${source}${schema}.queue q WHERE q.name = ${queue}
+      ON CONFLICT DO NOTHING
+      RETURNING name`;
+}
+
 /** Stores a job of queue $1 with data $2 (jsonb) and key $3; NOTIFYs `channel` with the queue's name. */
 export function insertSql(table: string, channel: string, schema = 'pgboss'): string {
-  return `WITH ins AS (
-      INSERT INTO ${schema}.${table} (id, name, data, priority, start_after, created_on, singleton_key, expire_seconds, deletion_seconds,
-        keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max, policy, dead_letter, heartbeat_seconds, blocked, blocking, pending_dependencies)
-      SELECT gen_random_uuid(), q.name, $2::jsonb, 0, ${schema}.job_now(), ${schema}.job_now(), $3::text, q.expire_seconds, q.deletion_seconds,
-        ${schema}.job_now() + q.retention_seconds * interval '1s', q.retry_limit, q.retry_delay, q.retry_backoff, q.retry_delay_max, q.policy, q.dead_letter, q.heartbeat_seconds, false, false, 0
-      FROM ${schema}.queue q WHERE q.name = $1
-      ON CONFLICT DO NOTHING
-      RETURNING id
-    )
-    SELECT pg_notify('${channel}', $1) FROM ins`;
+  return `WITH ins AS (${jobInsert(table, schema, '$2::jsonb', '$3::text', '', '$1')})
+    SELECT pg_notify('${channel}', name) FROM ins LIMIT 1`;
+}
+
+/**
+ * The message and its job in one statement, in the store's `?` placeholders: the inbox row as
+ * Inbox.accept stores it (channel, platform id, conversation, payload, received at; nothing for a
+ * message stored before), then the job of queue `?` for it with `{ seq, conversation }`, and the
+ * NOTIFY — a statement is atomic, so no transaction around them. Returns the message's seq.
+ */
+export function acceptSql(table: string, channel: string, schema = 'pgboss'): string {
+  return `WITH m AS (
+      INSERT INTO inbox (channel, platform_id, conversation, payload, received_at) VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT (channel, platform_id) DO NOTHING RETURNING seq, conversation
+    ),
+    ins AS (${jobInsert(table, schema, "jsonb_build_object('seq', m.seq, 'conversation', m.conversation)", 'm.conversation', 'm, ', '?')}),
+    notified AS (SELECT pg_notify('${channel}', name) FROM ins LIMIT 1)
+    SELECT seq, (SELECT count(*) FROM notified) AS notified FROM m`;
 }
 
 /** What {@link completeSql} returns: no row when the claim was gone. */

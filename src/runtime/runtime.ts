@@ -145,12 +145,14 @@ export class Runtime {
       // While the disk is full nothing is tried: the probe says when there is room again.
       const refused = this.#storage.refuse(`accept message ${message.id} of ${message.channel}`);
       if (refused) throw refused;
-      // the message and its turn in one transaction
-      entry = await this.#options.database.transaction(async (tx) => {
-        const accepted = await this.#inbox.in(tx).accept(message);
-        if (accepted) await ticket.enqueue(tx, accepted);
-        return accepted;
-      });
+      // the message and its turn in one transaction (or one statement)
+      entry = ticket.accept
+        ? await ticket.accept(this.#options.database, message)
+        : await this.#options.database.transaction(async (tx) => {
+            const accepted = await this.#inbox.in(tx).accept(message);
+            if (accepted) await ticket.enqueue(tx, accepted);
+            return accepted;
+          });
     } catch (error) {
       // A lost connection can lose only the answer to a COMMIT that went through: read back
       // before refusing, so a stored message is not reported refused (its platform would deliver

@@ -7,6 +7,7 @@
  * first in first out within a conversation, never two of one conversation at once, and many
  * conversations in parallel; test/contracts/turn-queue.ts holds them to it.
  */
+import type { InboundMessage } from '../channel.ts';
 import type { Sql } from '../store/sql.ts';
 
 /** One turn: the inbox entry `seq` of `conversation` (the key nothing runs two of at once). */
@@ -42,6 +43,12 @@ export interface TurnSettle {
 export interface TurnTicket {
   /** Inside the transaction that accepted the message: a shared queue stores the turn's job with it. */
   enqueue(tx: Sql, turn: QueuedTurn): Promise<void>;
+  /**
+   * Stores the message in the inbox and its turn's job in one statement (a shared queue on
+   * PostgreSQL: no transaction around the two, one statement instead of four); undefined for a
+   * message stored before. Without it, the message is stored and {@link enqueue} called in one transaction.
+   */
+  accept?(sql: Sql, message: InboundMessage): Promise<QueuedTurn | undefined>;
   /** That transaction committed (or was found committed after its answer was lost): the local queue schedules the turn now. */
   committed(turn: QueuedTurn): void;
   /**
