@@ -1,8 +1,9 @@
 /**
- * The pg-boss queue's wake-up path: pg-boss's own listener is off and the queue LISTENs on the
- * channel pg-boss NOTIFYs (a name derived from its schema, src/cluster/pg-boss-queue.ts). Should a
- * pg-boss upgrade rename that channel, turns would still run, but only at the 5 s poll: this
- * catches it.
+ * The pg-boss queue beyond the turn-queue contract: its wake-up path (pg-boss's own listener is
+ * off and the queue LISTENs on the channel pg-boss NOTIFYs, a name derived from its schema: should
+ * a pg-boss upgrade rename that channel, turns would still run, but only at the 5 s poll), a
+ * turn's job ended in the turn's own transaction or, when that rolled back, by the queue, and a
+ * message stored with its job in one statement.
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';

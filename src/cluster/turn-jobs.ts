@@ -14,8 +14,7 @@
  *
  * Ended: the statements that end a turn's pg-boss job, ours rather than pg-boss's `complete()`: issued in
  * the transaction that records the turn's end (one statement among its writes, no round trip after
- * the commit), prepared on the store's connections, and telling whether the conversation has a
- * turn waiting behind this one (so a node knows whether a fetch after the turn can find anything).
+ * the commit), prepared on the store's connections.
  *
  * Written after pg-boss 12's own complete (node_modules/pg-boss/dist/plans.js: `completeJobs` →
  * `completeJobsUpdate`, fenced by `attemptFence`): state `completed`, `completed_on` from its
@@ -34,14 +33,11 @@ export interface FetchedJob<T> {
   readonly retryCount: number;
 }
 
-/** pg-boss's schema (its default, which the queue uses) and job table of the queue (from getQueue). */
+/** Completes job $2 of queue $1 fetched at attempt $3, in pg-boss's `schema` and the queue's job `table` (getQueue's `table`). */
 export function completeSql(table: string, schema = 'pgboss'): string {
-  // `next`: a job of the same conversation not yet started (created or retry), i.e. what
-  // key_strict_fifo held back behind this one and releases with this commit.
-  return `UPDATE ${schema}.${table} AS j
+  return `UPDATE ${schema}.${table}
     SET completed_on = ${schema}.job_now(), state = 'completed', output = NULL
-    WHERE j.name = $1 AND j.id = $2::uuid AND j.state = 'active' AND j.retry_count = $3
-    RETURNING EXISTS (SELECT 1 FROM ${schema}.${table} n WHERE n.name = j.name AND n.singleton_key = j.singleton_key AND n.state < 'active') AS next`;
+    WHERE name = $1 AND id = $2::uuid AND state = 'active' AND retry_count = $3`;
 }
 
 /** The job's insert from `source` (FROM items giving `data` jsonb and `key` text) into the queue named `queue` (an SQL expression). */
@@ -75,9 +71,4 @@ export function acceptSql(table: string, channel: string, schema = 'pgboss'): st
     ins AS (${jobInsert(table, schema, "jsonb_build_object('seq', m.seq, 'conversation', m.conversation)", 'm.conversation', 'm, ', '?')}),
     notified AS (SELECT pg_notify('${channel}', name) FROM ins LIMIT 1)
     SELECT seq, (SELECT count(*) FROM notified) AS notified FROM m`;
-}
-
-/** What {@link completeSql} returns: no row when the claim was gone. */
-export interface Completed {
-  readonly next: boolean;
 }
