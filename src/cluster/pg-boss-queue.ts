@@ -14,6 +14,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { PgBoss } from 'pg-boss';
+import type { Pool } from 'pg';
 import { rawPostgres } from '../store/postgres/sql.ts';
 import { listen, type Listening } from './listen.ts';
 import type { Database, Sql } from '../store/sql.ts';
@@ -36,7 +37,7 @@ export interface PgBossQueueOptions {
    * The store (PostgreSQL): fetches and the settles outside a turn's transaction go through its
    * pool, prepared. Without it (a command that only stores turns), pg-boss's own pool.
    */
-  readonly database?: Database;
+  readonly database?: Database & { readonly pool?: Pool };
 }
 
 const QUEUE = 'switchboard-turns';
@@ -143,10 +144,19 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
     async start(worker: TurnWorker) {
       const store = options.database ? rawPostgres(options.database) : undefined;
       const db = store ? { executeSql: (text: string, values?: unknown[]) => store.query(text, values ?? []) as Promise<{ rows: never[] }> } : boss.getDb();
+      const pool = options.database?.pool;
+      // prepared, named by the statement (its text varies only with the batch size)
+      const names = new Map<string, string>();
+      const named = (text: string): string => {
+        let name = names.get(text);
+        if (name === undefined) names.set(text, (name = `sbq-${createHash('sha1').update(text).digest('hex').slice(0, 16)}`));
+        return name;
+      };
+      const fetchDb = pool ? { executeSql: async (text: string, values?: unknown[]) => ({ rows: (await pool.query({ name: named(text), text, values: values ?? [] })).rows as never[] }) } : db;
       // pollMs: the fallback when a NOTIFY is missed, and what finds a turn retried after a delay
       // (no NOTIFY for a job not yet runnable) — as often as pg-boss's own workers polled.
       const running = new TurnRunner(
-        { boss, queue: QUEUE, table, db, log, concurrency: options.concurrency, heartbeatSeconds: options.heartbeatSeconds, pollMs: 5000, onChange: ended },
+        { boss, queue: QUEUE, table, db, fetchDb, log, concurrency: options.concurrency, heartbeatSeconds: options.heartbeatSeconds, pollMs: 5000, onChange: ended },
         worker,
       );
       runner = running;
