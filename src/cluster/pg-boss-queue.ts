@@ -34,8 +34,8 @@ export interface PgBossQueueOptions {
   /** The longest a turn may run (pg-boss expires it after that and hands it on). */
   readonly turnTimeoutSeconds: number;
   /**
-   * The store (PostgreSQL): a job's end outside a turn's transaction, heartbeats and fails go
-   * through its pool, prepared. Without it (a command that only stores turns), pg-boss's own pool.
+   * The store (PostgreSQL): fetches and the settles outside a turn's transaction go through its
+   * pool, prepared. Without it (a command that only stores turns), pg-boss's own pool.
    */
   readonly database?: Database & { readonly pool?: Pool };
 }
@@ -144,10 +144,8 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
     async start(worker: TurnWorker) {
       const store = options.database ? rawPostgres(options.database) : undefined;
       const db = store ? { executeSql: (text: string, values?: unknown[]) => store.query(text, values ?? []) as Promise<{ rows: never[] }> } : boss.getDb();
-      // Fetches on pg-boss's own pool (sized for them, as its workers had it: the store's pool
-      // serves the turns), prepared, named by the statement (its text varies only with the batch
-      // size). Its pool is not a documented property: without it, the store's pool.
-      const pool = (boss.getDb() as { readonly pool?: Pool }).pool ?? options.database?.pool;
+      const pool = options.database?.pool;
+      // prepared, named by the statement (its text varies only with the batch size)
       const names = new Map<string, string>();
       const named = (text: string): string => {
         let name = names.get(text);

@@ -40,7 +40,7 @@ export interface TurnRunnerOptions {
   readonly table: string;
   /** Where fetches and settles outside a turn's transaction go: the store's pool (prepared statements), or pg-boss's. */
   readonly db: IDatabase;
-  /** Where fetches go: a connection of their own each (not one a turn's statements share, which would hold a claim behind them), outside the store's pool. */
+  /** Where fetches go: a connection of their own each (not one a turn's statements share, which would hold a claim behind them). */
   readonly fetchDb: IDatabase;
   readonly log: Logger;
   readonly concurrency: number;
