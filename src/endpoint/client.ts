@@ -26,15 +26,17 @@
  *   without that variable no proxy is used, as before.
  *
  * No body size limit (fetch had none). The response is our own small type: constructing a global
- * `Response` or `Headers` would load undici. node:https (and so tls) and node:zlib are required
- * the first time an https URL or an encoded body needs them.
+ * `Response` or `Headers` would load undici. node:http, node:https (and so tls) and node:zlib are
+ * required, not imported (src/http/node-http.ts says why for node:http), and only the first time
+ * a request, an https URL or an encoded body needs them: a daemon that has not called its model
+ * yet has not loaded them.
  */
 import type * as Https from 'node:https';
 import type * as Zlib from 'node:zlib';
+import type * as Http from 'node:http';
 import type { Agent, ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { createRequire } from 'node:module';
 import { pipeline, type Readable } from 'node:stream';
-import { httpAgent, httpRequest } from '../http/node-http.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -79,6 +81,7 @@ export function createEndpointClient(options: EndpointClientOptions = {}): Endpo
   const agentOptions = { keepAlive: true, timeout: options.idleMs ?? 4000, ...(proxyEnv ? { proxyEnv } : {}) };
   let plain: Agent | undefined;
   let secure: Https.Agent | undefined;
+  let http: typeof Http | undefined;
   let https: typeof Https | undefined;
 
   function open(url: URL, method: string, headers: OutgoingHttpHeaders): ClientRequest {
@@ -88,8 +91,9 @@ export function createEndpointClient(options: EndpointClientOptions = {}): Endpo
       return https.request(url, { method, headers, agent: secure });
     }
     if (url.protocol !== 'http:') throw new TypeError('fetch failed', { cause: new Error(`unsupported protocol ${url.protocol} (only http and https)`) });
-    plain ??= new httpAgent(agentOptions);
-    return httpRequest(url, { method, headers, agent: plain });
+    http ??= require('node:http') as typeof Http;
+    plain ??= new http.Agent(agentOptions);
+    return http.request(url, { method, headers, agent: plain });
   }
 
   /** One hop: resolves with the response once its headers are in. */
