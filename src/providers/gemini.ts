@@ -7,7 +7,7 @@
 import { deadline } from '../abort.ts';
 import { ProviderError, sendable, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
 import { cutShort, eventObject, httpFailure, isEventStream, isObject, parseJson, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from '../endpoint/http.ts';
-import { createEndpointClient, type EndpointClient, type EndpointResponse } from '../endpoint/client.ts';
+import { createEndpointClient, type EndpointClient } from '../endpoint/client.ts';
 import { createSchemaCleaner } from './schema-clean.ts';
 import { BoundedMap } from '../bounded-map.ts';
 
