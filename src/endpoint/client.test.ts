@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -284,6 +288,31 @@ describe('endpoint client (node:http)', () => {
     } finally {
       bypass.close();
     }
+  });
+});
+
+describe('endpoint client over https', () => {
+  it('refuses a self-signed server, and trusts it once NODE_EXTRA_CA_CERTS names its certificate', (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'sb-client-tls-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const key = join(dir, 'key.pem');
+    const cert = join(dir, 'cert.pem');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    // A child, since Node reads NODE_EXTRA_CA_CERTS once at start.
+    const script = [
+      `import { createServer } from 'node:https';`,
+      `import { readFileSync } from 'node:fs';`,
+      `import { createEndpointClient } from ${JSON.stringify(new URL('./client.ts', import.meta.url).href)};`,
+      `const server = createServer({ key: readFileSync(${JSON.stringify(key)}), cert: readFileSync(${JSON.stringify(cert)}) }, (q, s) => { q.resume(); q.on('end', () => s.end('{"tls":true}')); }).listen(0, '127.0.0.1');`,
+      `await new Promise((r) => server.once('listening', r));`,
+      `const client = createEndpointClient();`,
+      `try { const r = await client.post('https://127.0.0.1:' + server.address().port + '/v1', { headers: {}, body: '{}', signal: new AbortController().signal }); process.stdout.write(r.status + ' ' + await r.text()); }`,
+      `catch (e) { process.stdout.write(e.message + ': ' + e.cause?.code); }`,
+      `finally { server.close(); client.close(); }`,
+    ].join('\n');
+    const run = (env: NodeJS.ProcessEnv): string => execFileSync(process.execPath, ['--input-type=module', '-e', script], { env: { PATH: process.env.PATH, ...env }, encoding: 'utf8' });
+    assert.equal(run({}), 'fetch failed: DEPTH_ZERO_SELF_SIGNED_CERT');
+    assert.equal(run({ NODE_EXTRA_CA_CERTS: cert }), '200 {"tls":true}');
   });
 });
 
