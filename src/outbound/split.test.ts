@@ -113,6 +113,13 @@ describe('splitMessage', () => {
     ]);
   });
 
+  it('never cuts a code line at the space before a run of tildes or backticks, which would close the fence reopened in the next part', () => {
+    // cut there, the next part was "~~~~\n~~~~\na line after it\n~~~~": the content's "~~~~" closed
+    // the reopened fence, the line after it left the code block and the last "~~~~" opened one
+    const text = `~~~~\n${'w '.repeat(23)}~~~~\na line after it\n~~~~`;
+    assert.deepEqual(splitMessage(text, 64), [`~~~~\n${'w '.repeat(21)}w\n~~~~`, '~~~~\nw ~~~~\na line after it\n~~~~']);
+  });
+
   it('measures in the platform\'s units (e.g. UTF-8 bytes)', () => {
     const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
     check('ünïcödé '.repeat(200), 100, bytes);

@@ -223,6 +223,9 @@ function cutBlock(text: string, paragraph: boolean, limit: number, measure: Meas
   const clean = (cut: number): boolean => {
     if (spans.some((span) => !span.atomic && ((cut > span.start && cut < span.start + span.open.length) || (cut > span.end - span.close.length && cut < span.end)))) return false; // inside a marker
     const next = skipSpace(text, cut);
+    // a cut at a space would start a line with the run of backticks or tildes after it: inside a
+    // fence such a line can close it, and "~~~~ *x*" is read as a fence line (fuzz seed 1355296298)
+    if (text[cut] !== '\n' && /^(?:`{3}|~{3})/.test(text.slice(next, next + 3))) return false;
     const close = markers(spans, 0, cut, text.length).close;
     const open = markers(spans, next, text.length, text.length).open;
     return !(close !== '' && close[0] === text[cut - 1]) && !(open !== '' && open.at(-1) === text[next]);
