@@ -102,10 +102,30 @@ export function createLogger(options: LoggerOptions): Logger {
   if (!pretty) {
     const destination: DestinationStream =
       typeof stream.fd === 'number' ? pino.destination({ fd: stream.fd, sync: true }) : (stream as DestinationStream);
-    return pino(base, withTap(destination, options.tap));
+    return primitivesAsThey(pino(base, withTap(destination, options.tap)));
   }
   // pino-pretty is loaded only for a human at a terminal; daemons never pay for it.
   const require = createRequire(import.meta.url);
   const pinoPretty = require('pino-pretty') as (options: Record<string, unknown>) => DestinationStream;
-  return pino(base, withTap(pinoPretty({ destination: stream, sync: true, colorize: stream.isTTY === true, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l', singleLine: options.singleLine === true, ...(options.singleLine ? { errorLikeObjectKeys: ['err'] } : {}) }), options.tap));
+  return primitivesAsThey(pino(base, withTap(pinoPretty({ destination: stream, sync: true, colorize: stream.isTTY === true, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l', singleLine: options.singleLine === true, ...(options.singleLine ? { errorLikeObjectKeys: ['err'] } : {}) }), options.tap)));
+}
+
+type Stringify = (value: unknown, safe?: unknown) => string | undefined;
+
+/**
+ * pino runs its wildcard redactor (the `*.…` paths) on every value of every line and of every
+ * child's bindings, a string or a number too, where there is nothing to redact; @pinojs/redact
+ * parses its 24 paths character by character on each call: ~30 % of the bytes the daemon
+ * allocated per webhook message (a turn's child logger and its "turn done" line). A string,
+ * number or boolean is written as the redactor would end up writing it (JSON.stringify);
+ * objects still go through it. Children share their root's stringifiers (unless given a
+ * `redact` of their own, which nothing here does).
+ */
+function primitivesAsThey(logger: Logger): Logger {
+  const stringifiers = (logger as unknown as Record<symbol, Record<symbol, Stringify | undefined> | undefined>)[pino.symbols.stringifiersSym];
+  const redacting = stringifiers?.[pino.symbols.wildcardFirstSym];
+  if (stringifiers === undefined || redacting === undefined) return logger;
+  stringifiers[pino.symbols.wildcardFirstSym] = (value, safe) =>
+    typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? JSON.stringify(value) : redacting(value, safe);
+  return logger;
 }
