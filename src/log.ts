@@ -47,37 +47,47 @@ export interface LogTail {
 }
 
 export function createLogTail(max = 500): LogTail {
-  const lines: TailLine[] = [];
+  // A line is parsed when it is read (the console's Logs page) or someone listens (its live
+  // tail), once: a daemon whose console nobody watches parses none of its lines.
+  const kept: Array<{ readonly seq: number; readonly text: string; readonly at: number; entry?: TailLine }> = [];
   const listeners = new Set<(line: TailLine) => void>();
   let seq = 0;
+  const entryOf = (item: (typeof kept)[number]): TailLine => (item.entry ??= parseTailLine(item.seq, item.text, item.at));
   return {
     write(chunk) {
       for (const text of chunk.split('\n')) {
         if (text.trim() === '') continue;
-        let parsed: { level?: unknown; time?: unknown; msg?: unknown; channel?: unknown } = {};
-        try {
-          parsed = JSON.parse(text) as typeof parsed;
-        } catch {
-          // not JSON: kept as the message
-        }
-        const entry: TailLine = {
-          seq: ++seq,
-          level: typeof parsed.level === 'number' ? parsed.level : 30,
-          time: typeof parsed.time === 'number' ? parsed.time : Date.now(),
-          msg: typeof parsed.msg === 'string' ? parsed.msg : text,
-          ...(typeof parsed.channel === 'string' ? { channel: parsed.channel } : {}),
-          line: text,
-        };
-        lines.push(entry);
-        if (lines.length > max) lines.shift();
+        const item = { seq: ++seq, text, at: Date.now() };
+        kept.push(item);
+        if (kept.length > max) kept.shift();
+        if (listeners.size === 0) continue;
+        const entry = entryOf(item);
         for (const listener of listeners) listener(entry);
       }
     },
-    lines: () => [...lines],
+    lines: () => kept.map(entryOf),
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+  };
+}
+
+/** One written line as the console shows it; `at` (when it was written) stands in for a time the line lacks. */
+function parseTailLine(seq: number, text: string, at: number): TailLine {
+  let parsed: { level?: unknown; time?: unknown; msg?: unknown; channel?: unknown } = {};
+  try {
+    parsed = JSON.parse(text) as typeof parsed;
+  } catch {
+    // not JSON: kept as the message
+  }
+  return {
+    seq,
+    level: typeof parsed.level === 'number' ? parsed.level : 30,
+    time: typeof parsed.time === 'number' ? parsed.time : at,
+    msg: typeof parsed.msg === 'string' ? parsed.msg : text,
+    ...(typeof parsed.channel === 'string' ? { channel: parsed.channel } : {}),
+    line: text,
   };
 }
 
