@@ -99,7 +99,8 @@ class Group {
  * is undone by SQLite by itself and a failed transaction rolls back to its savepoint; when the
  * whole group is lost (a full disk or an I/O error can roll it all back, and so can a failed
  * COMMIT), every statement in it is run again on its own and answers for itself, and a
- * transaction in it fails (its work cannot be run twice).
+ * transaction in it fails (its work cannot be run twice). What is written straight on `db` (the
+ * SQLite memory, the embedding cache) while a group is open lands in it and commits with it.
  */
 class SqliteDatabase implements Database {
   readonly dialect = 'sqlite';
