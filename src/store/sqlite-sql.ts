@@ -99,8 +99,10 @@ class Group {
  * is undone by SQLite by itself and a failed transaction rolls back to its savepoint; when the
  * whole group is lost (a full disk or an I/O error can roll it all back, and so can a failed
  * COMMIT), every statement in it is run again on its own and answers for itself, and a
- * transaction in it fails (its work cannot be run twice). What is written straight on `db` (the
- * SQLite memory, the embedding cache) while a group is open lands in it and commits with it.
+ * transaction in it fails (its work cannot be run twice). What is written straight on `db` while
+ * a group is open lands in it and commits with it: the SQLite memory writes through `write()` so
+ * that it is told when; the embedding cache and the embedder's vectors, which can be made again,
+ * do not wait.
  */
 class SqliteDatabase implements Database {
   readonly dialect = 'sqlite';
@@ -168,21 +170,36 @@ class SqliteDatabase implements Database {
     if (this.db.open) this.db.close();
   }
 
+  /**
+   * A write made straight on `db` with statements of the caller's own (the SQLite memory's), as
+   * a statement of the group: it waits for a transaction under way (it would land in it and roll
+   * back with it), settles with the group's COMMIT and is run again on its own when the group is
+   * lost — so a memory reported stored is committed, as before group commit.
+   */
+  async write<T>(work: () => T): Promise<T> {
+    while (this.#open) await this.#open;
+    return this.#inGroup(false, work);
+  }
+
   /** Runs one statement of a caller outside a transaction: in the open group, or opening one for a write. */
   #alone<T>(sql: string, run: (statement: Prepared) => T): Promise<T> {
     const statement = this.#statements.get(sql);
+    return this.#inGroup(statement.readonly, () => run(statement));
+  }
+
+  #inGroup<T>(readonly: boolean, run: () => T): Promise<T> {
     // A read with no write waiting for its commit reads what is committed.
-    const group = this.#group ?? (statement.readonly ? undefined : this.#begin());
-    if (group === undefined) return Promise.resolve(run(statement));
+    const group = this.#group ?? (readonly ? undefined : this.#begin());
+    if (group === undefined) return Promise.resolve(run());
     let result: T;
     try {
-      result = run(statement);
+      result = run();
     } catch (error) {
       // SQLite undoes a failed statement by itself; when it rolled the whole group back, the others run again.
       if (!this.db.inTransaction) this.#lost(group, error);
       throw error;
     }
-    return group.join(result, () => run(statement));
+    return group.join(result, run);
   }
 
   #begin(): Group {
@@ -251,7 +268,14 @@ class SqliteDatabase implements Database {
   }
 }
 
+/** The SQLite database's, beside the {@link Database} calls. */
+export interface SqliteDatabaseHandle extends Database {
+  readonly db: Db;
+  /** Runs `work`, a write straight on `db`, in the current group commit; settles when that is committed. */
+  write<T>(work: () => T): Promise<T>;
+}
+
 /** The async statements over an open better-sqlite3 connection (see openDatabase). */
-export function sqliteDatabase(db: Db): Database & { readonly db: Db } {
+export function sqliteDatabase(db: Db): SqliteDatabaseHandle {
   return new SqliteDatabase(db);
 }
