@@ -87,10 +87,11 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
       throw error;
     }
   }
-  const database = cluster?.database ?? sqliteDatabase(db);
+  const local = cluster ? undefined : sqliteDatabase(db);
+  const database = cluster?.database ?? local!;
   const approvals = new ApprovalStore(database);
   const schedules = new ScheduleStore(database);
-  const memory = await buildMemory({ config, db, dbPath, dataDir, freshDatabase, log, ...(cluster ? { shared: cluster.database } : {}) });
+  const memory = await buildMemory({ config, db, dbPath, dataDir, freshDatabase, log, ...(cluster ? { shared: cluster.database } : { write: (work) => local!.write(work) }) });
   // Recall is remembered per turn for the console's transcripts (only when it is on).
   const recalled = consoleOn ? recordRecalls(memory.memory) : undefined;
 

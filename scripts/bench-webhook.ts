@@ -46,8 +46,8 @@ interface RunResult {
   readonly p50Ms: number;
   readonly p99Ms: number;
   readonly failed: number;
-  /** CPU ms per message over the measured phase: the daemon, this bench's senders, the fake model. */
-  readonly cpu: { readonly daemon: number; readonly client: number; readonly model: number };
+  /** CPU ms per message over the measured phase: the daemon (and its main thread alone), this bench's senders, the fake model. */
+  readonly cpu: { readonly daemon: number; readonly main: number; readonly client: number; readonly model: number };
   /** Log lines the daemon wrote per measured message. */
   readonly logLines: number;
 }
@@ -69,10 +69,10 @@ function postSigned(agent: Agent, port: number, key: string, body: string): Prom
   });
 }
 
-/** CPU time (user + system) a process has used so far, in ms, from /proc (Linux). */
-function cpuMs(pid: number): number {
+/** CPU time (user + system) a process (or, with `thread`, one of its threads) has used so far, in ms, from /proc (Linux). */
+function cpuMs(pid: number, thread?: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    const fields = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8').split(') ')[1]!.split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
   } catch {
     return NaN;
@@ -162,11 +162,12 @@ async function run(opts: Options, modelUrl: string, modelPid: number, index: num
   };
   await phase(opts.warmup, false);
   const linesBefore = logLines;
-  const before = { daemon: cpuMs(child.pid!), client: process.cpuUsage(), model: cpuMs(modelPid) };
+  // the main thread's id is the process id: the event loop, where the daemon's per-message work queues up
+  const before = { daemon: cpuMs(child.pid!), main: cpuMs(child.pid!, child.pid!), client: process.cpuUsage(), model: cpuMs(modelPid) };
   const seconds = await phase(opts.messages, true);
   const client = process.cpuUsage(before.client);
   const per = (ms: number): number => ms / opts.messages;
-  const cpu = { daemon: per(cpuMs(child.pid!) - before.daemon), client: per((client.user + client.system) / 1000), model: per(cpuMs(modelPid) - before.model) };
+  const cpu = { daemon: per(cpuMs(child.pid!) - before.daemon), main: per(cpuMs(child.pid!, child.pid!) - before.main), client: per((client.user + client.system) / 1000), model: per(cpuMs(modelPid) - before.model) };
   await new Promise((resolveLines) => setTimeout(resolveLines, 200)); // the last lines still in the pipe
   const lineCount = (logLines - linesBefore) / opts.messages;
   agent.destroy();
@@ -186,7 +187,7 @@ async function main(): Promise<void> {
     for (let i = 0; i < opts.runs; i++) {
       const result = await run(opts, fake.baseUrl, fake.pid, i);
       results.push(result);
-      say(`  run ${i + 1}: ${fmt(result.msgPerSecond)} msg/s  p50 ${fmt(result.p50Ms)} ms  p99 ${fmt(result.p99Ms)} ms  ${result.failed} failed; CPU ms/msg daemon ${fmt(result.cpu.daemon, 2)}, senders ${fmt(result.cpu.client, 2)}, model ${fmt(result.cpu.model, 2)}; ${fmt(result.logLines, 2)} log lines/msg`);
+      say(`  run ${i + 1}: ${fmt(result.msgPerSecond)} msg/s  p50 ${fmt(result.p50Ms)} ms  p99 ${fmt(result.p99Ms)} ms  ${result.failed} failed; CPU ms/msg daemon ${fmt(result.cpu.daemon, 2)} (main thread ${fmt(result.cpu.main, 2)}), senders ${fmt(result.cpu.client, 2)}, model ${fmt(result.cpu.model, 2)}; ${fmt(result.logLines, 2)} log lines/msg`);
     }
   } finally {
     await fake.close();

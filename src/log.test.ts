@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
-import { createLogger } from './log.ts';
+import { pino } from 'pino';
+import { createLogger, redactPaths } from './log.ts';
 
 function capture(): { stream: Writable; lines: () => Array<Record<string, unknown>> } {
   let text = '';
@@ -26,6 +27,29 @@ describe('logger', () => {
     assert.equal(line!.token, '[redacted]');
     assert.deepEqual(line!.headers, { authorization: '[redacted]' });
     assert.deepEqual(line!.deep, { a: { password: '[redacted]' } });
+  });
+
+  it('writes every value as pino with its redaction does, strings, numbers and booleans without running the redactor on them', () => {
+    const raw = (): { stream: Writable; text: () => string } => {
+      let text = '';
+      const stream = new Writable({ write: (chunk: Buffer, _encoding, callback) => ((text += chunk.toString('utf8')), callback()) });
+      return { stream, text: () => text.replace(/"time":\d+/g, '"time":0') };
+    };
+    const ours = raw();
+    const theirs = raw();
+    const loggers = [
+      createLogger({ level: 'info', format: 'json', stream: ours.stream }),
+      pino({ level: 'info', base: { pid: process.pid }, redact: { paths: redactPaths, censor: '[redacted]' }, serializers: { err: pino.stdSerializers.err } }, theirs.stream),
+    ];
+    for (const log of loggers) {
+      const child = log.child({ channel: 'webhook', conversation: 'webhook:webhook:a "quoted"\nline \u2028 é 😀', seq: 7, on: true, nan: Number.NaN, big: 2 ** 60, neg: -0 });
+      child.info({ ms: 12.5, inf: Number.POSITIVE_INFINITY, text: '\u0000\u001f\ud800 lone', flag: false, nothing: null, gone: undefined, token: 'x', list: [1, { password: 'p' }], nested: { a: { secret: 's', b: 1 } } }, 'turn done %s');
+      child.warn({ err: Object.assign(new Error('boom'), { apiKey: 'k' }) }, 'failed');
+      log.info('plain');
+    }
+    const stack = /"stack":"(?:[^"\\]|\\.)*"/g; // where each logger was called from differs
+    assert.equal(ours.text().replace(stack, ''), theirs.text().replace(stack, ''));
+    assert.match(ours.text(), /"apiKey":"\[redacted\]"/);
   });
 
   it('respects the level and serialises errors with their stack', () => {

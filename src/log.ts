@@ -47,37 +47,47 @@ export interface LogTail {
 }
 
 export function createLogTail(max = 500): LogTail {
-  const lines: TailLine[] = [];
+  // A line is parsed when it is read (the console's Logs page) or someone listens (its live
+  // tail), once: a daemon whose console nobody watches parses none of its lines.
+  const kept: Array<{ readonly seq: number; readonly text: string; readonly at: number; entry?: TailLine }> = [];
   const listeners = new Set<(line: TailLine) => void>();
   let seq = 0;
+  const entryOf = (item: (typeof kept)[number]): TailLine => (item.entry ??= parseTailLine(item.seq, item.text, item.at));
   return {
     write(chunk) {
       for (const text of chunk.split('\n')) {
         if (text.trim() === '') continue;
-        let parsed: { level?: unknown; time?: unknown; msg?: unknown; channel?: unknown } = {};
-        try {
-          parsed = JSON.parse(text) as typeof parsed;
-        } catch {
-          // not JSON: kept as the message
-        }
-        const entry: TailLine = {
-          seq: ++seq,
-          level: typeof parsed.level === 'number' ? parsed.level : 30,
-          time: typeof parsed.time === 'number' ? parsed.time : Date.now(),
-          msg: typeof parsed.msg === 'string' ? parsed.msg : text,
-          ...(typeof parsed.channel === 'string' ? { channel: parsed.channel } : {}),
-          line: text,
-        };
-        lines.push(entry);
-        if (lines.length > max) lines.shift();
+        const item = { seq: ++seq, text, at: Date.now() };
+        kept.push(item);
+        if (kept.length > max) kept.shift();
+        if (listeners.size === 0) continue;
+        const entry = entryOf(item);
         for (const listener of listeners) listener(entry);
       }
     },
-    lines: () => [...lines],
+    lines: () => kept.map(entryOf),
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+  };
+}
+
+/** One written line as the console shows it; `at` (when it was written) stands in for a time the line lacks. */
+function parseTailLine(seq: number, text: string, at: number): TailLine {
+  let parsed: { level?: unknown; time?: unknown; msg?: unknown; channel?: unknown } = {};
+  try {
+    parsed = JSON.parse(text) as typeof parsed;
+  } catch {
+    // not JSON: kept as the message
+  }
+  return {
+    seq,
+    level: typeof parsed.level === 'number' ? parsed.level : 30,
+    time: typeof parsed.time === 'number' ? parsed.time : at,
+    msg: typeof parsed.msg === 'string' ? parsed.msg : text,
+    ...(typeof parsed.channel === 'string' ? { channel: parsed.channel } : {}),
+    line: text,
   };
 }
 
@@ -102,10 +112,30 @@ export function createLogger(options: LoggerOptions): Logger {
   if (!pretty) {
     const destination: DestinationStream =
       typeof stream.fd === 'number' ? pino.destination({ fd: stream.fd, sync: true }) : (stream as DestinationStream);
-    return pino(base, withTap(destination, options.tap));
+    return primitivesAsThey(pino(base, withTap(destination, options.tap)));
   }
   // pino-pretty is loaded only for a human at a terminal; daemons never pay for it.
   const require = createRequire(import.meta.url);
   const pinoPretty = require('pino-pretty') as (options: Record<string, unknown>) => DestinationStream;
-  return pino(base, withTap(pinoPretty({ destination: stream, sync: true, colorize: stream.isTTY === true, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l', singleLine: options.singleLine === true, ...(options.singleLine ? { errorLikeObjectKeys: ['err'] } : {}) }), options.tap));
+  return primitivesAsThey(pino(base, withTap(pinoPretty({ destination: stream, sync: true, colorize: stream.isTTY === true, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l', singleLine: options.singleLine === true, ...(options.singleLine ? { errorLikeObjectKeys: ['err'] } : {}) }), options.tap)));
+}
+
+type Stringify = (value: unknown, safe?: unknown) => string | undefined;
+
+/**
+ * pino runs its wildcard redactor (the `*.…` paths) on every value of every line and of every
+ * child's bindings, a string or a number too, where there is nothing to redact; @pinojs/redact
+ * parses its 24 paths character by character on each call: ~30 % of the bytes the daemon
+ * allocated per webhook message (a turn's child logger and its "turn done" line). A string,
+ * number or boolean is written as the redactor would end up writing it (JSON.stringify);
+ * objects still go through it. Children share their root's stringifiers (unless given a
+ * `redact` of their own, which nothing here does).
+ */
+function primitivesAsThey(logger: Logger): Logger {
+  const stringifiers = (logger as unknown as Record<symbol, Record<symbol, Stringify | undefined> | undefined>)[pino.symbols.stringifiersSym];
+  const redacting = stringifiers?.[pino.symbols.wildcardFirstSym];
+  if (stringifiers === undefined || redacting === undefined) return logger;
+  stringifiers[pino.symbols.wildcardFirstSym] = (value, safe) =>
+    typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? JSON.stringify(value) : redacting(value, safe);
+  return logger;
 }

@@ -1,9 +1,10 @@
 /**
  * What a started daemon has loaded: neither a terminal-only nor a Telegram daemon loads Node's
- * bundled undici (fetch, WebSocket) — ~13 MB of RSS an idle daemon does not need. An ES import
- * of node:http would (its namespace reads the lazy WebSocket getters): src/http/node-http.ts
- * requires it instead. Read from process.moduleLoadList, written by a preload when the daemon
- * exits after ready.
+ * bundled undici (fetch, WebSocket) — ~13 MB of RSS an idle daemon does not need — and neither
+ * does a turn against the model (the endpoint client, src/endpoint/client.ts, is node:http, not
+ * fetch). An ES import of node:http would (its namespace reads the lazy WebSocket getters):
+ * src/http/node-http.ts requires it instead. Read from process.moduleLoadList, written by a
+ * preload when the daemon exits.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -11,8 +12,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { startFakeOpenAI } from './fixtures/fake-openai.ts';
 import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
-import { cliPath, startDaemon, tempConfig } from './support/cli.ts';
+import { cliPath, startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 
 const root = join(import.meta.dirname, '..');
 const UNDICI = 'NativeModule internal/deps/undici/undici';
@@ -35,9 +37,12 @@ function preloadSource(list: string, atReady: boolean): string {
   ].join('\n');
 }
 
-/** Starts the daemon on `extra`, waits for ready on `stream`, stops it; returns its process.moduleLoadList (or the ES modules loaded at ready). */
-async function loadedBy(extra: string, stream: 'stdout' | 'stderr', atReady = false): Promise<string[]> {
-  const config = tempConfig('http://127.0.0.1:9/v1', extra);
+/**
+ * Starts the daemon on `extra`, waits for ready on `stream`, runs `then` (e.g. a turn), stops it;
+ * returns its process.moduleLoadList (or the ES modules loaded at ready).
+ */
+async function loadedBy(extra: string, stream: 'stdout' | 'stderr', atReady = false, model = 'http://127.0.0.1:9/v1', then?: (daemon: Daemon) => Promise<void>): Promise<string[]> {
+  const config = tempConfig(model, extra);
   try {
     const list = join(config.dir, 'modules.json');
     const preload = join(config.dir, 'preload.mjs');
@@ -48,6 +53,7 @@ async function loadedBy(extra: string, stream: 'stdout' | 'stderr', atReady = fa
       command: [process.execPath, '--import', pathToFileURL(preload).href, cliPath],
     });
     await daemon.waitFor(/"msg":"ready"/, stream);
+    await then?.(daemon);
     daemon.child.kill('SIGTERM');
     assert.equal((await daemon.exited).code, 0);
     return JSON.parse(readFileSync(list, 'utf8')) as string[];
@@ -76,6 +82,22 @@ describe('modules a started daemon loads', () => {
     const loaded = await loadedBy(`${peer.configSection()}allow = ["*"]\n`, 'stdout');
     assert.ok(loaded.includes('NativeModule http'), 'grammY and the webhook module load node:http');
     assert.ok(!loaded.includes(UNDICI), 'undici loaded: something imported node:http as an ES module, or touched fetch/WebSocket');
+  });
+
+  it('a turn against the model loads no undici: the endpoint client is node:http', async () => {
+    const model = await startFakeOpenAI();
+    try {
+      model.script({ text: 'Hello from the model.' });
+      const loaded = await loadedBy('[channels.terminal]\nuser = "tester"\n', 'stderr', false, model.baseUrl, async (daemon) => {
+        daemon.child.stdin.write('hello\n');
+        await daemon.waitFor(/Hello from the model\./, 'stdout');
+      });
+      assert.equal(model.requests.length, 1, 'the model was called');
+      assert.ok(loaded.includes('NativeModule http'), 'the endpoint client loaded node:http');
+      assert.ok(!loaded.includes(UNDICI), 'undici loaded: something on the model path used fetch, Response, Headers, FormData or an ES import of node:http');
+    } finally {
+      await model.close();
+    }
   });
 
   it('a terminal-only daemon is ready before any built-in tool module or croner is loaded (they load after ready, croner for a cron task)', async () => {

@@ -24,6 +24,8 @@ export interface BuiltMemory {
 export interface MemoryDeps {
   readonly config: Config;
   readonly db: Db;
+  /** The daemon's SQLite store's group-commit write (see SqliteMemoryOptions.write); absent = writes commit at once. */
+  readonly write?: <T>(work: () => T) => Promise<T>;
   readonly dbPath: string;
   readonly dataDir: string;
   /** Whether the database file existed before this start (a missing one hydrates from the snapshot). */
@@ -62,6 +64,7 @@ export async function buildMemory(deps: MemoryDeps): Promise<BuiltMemory> {
       const { createSqliteMemory } = await import('../../src/memory/sqlite.ts');
       const sqlite = createSqliteMemory({
         db: deps.db,
+        ...(deps.write ? { write: deps.write } : {}),
         path: deps.dbPath,
         ...((await embeddings(deps, log)) ?? {}),
         vectorWeight: settings.vector_weight,

@@ -37,6 +37,16 @@ describe('discord rendering', () => {
     assert.equal(renderDiscord(markdown), markdown);
   });
 
+  it('closes a fence that raw HTML leaves open, as it closes one a code block leaves open', () => {
+    // CommonMark reads "<b>" and the lines after it to a blank line as one HTML block, so the
+    // ``` in it opens no fence there; Discord reads no HTML and opens one (found by the fuzz
+    // suite, seed 2119109992)
+    assert.equal(renderDiscord('<b>\n```'), '<b>\n```\n```');
+    assert.equal(renderDiscord('<div>\n~~~~ts\nx\n```\n\nafter'), '<div>\n~~~~ts\nx\n```\n~~~~\n\nafter');
+    assert.equal(renderDiscord('<b>\n```js\nx\n```\ny'), '<b>\n```js\nx\n```\ny');
+    assert.equal(renderDiscord('```\nnever closed'), '```\nnever closed\n```');
+  });
+
   it('measures the rendered length', () => {
     assert.equal(measureDiscord('#### abc'), '**abc**'.length);
     assert.equal(measureDiscord('plain'), 5);

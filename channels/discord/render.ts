@@ -6,6 +6,7 @@
  * task-list boxes become ☐ / ☑. Code fences are never touched.
  */
 import { lex, listText, plainTextRules, prefixLines, renderInline, tableLines, type InlineRules, type MarkedToken, type Token } from '../../src/outbound/markdown.ts';
+import { closeOpenFence } from '../../src/outbound/split-markup.ts';
 
 /** Discord's limit on a message's content. */
 export const DISCORD_LIMIT = 2000;
@@ -25,6 +26,7 @@ export function measureDiscord(markdown: string): number {
 /** A block as written, or rewritten when it holds what Discord does not render (its line breaks after it kept). */
 function block(token: Token): string {
   if (token.type === 'code') return closeFence(token.raw);
+  if (token.type === 'html') return closeOpenFence(token.raw);
   if (!needsRewrite(token)) return token.raw;
   return rewrite(token as MarkedToken) + (/\n*$/.exec(token.raw)?.[0] ?? '');
 }

@@ -36,6 +36,14 @@ describe('slack mrkdwn rendering', () => {
     assert.equal(renderMrkdwn('```\nnever closed'), '```\nnever closed\n```');
   });
 
+  it('shows raw HTML as written: the backticks in it open no code block', () => {
+    // CommonMark reads "<b>" and the lines after it to a blank line as one HTML block, so the
+    // ``` in it is no fence; Slack would open a block there (found by the fuzz suite, seed 2119109992)
+    assert.equal(renderMrkdwn('<b>\n```'), '&lt;b&gt;\n`\u200b`\u200b`');
+    assert.equal(renderMrkdwn('<b>\n~~~'), '&lt;b&gt;\n~\u200b~\u200b~');
+    assert.equal(renderMrkdwn('<b>\n```js\nx\n```\ny'), '&lt;b&gt;\n`\u200b`\u200b`js\nx\n`\u200b`\u200b`\ny');
+  });
+
   it('escapes &, < and > everywhere, code included, so nothing becomes a mention or a broadcast', () => {
     assert.equal(renderMrkdwn('a < b && c > d <!channel> <@U123>'), 'a &lt; b &amp;&amp; c &gt; d &lt;!channel&gt; &lt;@U123&gt;');
     assert.equal(renderMrkdwn('`<!here>`'), '`&lt;!here&gt;`');

@@ -51,7 +51,11 @@ function block(token: MarkedToken): string {
       return listText(token, '•', blocks);
     case 'space':
       return '';
-    default: // raw HTML, link definitions: shown as written
+    case 'html':
+      // shown as written: a ``` or ~~~ line in an HTML block is no fence (CommonMark), so none may
+      // open a code block in Slack (a ~~~ run is broken too, as a reader of markdown would take it for a fence)
+      return escapeSlack(unfenced(token.raw.replace(/\n+$/, '')).replace(/~{3,}/g, (run) => [...run].join('\u200b')));
+    default: // link definitions: shown as written
       return escapeSlack(token.raw.replace(/\n+$/, ''));
   }
 }

@@ -6,7 +6,11 @@
  * none of them imports another's folder (docs/architecture.md).
  */
 import { ProviderError, type ProviderErrorCode } from '../provider.ts';
+import type { EndpointClient, EndpointResponse } from './client.ts';
 import { readSse, type SseEvent } from './sse.ts';
+
+/** What is read of an answer: the endpoint client's response (a fetch `Response` fits too). */
+type Answer = Pick<EndpointResponse, 'status' | 'headers' | 'text'>;
 
 /** One request to a model endpoint, and what its failures are reported with. */
 export interface EndpointCall {
@@ -23,7 +27,7 @@ export interface EndpointCall {
  * error page, a web site instead of the API), broken JSON, JSON that is not an object — is a
  * non-retryable ProviderError (the status is the 2xx) saying what came back and what to check.
  */
-export async function readJsonObject(call: EndpointCall, response: Response): Promise<{ readonly body: Record<string, unknown>; readonly text: string }> {
+export async function readJsonObject(call: EndpointCall, response: Answer): Promise<{ readonly body: Record<string, unknown>; readonly text: string }> {
   const text = await readText(call, response);
   if (isHtml(response, text)) {
     throw new ProviderError(
@@ -76,13 +80,16 @@ export function wrongShape(call: EndpointCall, status: number, expected: string,
   );
 }
 
-/** POSTs `body` as JSON. Network failures and the timeout become retryable ProviderErrors; the caller's abort passes through. */
-export async function postJson(call: EndpointCall, headers: Record<string, string>, body: unknown): Promise<Response> {
+/**
+ * POSTs `body` (JSON unless it is already bytes, e.g. a multipart form with its own
+ * content-type in `headers`) through `client`. Network failures and the timeout become
+ * retryable ProviderErrors; the caller's abort passes through.
+ */
+export async function postJson(client: EndpointClient, call: EndpointCall, headers: Record<string, string>, body: unknown): Promise<EndpointResponse> {
   try {
-    return await fetch(call.url, {
-      method: 'POST',
+    return await client.post(call.url, {
       headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
+      body: body instanceof Uint8Array ? body : JSON.stringify(body),
       signal: call.deadline ?? AbortSignal.any([call.signal, AbortSignal.timeout(call.timeoutMs)]),
     });
   } catch (error) {
@@ -90,7 +97,7 @@ export async function postJson(call: EndpointCall, headers: Record<string, strin
   }
 }
 
-export async function readText(call: EndpointCall, response: Response): Promise<string> {
+export async function readText(call: EndpointCall, response: Answer): Promise<string> {
   try {
     return await response.text();
   } catch (error) {
@@ -99,7 +106,7 @@ export async function readText(call: EndpointCall, response: Response): Promise<
 }
 
 /** The body as Server-Sent Events; a broken or timed-out stream becomes a retryable ProviderError. */
-export async function* readEvents(call: EndpointCall, response: Response): AsyncGenerator<SseEvent, void, undefined> {
+export async function* readEvents(call: EndpointCall, response: EndpointResponse): AsyncGenerator<SseEvent, void, undefined> {
   if (!response.body) throw new ProviderError(`model endpoint ${call.url} answered with an empty stream`, { status: response.status });
   try {
     yield* readSse(response.body);
@@ -108,14 +115,14 @@ export async function* readEvents(call: EndpointCall, response: Response): Async
   }
 }
 
-export function isEventStream(response: Response): boolean {
+export function isEventStream(response: Answer): boolean {
   return (response.headers.get('content-type') ?? '').includes('text/event-stream');
 }
 
 /** A ProviderError for a non-2xx answer: status, `Retry-After`, the endpoint's own message, and `classify`'s code. */
 export async function httpFailure(
   call: EndpointCall,
-  response: Response,
+  response: Answer,
   classify: (status: number, message: string, parsed: unknown) => ProviderErrorCode | undefined,
   retryAfterMs: (parsed: unknown) => number | undefined = () => undefined,
 ): Promise<ProviderError> {
@@ -181,7 +188,7 @@ export function messageText(message: unknown): string | undefined {
   return message === undefined || message === null ? undefined : JSON.stringify(message);
 }
 
-function parseRetryAfter(headers: Headers): number | undefined {
+function parseRetryAfter(headers: Answer['headers']): number | undefined {
   const ms = Number(headers.get('retry-after-ms') ?? NaN);
   if (Number.isFinite(ms)) return Math.max(0, ms);
   const value = headers.get('retry-after');
@@ -224,12 +231,12 @@ function errorCode(error: unknown): string | undefined {
   return undefined;
 }
 
-function isHtml(response: Response, text: string): boolean {
+function isHtml(response: Answer, text: string): boolean {
   return /html/i.test(response.headers.get('content-type') ?? '') || /^\s*<(!doctype|html|head|body)\b/i.test(text);
 }
 
 /** An HTML page by its title, anything else by its first characters. */
-function describeBody(response: Response, text: string): string {
+function describeBody(response: Answer, text: string): string {
   if (!isHtml(response, text)) return excerpt(text);
   const title = /<title[^>]*>([^<]*)<\/title>/i.exec(text)?.[1]?.replace(/\s+/g, ' ').trim();
   if (title) return `an HTML page ("${title.slice(0, 120)}")`;

@@ -1,5 +1,6 @@
 /**
- * A Server-Sent-Events reader over a fetch `Response` body, following the WHATWG
+ * A Server-Sent-Events reader over a response body (any async iterable of bytes: the endpoint
+ * client's body, a node stream, a web ReadableStream), following the WHATWG
  * "event stream interpretation" rules: lines end in `\r\n`, `\n` or `\r`; `data:` lines of one
  * event are joined with `\n`; lines starting with `:` are comments; a blank line dispatches.
  * Bytes are decoded as a stream, so a chunk may end anywhere, even inside a UTF-8 character or
@@ -17,13 +18,14 @@ export interface SseEvent {
 /**
  * Yields the events of `body` as they complete. An event cut off by the end of the stream
  * (no blank line after it) is dropped, as the standard says: it may be a truncated JSON
- * document. Stopping the iteration early cancels the body.
+ * document. Stopping the iteration early ends the body's iteration (`return()`: a web stream is
+ * cancelled, the endpoint client's connection closed).
  *
  * @example
  * for await (const { event, data } of readSse(response.body!)) if (data === '[DONE]') break;
  */
-export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent, void, undefined> {
-  const reader = body.getReader();
+export async function* readSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<SseEvent, void, undefined> {
+  const reader = body[Symbol.asyncIterator]();
   // Strips one leading byte-order mark, as the standard asks.
   const decoder = new TextDecoder('utf-8');
   const parser = createLineParser();
@@ -34,7 +36,7 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
   let finished = false;
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await reader.next();
       buffer += done ? decoder.decode() : decoder.decode(value, { stream: true });
       let start = 0;
       for (;;) {
@@ -60,8 +62,7 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
       }
     }
   } finally {
-    if (finished) reader.releaseLock();
-    else await reader.cancel().catch(() => undefined);
+    if (!finished) await reader.return?.().catch(() => undefined);
   }
 }
 

@@ -22,6 +22,8 @@ import { isAbsolute, relative, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { ProviderError } from '../provider.ts';
 import { errorInBody, httpFailure, isObject, readJsonObject, type EndpointCall } from '../endpoint/http.ts';
+import { createEndpointClient, type EndpointClient, type EndpointResponse } from '../endpoint/client.ts';
+import { multipartBody } from '../endpoint/multipart.ts';
 import { backoffDelay, sleep as defaultSleep } from '../backoff.ts';
 
 export type TranscriptResult = { readonly ok: true; readonly text: string } | { readonly ok: false; readonly reason: string };
@@ -55,6 +57,8 @@ export interface TranscriberOptions {
   /** Injectable for tests. */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   readonly random?: () => number;
+  /** The HTTP client (its connection pool); absent = the transcriber makes its own. */
+  readonly client?: EndpointClient;
 }
 
 /** The extensions the endpoint accepts, with the MIME type sent beside them. */
@@ -105,6 +109,7 @@ export function createTranscriber(options: TranscriberOptions): Transcriber {
   const backoff = { initialMs: options.initialBackoffMs ?? 500, maxMs: options.maxBackoffMs ?? 10_000 };
   const wait = options.sleep ?? defaultSleep;
   const random = options.random ?? Math.random;
+  const client = options.client ?? createEndpointClient();
 
   const inside = (path: string): boolean => {
     const rel = relative(options.workspace, path);
@@ -132,14 +137,16 @@ export function createTranscriber(options: TranscriberOptions): Transcriber {
   async function once(bytes: Buffer, ext: string, signal: AbortSignal): Promise<string> {
     const deadline = AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)]);
     const call: EndpointCall = { url, timeoutMs: options.timeoutMs, signal, deadline };
-    const form = new FormData();
-    form.append('file', new File([bytes], `audio.${ext}`, { type: ACCEPTED[ext]! }));
-    form.append('model', options.model);
-    form.append('response_format', 'json');
-    if (options.language) form.append('language', options.language);
-    let response: Response;
+    const fields: Array<[string, string]> = [
+      ['model', options.model],
+      ['response_format', 'json'],
+    ];
+    if (options.language) fields.push(['language', options.language]);
+    const form = multipartBody({ name: 'file', filename: `audio.${ext}`, type: ACCEPTED[ext]!, bytes }, fields);
+    let response: EndpointResponse;
     try {
-      response = await fetch(url, { method: 'POST', headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}, body: form, signal: deadline });
+      const headers: Record<string, string> = { 'content-type': form.contentType, ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}) };
+      response = await client.post(url, { headers, body: form.body, signal: deadline });
     } catch (error) {
       if (signal.aborted) throw error;
       const timedOut = error instanceof Error && error.name === 'TimeoutError';

@@ -5,6 +5,7 @@
 import type { EmbeddingProvider } from '../memory.ts';
 import { ProviderError } from '../provider.ts';
 import { endpointMessage, parseJson } from '../endpoint/http.ts';
+import { createEndpointClient, type EndpointClient, type EndpointResponse } from '../endpoint/client.ts';
 
 export interface OpenAIEmbeddingsOptions {
   /** Up to and including the version, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:11434/v1`. */
@@ -19,6 +20,8 @@ export interface OpenAIEmbeddingsOptions {
   readonly batchSize?: number;
   /** Asks for vectors of this length (models that support shortening, e.g. text-embedding-3-*). Unset: the model's own. */
   readonly dimensions?: number;
+  /** The HTTP client (its connection pool); absent = the embedder makes its own. */
+  readonly client?: EndpointClient;
 }
 
 /**
@@ -42,6 +45,7 @@ export function createOpenAIEmbeddings(options: OpenAIEmbeddingsOptions): Embedd
     throw new TypeError(`embeddings: dimensions must be a positive integer, got ${String(dimensions)}`);
   }
   const url = endpointUrl(options.baseUrl);
+  const client = options.client ?? createEndpointClient();
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (apiKey) headers.authorization = `Bearer ${apiKey}`;
 
@@ -49,7 +53,7 @@ export function createOpenAIEmbeddings(options: OpenAIEmbeddingsOptions): Embedd
     const deadline = AbortSignal.timeout(timeoutMs);
     const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
     const body = JSON.stringify({ model, input, ...(dimensions === undefined ? {} : { dimensions }) });
-    const send = (): Promise<Response> => fetch(url, { method: 'POST', headers, body, signal: combined });
+    const send = (): Promise<EndpointResponse> => client.post(url, { headers, body, signal: combined });
     let text: string;
     let status: number;
     try {
@@ -131,7 +135,7 @@ function staleConnection(error: unknown): boolean {
   return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET';
 }
 
-/** `ECONNREFUSED` rather than fetch's bare "fetch failed"; undici's own failures by their message ("other side closed"). */
+/** `ECONNREFUSED` rather than the client's bare "fetch failed" (client.ts keeps fetch's shapes); other failures by their message. */
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const cause = error.cause as { code?: unknown; message?: unknown; errors?: Array<{ code?: unknown }> } | undefined;

@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { testLogger } from '../../test/support/log.ts';
 import type { EmbeddingProvider, MemoryWho } from '../memory.ts';
+import Database from 'better-sqlite3';
 import { openDatabase } from '../store/db.ts';
+import { sqliteDatabase } from '../store/sqlite-sql.ts';
 import { AmbiguousKeyError, createSqliteMemory, defaultKey, type SqliteMemory } from './sqlite.ts';
 import { hashedEmbeddings, hostileQueries, waitFor } from './testing.ts';
 
@@ -162,3 +164,37 @@ for (const mode of ['keyword-only', 'hybrid'] as const) {
     });
   });
 }
+
+describe('sqlite memory: with the daemon store\'s group commit', () => {
+  it('is not reported stored or forgotten before its commit, and survives a group SQLite rolls back whole', async () => {
+    const path = join(dir, `m${databases++}.db`);
+    const sql = sqliteDatabase(openDatabase(path));
+    const memory = createSqliteMemory({ db: sql.db, path, log: testLogger(), write: (work) => sql.write(work) });
+    opened.push(memory);
+    const other = new Database(path, { readonly: true });
+    const stored = (): string[] => (other.prepare('SELECT key FROM memories ORDER BY key').all() as { key: string }[]).map((row) => row.key);
+    try {
+      // RAISE(ROLLBACK) undoes the whole open transaction, as a full disk or an I/O error may
+      sql.db.exec("CREATE TABLE t (v TEXT); CREATE TABLE u (v TEXT); CREATE TRIGGER u_fails BEFORE INSERT ON u BEGIN SELECT RAISE(ROLLBACK, 'rolled back whole'); END");
+      const turn = sql.run('INSERT INTO t (v) VALUES (?)', ['a turn\'s write opens the group']);
+      const tea = memory.store({ content: 'Likes green tea', key: 'drink', scope: 'person' }, alice);
+      const coffee = memory.store({ content: 'Hates coffee', key: 'not-drink', scope: 'person' }, alice);
+      // a turn's write in the same tick fails and takes the group (the memories' INSERTs with it)
+      await assert.rejects(sql.run('INSERT INTO u (v) VALUES (?)', ['x']), /rolled back whole/);
+      assert.equal(await turn, 1);
+      assert.equal((await tea).key, 'drink');
+      assert.equal((await coffee).key, 'not-drink');
+      assert.deepEqual(stored(), ['drink', 'not-drink'], 'both memories were written again on their own and committed');
+
+      let told = false;
+      const forgotten = memory.forget('drink', alice).then((done) => ((told = true), done));
+      await Promise.resolve();
+      await Promise.resolve();
+      assert.equal(told, false, 'not told before the commit');
+      assert.equal(await forgotten, true);
+      assert.deepEqual(stored(), ['not-drink']);
+    } finally {
+      other.close();
+    }
+  });
+});

@@ -38,6 +38,12 @@ import { signBits } from '../vectors.ts';
 export interface SqliteMemoryOptions {
   /** The daemon's connection: every write and lookup goes through it. */
   readonly db: Db;
+  /**
+   * Runs a write on `db` and settles when it is committed: the daemon's SQLite store commits the
+   * writes of one turn of the event loop together (src/store/sqlite-sql.ts), and a memory must
+   * not be reported stored before. @default the write at once (it commits by itself)
+   */
+  readonly write?: <T>(work: () => T) => Promise<T>;
   /** The database file, opened read-only by the recall workers (not `:memory:`). */
   readonly path: string;
   /** Already cached by the caller. Undefined = keyword-only recall. */
@@ -95,6 +101,7 @@ class SqliteMemoryBackend implements SqliteMemory {
   private readonly keywords: RecallClient;
   private readonly vectors: RecallClient | undefined;
   private readonly statements = new Map<string, Database.Statement>();
+  private readonly write: <T>(work: () => T) => Promise<T>;
   private keywordHere: KeywordSearch | undefined;
   private workerProblemLogged: string | undefined;
   private dataVersion: number;
@@ -111,6 +118,7 @@ class SqliteMemoryBackend implements SqliteMemory {
     const batchMs = nonNegative('embedBatchMs', options.embedBatchMs ?? 200);
     this.queryTimeoutMs = nonNegative('queryTimeoutMs', options.queryTimeoutMs ?? 2000);
     this.db = options.db;
+    this.write = options.write ?? (async (work) => work());
     this.log = options.log;
     // The embedder first: a model change clears old vectors before the index is loaded.
     // (Its first batch is written from a timer, after the workers exist.)
@@ -134,7 +142,7 @@ class SqliteMemoryBackend implements SqliteMemory {
     const key = input.key?.trim() || defaultKey(content);
     const now = Date.now();
     const params = { id: randomUUID(), key, content, category: input.category ?? 'core', scope: input.scope, owner: ownerOf(input.scope, who), now };
-    const row = this
+    const upsert = this
       .prepare<typeof params, { rowid: number; id: string; created_at: number; pending: number }>(
         `INSERT INTO memories (id, key, content, category, scope, owner, created_at, updated_at)
          VALUES (@id, @key, @content, @category, @scope, @owner, @now, @now)
@@ -144,8 +152,8 @@ class SqliteMemoryBackend implements SqliteMemory {
            embedding_bits = CASE WHEN memories.content = excluded.content THEN memories.embedding_bits END,
            embedding_model = CASE WHEN memories.content = excluded.content THEN memories.embedding_model END
          RETURNING rowid, id, created_at, embedding IS NULL AS pending`,
-      )
-      .get(params)!;
+      );
+    const row = (await this.write(() => upsert.get(params)))!;
     if (row.pending) {
       if (row.id !== params.id) this.vectors?.remove([row.rowid]); // replaced content: its old vector goes
       this.embedder?.schedule();
@@ -223,7 +231,8 @@ class SqliteMemoryBackend implements SqliteMemory {
         .get({ key: keyOrId, ...ownerParams(who) });
     }
     if (rowid === undefined) return false;
-    const deleted = this.prepare('DELETE FROM memories WHERE rowid = ?').run(rowid).changes > 0;
+    const remove = this.prepare('DELETE FROM memories WHERE rowid = ?');
+    const deleted = (await this.write(() => remove.run(rowid).changes)) > 0;
     this.vectors?.remove([rowid]);
     return deleted;
   }

@@ -41,6 +41,19 @@ export function fenceAfter(text: string, open: Fence | undefined): Fence | undef
   return fence;
 }
 
+/**
+ * `text` with a fence it leaves open closed behind it. For a renderer that passes raw HTML
+ * through to a platform that reads no HTML (Discord): CommonMark reads "<b>" and the lines
+ * after it up to a blank line as one HTML block, where a ``` line opens no fence, but the
+ * platform opens one there and shows the rest of the message as code.
+ */
+export function closeOpenFence(text: string): string {
+  const open = fenceAfter(text, undefined);
+  if (!open) return text;
+  const breaks = /\n*$/.exec(text)![0];
+  return `${text.slice(0, text.length - breaks.length)}\n${open.marker}${breaks}`;
+}
+
 export function firstFence(text: string): Fence | undefined {
   for (const line of text.split('\n')) {
     const fence = stepFence(line, undefined);

@@ -101,6 +101,25 @@ describe('splitMessage', () => {
     }
   });
 
+  it('cuts a quote whose piece only its wrapping pushes over the limit between its blocks, not as text inside a code span', () => {
+    // found by the fuzz suite (seed 1925820889): the quote's content cut to 126 gave a piece of
+    // 124, 129 wrapped; the retry's room (126 less 1) cut at the same place, so the piece was cut
+    // as text: "`alpha" ended one part and "a<b`" began the next outside the quote
+    const quote = '> [😀 alpha alpha](https://example.org/3) x&y alpha *alpha ok.*\n> `😀 x&y` alpha alpha a<b alpha 😀 beta alpha alpha `alpha a<b zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz alpha`';
+    assert.deepEqual(splitMessage(`${quote}\n\n# zz`, 128), [
+      '> [😀 alpha alpha](https://example.org/3) x&y alpha *alpha ok.*',
+      '> `😀 x&y` alpha alpha a<b alpha 😀 beta alpha alpha `alpha a<b`\n> `zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz alpha`',
+      '# zz',
+    ]);
+  });
+
+  it('never cuts a code line at the space before a run of tildes or backticks, which would close the fence reopened in the next part', () => {
+    // cut there, the next part was "~~~~\n~~~~\na line after it\n~~~~": the content's "~~~~" closed
+    // the reopened fence, the line after it left the code block and the last "~~~~" opened one
+    const text = `~~~~\n${'w '.repeat(23)}~~~~\na line after it\n~~~~`;
+    assert.deepEqual(splitMessage(text, 64), [`~~~~\n${'w '.repeat(21)}w\n~~~~`, '~~~~\nw ~~~~\na line after it\n~~~~']);
+  });
+
   it('measures in the platform\'s units (e.g. UTF-8 bytes)', () => {
     const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
     check('ünïcödé '.repeat(200), 100, bytes);

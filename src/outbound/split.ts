@@ -165,17 +165,21 @@ const ITEM_MARKER = /^ {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]+\[[ xX]\])?[ \t]+/;
  * wrapped piece still too long (wrapping adds to every line) is cut as text.
  */
 function nestedPieces(content: string, wrap: (text: string, first: boolean) => string, limit: number, measure: Measure): Piece[] {
-  const wrapped = (inner: number): string[] =>
+  const wrapped = (inner: number): { readonly text: string; readonly size: number; readonly inner: number }[] =>
     pack(textPieces(content, inner, measure), inner, measure)
       .map(tidy)
       .filter((text) => text.trim() !== '')
-      .map((text, i) => `${wrap(text, i === 0)}\n`);
-  const inner = Math.max(32, limit - measure(wrap('', true)) - 1);
-  let texts = wrapped(inner);
-  // once more with the room less what the widest went over by (more tries were exponential in the depth of nesting)
-  const over = Math.max(...texts.map((text) => measure(text))) - limit;
-  if (over > 0) texts = wrapped(Math.max(32, inner - over));
-  return texts.flatMap((text) => (measure(text) <= limit ? [piece(text, measure)] : cutBlock(text, false, limit, measure)));
+      .map((text, i) => {
+        const whole = `${wrap(text, i === 0)}\n`;
+        return { text: whole, size: measure(whole), inner: measure(text) };
+      });
+  let texts = wrapped(Math.max(32, limit - measure(wrap('', true)) - 1));
+  // once more with the room that the widest overflow's own wrapping leaves (more tries were
+  // exponential in the depth of nesting); the room less the overflow could cut at the same
+  // place again, as a piece is often shorter than the room it was cut to
+  const over = texts.filter((text) => text.size > limit);
+  if (over.length > 0) texts = wrapped(Math.max(32, Math.min(...over.map((text) => text.inner - (text.size - limit)))));
+  return texts.flatMap(({ text, size }) => (size <= limit ? [piece(text, measure)] : cutBlock(text, false, limit, measure)));
 }
 
 /** A table too long: runs of rows, each behind the table's header and delimiter row. */
@@ -219,6 +223,9 @@ function cutBlock(text: string, paragraph: boolean, limit: number, measure: Meas
   const clean = (cut: number): boolean => {
     if (spans.some((span) => !span.atomic && ((cut > span.start && cut < span.start + span.open.length) || (cut > span.end - span.close.length && cut < span.end)))) return false; // inside a marker
     const next = skipSpace(text, cut);
+    // a cut at a space would start a line with the run of backticks or tildes after it: inside a
+    // fence such a line can close it, and "~~~~ *x*" is read as a fence line (fuzz seed 1355296298)
+    if (text[cut] !== '\n' && /^(?:`{3}|~{3})/.test(text.slice(next, next + 3))) return false;
     const close = markers(spans, 0, cut, text.length).close;
     const open = markers(spans, next, text.length, text.length).open;
     return !(close !== '' && close[0] === text[cut - 1]) && !(open !== '' && open.at(-1) === text[next]);

@@ -1,14 +1,17 @@
 /**
- * Anthropic's Messages API over plain `fetch`. Our history is reshaped on the way out: the
+ * Anthropic's Messages API over node:http (src/endpoint/client.ts). Our history is reshaped on the way out: the
  * system prompt is a top-level field, tool calls and results are content blocks, and roles
  * must alternate, so consecutive messages of one role are merged.
  */
 import { deadline } from '../abort.ts';
 import { ProviderError, sendable, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
 import { cutShort, errorInBody, eventObject, httpFailure, isEventStream, isObject, parseJson, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from '../endpoint/http.ts';
+import { createEndpointClient, type EndpointClient, type EndpointResponse } from '../endpoint/client.ts';
 import { createSchemaCleaner } from './schema-clean.ts';
 
 export interface AnthropicProviderOptions {
+  /** The HTTP client (its connection pool); absent = this provider makes its own. */
+  readonly client?: EndpointClient;
   /** The origin, without `/v1` (a trailing `/v1` is tolerated). @default "https://api.anthropic.com" */
   readonly baseUrl?: string;
   readonly model: string;
@@ -70,6 +73,7 @@ const ERROR_STATUS: Readonly<Record<string, number>> = {
 };
 
 export function createAnthropicProvider(options: AnthropicProviderOptions): Provider {
+  const client = options.client ?? createEndpointClient();
   const maxTokens = options.maxTokens ?? 4096;
   if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new TypeError(`maxTokens must be a positive integer, got ${String(options.maxTokens)}`);
   const origin = (options.baseUrl ?? 'https://api.anthropic.com').replace(/\/+$/, '').replace(/\/v1$/, '');
@@ -92,7 +96,7 @@ export function createAnthropicProvider(options: AnthropicProviderOptions): Prov
       const limit = deadline(signal, options.timeoutMs);
       const call: EndpointCall = { url, timeoutMs: options.timeoutMs, signal, deadline: limit.signal };
       try {
-        const response = await postJson(call, headers, body);
+        const response = await postJson(client, call, headers, body);
         const sentTools = request.tools.length > 0;
         if (!response.ok) throw await httpFailure(call, response, (status, message) => classify(status, message, sentTools));
         if (request.onTextDelta && isEventStream(response)) return await readMessageStream(call, response, request.onTextDelta, sentTools);
@@ -176,7 +180,7 @@ const fromWireUsage = (usage: WireUsage) => ({
 });
 
 /** message_start, content_block_start/delta/stop, message_delta, message_stop; ping and unknown events ignored. */
-async function readMessageStream(call: EndpointCall, response: Response, onTextDelta: (delta: string) => void, sentTools: boolean): Promise<ChatResponse> {
+async function readMessageStream(call: EndpointCall, response: EndpointResponse, onTextDelta: (delta: string) => void, sentTools: boolean): Promise<ChatResponse> {
   let text = '';
   const tools = new Map<number, { id: string; name: string; json: string; input: unknown }>();
   const usage: WireUsage = {};

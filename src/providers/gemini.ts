@@ -1,5 +1,5 @@
 /**
- * Google's Gemini API (generateContent) over plain `fetch`. Gemini has no tool call ids: calls
+ * Google's Gemini API (generateContent) over node:http (src/endpoint/client.ts). Gemini has no tool call ids: calls
  * get generated ones, and results go back as `functionResponse` parts matched by name and
  * order. Gemini 3 also signs its tool calls and rejects a history that drops the signature,
  * so signatures are remembered here by call id and sent back with the calls.
@@ -7,10 +7,13 @@
 import { deadline } from '../abort.ts';
 import { ProviderError, sendable, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
 import { cutShort, eventObject, httpFailure, isEventStream, isObject, parseJson, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from '../endpoint/http.ts';
+import { createEndpointClient, type EndpointClient } from '../endpoint/client.ts';
 import { createSchemaCleaner } from './schema-clean.ts';
 import { BoundedMap } from '../bounded-map.ts';
 
 export interface GeminiProviderOptions {
+  /** The HTTP client (its connection pool); absent = this provider makes its own. */
+  readonly client?: EndpointClient;
   /** The API root, before `/models/…`. @default "https://generativelanguage.googleapis.com/v1beta" */
   readonly baseUrl?: string;
   /** e.g. "gemini-2.5-flash"; a name with a slash ("tunedModels/x") is used as the path. */
@@ -45,6 +48,7 @@ const MAX_SIGNATURES = 1000;
 const ANSWERED = new Set(['STOP', 'MAX_TOKENS']);
 
 export function createGeminiProvider(options: GeminiProviderOptions): Provider {
+  const client = options.client ?? createEndpointClient();
   const base = (options.baseUrl ?? 'https://generativelanguage.googleapis.com/v1beta').replace(/\/+$/, '');
   const signatures = new BoundedMap<string, string>(MAX_SIGNATURES);
   let calls = 0;
@@ -74,7 +78,7 @@ export function createGeminiProvider(options: GeminiProviderOptions): Provider {
       const limit = deadline(signal, options.timeoutMs);
       const call: EndpointCall = { url, timeoutMs: options.timeoutMs, signal, deadline: limit.signal };
       try {
-        const response = await postJson(call, headers, body);
+        const response = await postJson(client, call, headers, body);
         const sentTools = request.tools.length > 0;
         if (!response.ok) throw await httpFailure(call, response, (status, message, parsed) => classify(status, message, parsed, sentTools), retryDelay);
 

@@ -1,14 +1,17 @@
 /**
  * Any OpenAI-compatible chat-completions endpoint (OpenAI, OpenRouter, Groq, Mistral,
- * DeepSeek, Ollama, vLLM, LM Studio, llama.cpp server) over plain `fetch`: no SDK to load,
- * and the wire format is small and stable.
+ * DeepSeek, Ollama, vLLM, LM Studio, llama.cpp server) over node:http
+ * (src/endpoint/client.ts): no SDK to load, and the wire format is small and stable.
  */
 import { deadline } from '../abort.ts';
 import { ProviderError, sendable, type ChatMessage, type ChatRequest, type ChatResponse, type Provider, type ProviderErrorCode, type ToolCall } from '../provider.ts';
 import { createSchemaCleaner } from './schema-clean.ts';
 import { cutShort, errorInBody, eventObject, httpFailure, isEventStream, isObject, messageText, postJson, readEvents, readJsonObject, rejectsTools, wrongShape, type EndpointCall } from '../endpoint/http.ts';
+import { createEndpointClient, type EndpointClient, type EndpointResponse } from '../endpoint/client.ts';
 
 export interface OpenAIProviderOptions {
+  /** The HTTP client (its connection pool); absent = this provider makes its own. */
+  readonly client?: EndpointClient;
   /** e.g. "https://api.openai.com/v1" — the path before `/chat/completions`. */
   readonly baseUrl: string;
   readonly model: string;
@@ -51,6 +54,7 @@ interface WireChunk {
 }
 
 export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
+  const client = options.client ?? createEndpointClient();
   const url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
   const parametersOf = createSchemaCleaner(options.schemaDialect ?? 'openai');
   return {
@@ -78,7 +82,7 @@ export function createOpenAIProvider(options: OpenAIProviderOptions): Provider {
       const limit = deadline(signal, options.timeoutMs);
       const call: EndpointCall = { url, timeoutMs: options.timeoutMs, signal, deadline: limit.signal };
       try {
-        const response = await postJson(call, headers, body);
+        const response = await postJson(client, call, headers, body);
         if (!response.ok) throw await httpFailure(call, response, (status, message, parsed) => classify(status, message, parsed, request.tools.length > 0));
         if (request.onTextDelta && isEventStream(response)) return await readChatStream(call, response, request.onTextDelta);
 
@@ -154,7 +158,7 @@ function fromWireToolCall(call: WireToolCall, index: number): ToolCall {
 const fromWireUsage = (usage: WireUsage) => ({ inputTokens: usage.prompt_tokens ?? 0, outputTokens: usage.completion_tokens ?? 0 });
 
 /** Reads `chat.completion.chunk`s: text deltas, tool calls assembled from pieces by index. */
-async function readChatStream(call: EndpointCall, response: Response, onTextDelta: (delta: string) => void): Promise<ChatResponse> {
+async function readChatStream(call: EndpointCall, response: EndpointResponse, onTextDelta: (delta: string) => void): Promise<ChatResponse> {
   let text = '';
   const calls = new Map<number, { id: string; name: string; arguments: string }>();
   let usage: WireUsage | undefined;
