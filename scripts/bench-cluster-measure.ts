@@ -68,8 +68,14 @@ export interface TurnTimes {
   readonly created: number;
   /** A worker slot took its job. */
   readonly taken: number;
-  /** Its job completed (the turn's end, as the queue saw it). */
+  /** Its job completed (the turn's end, as the queue saw it): its conversation's next job can be taken. */
   readonly completed: number;
+  /**
+   * Its slot on the node was free again: the reply sent (the worker returns after the delivery),
+   * or the job's completion when later. Since the job completes in the turn's own commit, before
+   * the send, the completion alone would count a send's time as the next turn's pickup.
+   */
+  readonly freed: number;
   /** The turn started (the node's log: end minus duration). */
   readonly started: number;
 }
@@ -106,11 +112,11 @@ export function splitWaits(turns: readonly TurnTimes[], slots: number): TurnWait
     const ready = runnable.get(turn)!;
     const earlier = turns.filter((other) => other !== turn && other.node === turn.node && other.taken < turn.taken);
     // Ahead of it for a slot at t: taken before it, stored by t (so in line or running), not yet done.
-    const busyAt = (t: number): number => earlier.filter((other) => other.created <= t && other.completed > t).length;
+    const busyAt = (t: number): number => earlier.filter((other) => other.created <= t && other.freed > t).length;
     let free = ready;
     if (busyAt(ready) >= slots) {
       // the first end of an earlier turn after `ready` that leaves a slot
-      const ends = earlier.map((other) => other.completed).filter((end) => end > ready).sort((a, b) => a - b);
+      const ends = earlier.map((other) => other.freed).filter((end) => end > ready).sort((a, b) => a - b);
       free = ends.find((end) => busyAt(end) < slots) ?? turn.taken;
     }
     waits.fifoWait.push(ready - turn.created);
@@ -137,15 +143,17 @@ export async function turnTimes(cluster: TestCluster, url: string): Promise<Turn
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ seq: string; conversation: string; created: string; taken: string; completed: string }>(
+    const { rows } = await client.query<{ seq: string; conversation: string; created: string; taken: string; completed: string; sent: string | null }>(
       `SELECT data->>'seq' AS seq, singleton_key AS conversation, extract(epoch FROM created_on) * 1000 AS created,
-              extract(epoch FROM started_on) * 1000 AS taken, extract(epoch FROM completed_on) * 1000 AS completed
+              extract(epoch FROM started_on) * 1000 AS taken, extract(epoch FROM completed_on) * 1000 AS completed,
+              (SELECT max(sent_at) FROM outbox WHERE inbox_seq = (data->>'seq')::bigint) AS sent
          FROM pgboss.job_common WHERE name = 'switchboard-turns' AND state = 'completed'`,
     );
     return rows.flatMap((row) => {
       const turn = started.get(Number(row.seq));
       if (!turn) return [];
-      return [{ node: turn.node, conversation: row.conversation, created: Number(row.created), taken: Number(row.taken), completed: Number(row.completed), started: turn.at }];
+      const completed = Number(row.completed);
+      return [{ node: turn.node, conversation: row.conversation, created: Number(row.created), taken: Number(row.taken), completed, freed: Math.max(completed, Number(row.sent ?? 0)), started: turn.at }];
     });
   } finally {
     await client.end();
