@@ -21,7 +21,7 @@ import type { Database, Sql } from '../store/sql.ts';
 import type { QueuedTurn, TurnQueue, TurnTicket, TurnWorker } from '../runtime/turn-queue.ts';
 import { TurnRunner, type TurnJob } from './turn-runner.ts';
 import { acceptSql, insertSql } from './turn-jobs.ts';
-import { conversationKey } from '../conversation.ts';
+import { inboxRow } from '../store/inbox.ts';
 import type { InboundMessage } from '../channel.ts';
 
 export interface PgBossQueueOptions {
@@ -110,9 +110,9 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
   const accepting = acceptSql(table, BOSS_CHANNEL);
   const accept = async (sql: Sql, message: InboundMessage): Promise<QueuedTurn | undefined> => {
     if (sql.dialect !== 'postgres') throw new Error('the pg-boss queue needs the PostgreSQL store ([store] kind = "postgres")');
-    const conversation = conversationKey(message);
-    const row = await sql.get<{ seq: number }>(accepting, [message.channel, message.id, conversation, JSON.stringify(message), Date.now(), QUEUE]);
-    return row ? { seq: row.seq, conversation } : undefined;
+    const params = inboxRow(message, Date.now());
+    const row = await sql.get<{ seq: number }>(accepting, [...params, QUEUE]);
+    return row ? { seq: row.seq, conversation: params[2] } : undefined;
   };
   const enqueue = (tx: Sql, turn: QueuedTurn): Promise<void> => {
     const raw = rawPostgres(tx);

@@ -25,6 +25,8 @@
  * Dependants are released out of band by pg-boss itself; turns have none.
  */
 
+import { INBOX_INSERT } from '../store/inbox.ts';
+
 /** A fetched job, as pg-boss's fetch returns it (its minimal columns). */
 export interface FetchedJob<T> {
   readonly id: string;
@@ -59,15 +61,11 @@ export function insertSql(table: string, channel: string, schema = 'pgboss'): st
 
 /**
  * The message and its job in one statement, in the store's `?` placeholders: the inbox row as
- * Inbox.accept stores it (channel, platform id, conversation, payload, received at; nothing for a
- * message stored before), then the job of queue `?` for it with `{ seq, conversation }`, and the
+ * Inbox.accept stores it (INBOX_INSERT, with inboxRow's parameters), then the job of queue `?` for it with `{ seq, conversation }`, and the
  * NOTIFY — a statement is atomic, so no transaction around them. Returns the message's seq.
  */
 export function acceptSql(table: string, channel: string, schema = 'pgboss'): string {
-  return `WITH m AS (
-      INSERT INTO inbox (channel, platform_id, conversation, payload, received_at) VALUES (?, ?, ?, ?, ?)
-      ON CONFLICT (channel, platform_id) DO NOTHING RETURNING seq, conversation
-    ),
+  return `WITH m AS (${INBOX_INSERT} RETURNING seq, conversation),
     ins AS (${jobInsert(table, schema, "jsonb_build_object('seq', m.seq, 'conversation', m.conversation)", 'm.conversation', 'm, ', '?')}),
     notified AS (SELECT pg_notify('${channel}', name) FROM ins LIMIT 1)
     SELECT seq, (SELECT count(*) FROM notified) AS notified FROM m`;

@@ -6,6 +6,19 @@ import type { InboundMessage } from '../channel.ts';
 import { conversationKey } from '../conversation.ts';
 import type { Sql } from './sql.ts';
 
+/**
+ * A message's inbox row, as every path that stores one writes it (Inbox.accept; the cluster's
+ * one-statement accept wraps it with its turn's job): nothing for a message stored before.
+ * Parameters: {@link inboxRow}. Add `RETURNING …`.
+ */
+export const INBOX_INSERT = `INSERT INTO inbox (channel, platform_id, conversation, payload, received_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (channel, platform_id) DO NOTHING`;
+
+/** {@link INBOX_INSERT}'s parameters for `message`, received at `now` (epoch ms). */
+export function inboxRow(message: InboundMessage, now: number): [string, string, string, string, number] {
+  return [message.channel, message.id, conversationKey(message), JSON.stringify(message), now];
+}
+
 export interface InboxEntry {
   readonly seq: number;
   readonly conversation: string;
@@ -48,13 +61,9 @@ export class Inbox {
 
   /** Stores a message; returns its entry, or undefined when it was stored before (a redelivery). */
   async accept(message: InboundMessage, now = Date.now()): Promise<InboxEntry | undefined> {
-    const conversation = conversationKey(message);
-    const row = await this.#sql.get<{ seq: number }>(
-      `INSERT INTO inbox (channel, platform_id, conversation, payload, received_at) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (channel, platform_id) DO NOTHING RETURNING seq`,
-      [message.channel, message.id, conversation, JSON.stringify(message), now],
-    );
-    return row ? { seq: row.seq, conversation, message } : undefined;
+    const params = inboxRow(message, now);
+    const row = await this.#sql.get<{ seq: number }>(`${INBOX_INSERT} RETURNING seq`, params);
+    return row ? { seq: row.seq, conversation: params[2], message } : undefined;
   }
 
   /**
