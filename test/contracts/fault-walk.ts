@@ -81,6 +81,8 @@ type Outcome = 'once' | 'twice' | 'lost' | 'more' | 'not reached';
 /** The steps of a message's life, by their SQL (first match wins). */
 const STEPS: ReadonlyArray<readonly [RegExp, string]> = [
   [/^INSERT INTO inbox/, 'accept (inbox insert)'],
+  // the pg-boss queue's accept: the inbox insert and the turn's job in one statement (src/cluster/turn-jobs.ts)
+  [/^WITH m AS \(\s*INSERT INTO inbox/, 'accept (inbox and job insert)'],
   [/^SELECT seq, conversation, payload, status FROM inbox/, 'turn start (inbox read)'],
   [/channel_state/, 'platform ack (channel state)'],
   [/FROM history/, 'history read'],
