@@ -20,7 +20,7 @@ import { listen, type Listening } from './listen.ts';
 import type { Database, Sql } from '../store/sql.ts';
 import type { QueuedTurn, TurnQueue, TurnTicket, TurnWorker } from '../runtime/turn-queue.ts';
 import { TurnRunner, type TurnJob } from './turn-runner.ts';
-import { acceptSql, insertSql } from './turn-jobs.ts';
+import { acceptSql, insertSql, needsPostgres } from './turn-jobs.ts';
 import { inboxRow } from '../store/inbox.ts';
 import type { InboundMessage } from '../channel.ts';
 
@@ -109,14 +109,14 @@ export async function createPgBossQueue(options: PgBossQueueOptions): Promise<Tu
   const insert = insertSql(table, BOSS_CHANNEL);
   const accepting = acceptSql(table, BOSS_CHANNEL);
   const accept = async (sql: Sql, message: InboundMessage): Promise<QueuedTurn | undefined> => {
-    if (sql.dialect !== 'postgres') throw new Error('the pg-boss queue needs the PostgreSQL store ([store] kind = "postgres")');
+    if (sql.dialect !== 'postgres') throw needsPostgres();
     const params = inboxRow(message, Date.now());
     const row = await sql.get<{ seq: number }>(accepting, [...params, QUEUE]);
     return row ? { seq: row.seq, conversation: params[2] } : undefined;
   };
   const enqueue = (tx: Sql, turn: QueuedTurn): Promise<void> => {
     const raw = rawPostgres(tx);
-    if (!raw) return Promise.reject(new Error('the pg-boss queue needs the PostgreSQL store ([store] kind = "postgres")'));
+    if (!raw) return Promise.reject(needsPostgres());
     const data: TurnJob = { seq: turn.seq, conversation: turn.conversation };
     // Not waited for: the transaction's COMMIT goes out in the same write. Should the insert fail,
     // so does the transaction: its COMMIT answers ROLLBACK and the accept fails with this error

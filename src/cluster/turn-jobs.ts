@@ -27,6 +27,11 @@
 
 import { INBOX_INSERT } from '../store/inbox.ts';
 
+/** What the queue's statements say when the store they are given is not PostgreSQL. */
+export function needsPostgres(): Error {
+  return new Error('the pg-boss queue needs the PostgreSQL store ([store] kind = "postgres")');
+}
+
 /** A fetched job, as pg-boss's fetch returns it (its minimal columns). */
 export interface FetchedJob<T> {
   readonly id: string;

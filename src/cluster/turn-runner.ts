@@ -26,7 +26,7 @@ import type { Db as IDatabase, PgBoss } from 'pg-boss';
 import { rawPostgres } from '../store/postgres/sql.ts';
 import type { Sql } from '../store/sql.ts';
 import type { TurnSettle, TurnWorker } from '../runtime/turn-queue.ts';
-import { completeSql, type FetchedJob } from './turn-jobs.ts';
+import { completeSql, needsPostgres, type FetchedJob } from './turn-jobs.ts';
 
 export interface TurnJob {
   readonly seq: number;
@@ -138,7 +138,7 @@ export class TurnRunner {
     const settle: TurnSettle = {
       in: async (tx: Sql) => {
         const raw = rawPostgres(tx);
-        if (!raw) throw new Error('the pg-boss queue needs the PostgreSQL store ([store] kind = "postgres")');
+        if (!raw) throw needsPostgres();
         await raw.query(this.#complete, [this.#o.queue, job.id, job.retryCount]);
       },
       committed: () => {
