@@ -1,9 +1,9 @@
 /**
  * Long polling: our own getUpdates loop, because the ack point matters. A batch's updates are
- * handled in order, each pushed (and so durably in the inbox) before the next; only then is
- * the next batch requested with offset = last update_id + 1, which is what confirms them to
- * Telegram. A crash before that makes Telegram hand the batch out again, and the inbox
- * recognises the messages by their ids.
+ * pushed (and so durably in the inbox) — each chat's in order, different chats side by side
+ * (batch.ts) — and only then is the next batch requested with offset = last update_id + 1,
+ * which is what confirms them to Telegram. A crash before that makes Telegram hand the batch
+ * out again, and the inbox recognises the messages by their ids.
  */
 import type { Api } from 'grammy';
 import type { Update } from 'grammy/types';
@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { pause } from '../../src/abort.ts';
 import type { ListenLink } from '../../src/channel.ts';
 import { whileAlive } from '../../src/listen.ts';
+import { handleBatch } from './batch.ts';
 import { apiFailure, describeError, grammySignal } from './errors.ts';
 
 /** Only messages: edits are not answered again (the turn already ran on the original), channel posts are not for us. */
@@ -115,12 +116,11 @@ export async function poll(options: PollOptions, signal: AbortSignal, link: List
       continue;
     }
     early = 0;
-    for (const update of updates) {
-      if (signal.aborted) return; // unconfirmed: Telegram hands it out again
-      await whileAlive(link, options.livenessMs, () => options.handle(update));
-      // an update without a usable update_id cannot be confirmed by it (the next one's confirms it)
-      if (Number.isSafeInteger(update.update_id)) state.offset = update.update_id + 1;
-    }
-    if (updates.length > 0) await options.save?.(state.offset);
+    if (signal.aborted) return; // unconfirmed: Telegram hands them out again
+    const batch = await whileAlive(link, options.livenessMs, () => handleBatch(updates, options.handle));
+    // Confirmed up to the first update not handled; an update without a usable update_id cannot be confirmed by it (the next one's confirms it).
+    for (const update of updates.slice(0, batch.handled)) if (Number.isSafeInteger(update.update_id)) state.offset = update.update_id + 1;
+    if (batch.handled > 0) await options.save?.(state.offset);
+    if (batch.failure !== undefined) throw batch.failure;
   }
 }
