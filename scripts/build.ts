@@ -19,7 +19,7 @@
  *   of node_modules: native ones (better-sqlite3, sharp), SDKs loaded on first use, and what
  *   is required at run time on first use (pino-pretty for a terminal, marked for the first
  *   reply: src/log.ts, src/outbound/markdown.ts). grammY is inlined too, into the Telegram
- *   channel's chunk, with its node-fetch and abort-controller imports replaced (`shims`).
+ *   channel's chunk, with its node-fetch and abort-controller imports replaced (`shims`) and only the parts the channel uses (`grammyParts`).
  * - Everything sits in dist/app/, as tsc's dist/app/*.js did: the code that finds the install
  *   from its own file (src/version.ts, app/invocation.ts, app/service.ts, app/console.ts) sees
  *   the same directory whichever chunk it landed in, and the recall worker is
@@ -57,16 +57,34 @@ const shims: Readonly<Record<string, string>> = {
   'abort-controller': `module.exports = { AbortController: globalThis.AbortController, AbortSignal: globalThis.AbortSignal, default: globalThis.AbortController };`,
 };
 
-/** Resolves grammY's imports of `shims` to them. */
+/**
+ * What the Telegram channel takes of grammY, from the files that define it: grammY's index
+ * (out/mod.js) also requires the Bot, its middleware, the Context with its hundreds of
+ * shortcuts, filter queries, keyboards, sessions and webhook adapters, none of which the channel
+ * uses (it runs its own poll loop and webhook). The package's `exports` map hides these files
+ * from an import, not from the bundler; a name missing here fails the build.
+ */
+const grammyParts: Readonly<Record<string, readonly string[]>> = {
+  'core/api.js': ['Api'],
+  'core/error.js': ['GrammyError', 'HttpError'],
+  'types.node.js': ['InputFile'],
+};
+
+/** Resolves grammY's imports of `shims` to them, and our imports of grammY to `grammyParts`. */
 function grammyShims(): Plugin {
   const prefix = '\0grammy-shim:';
+  const parts = '\0grammy-parts';
+  const out = join(root, 'node_modules', 'grammy', 'out');
   return {
     name: 'grammy-shims',
     resolveId(id, importer) {
-      if (Object.hasOwn(shims, id) && importer !== undefined && /[\\/]node_modules[\\/]grammy[\\/]/.test(importer)) return prefix + id;
+      if (importer === undefined) return null;
+      if (Object.hasOwn(shims, id) && /[\\/]node_modules[\\/]grammy[\\/]/.test(importer)) return prefix + id;
+      if (id === 'grammy' && !inNodeModules(importer)) return parts;
       return null;
     },
     load(id) {
+      if (id === parts) return Object.entries(grammyParts).map(([file, names]) => `export { ${names.join(', ')} } from ${JSON.stringify(join(out, file))};`).join('\n');
       return id.startsWith(prefix) ? shims[id.slice(prefix.length)] : null;
     },
   };
