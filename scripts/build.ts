@@ -19,7 +19,8 @@
  *   of node_modules: native ones (better-sqlite3, sharp), SDKs loaded on first use, and what
  *   is required at run time on first use (pino-pretty for a terminal, marked for the first
  *   reply: src/log.ts, src/outbound/markdown.ts). grammY is inlined too, into the Telegram
- *   channel's chunk, with its node-fetch and abort-controller imports replaced (`shims`) and only the parts the channel uses (`grammyParts`).
+ *   channel's chunk: only the parts the channel uses (`grammyParts`), with its node-fetch and
+ *   abort-controller imports replaced (`shims`).
  * - Everything sits in dist/app/, as tsc's dist/app/*.js did: the code that finds the install
  *   from its own file (src/version.ts, app/invocation.ts, app/service.ts, app/console.ts) sees
  *   the same directory whichever chunk it landed in, and the recall worker is
