@@ -21,7 +21,7 @@
  */
 import type * as Http from 'node:http';
 import { createRequire } from 'node:module';
-import { createEndpointClient, type EndpointBody, type EndpointClient } from '../endpoint/client.ts';
+import { createEndpointClient, type EndpointBody, type EndpointClientOptions } from '../endpoint/client.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -51,8 +51,9 @@ export interface FetchResponse {
 
 export type EndpointFetch = (url: string | URL, init?: FetchInit) => Promise<FetchResponse>;
 
-/** `client`: its own keep-alive pool by default (idle connections close after 4 s). */
-export function createEndpointFetch(client: EndpointClient = createEndpointClient()): EndpointFetch {
+/** Each fetch made here has its own keep-alive pool (an endpoint client made with `options`). */
+export function createEndpointFetch(options: EndpointClientOptions = {}): EndpointFetch {
+  const client = createEndpointClient(options);
   return async (url, init = {}) => {
     const method = (init.method ?? 'GET').toUpperCase();
     if (method !== 'POST') throw new TypeError('fetch failed', { cause: new Error(`only POST is supported here, not ${method}`) });
