@@ -18,7 +18,9 @@
  *   run time, and are inlined with everything they import. Every other package stays an import
  *   of node_modules: native ones (better-sqlite3, sharp), SDKs loaded on first use, and what
  *   is required at run time on first use (pino-pretty for a terminal, marked for the first
- *   reply: src/log.ts, src/outbound/markdown.ts).
+ *   reply: src/log.ts, src/outbound/markdown.ts). grammY is inlined too, into the Telegram
+ *   channel's chunk: only the parts the channel uses (`grammyParts`), with its node-fetch and
+ *   abort-controller imports replaced (`shims`).
  * - Everything sits in dist/app/, as tsc's dist/app/*.js did: the code that finds the install
  *   from its own file (src/version.ts, app/invocation.ts, app/service.ts, app/console.ts) sees
  *   the same directory whichever chunk it landed in, and the recall worker is
@@ -32,8 +34,62 @@ import { build, type Plugin } from 'rolldown';
 const root = join(import.meta.dirname, '..');
 const out = join(root, 'dist', 'app');
 
-/** Packages inlined into the bundle (with what they import): pure JS, loaded before ready. */
-const bundled = new Set(['pino', 'smol-toml', 'p-queue', 'valibot']);
+/**
+ * Packages inlined into the bundle (with what they import): pure JS, loaded before ready — and
+ * grammY, inlined into the Telegram channel's own chunk so that its Node shim's two imports can
+ * be replaced (`shims`).
+ */
+const bundled = new Set(['pino', 'smol-toml', 'p-queue', 'valibot', 'grammy']);
+
+/**
+ * What grammY's Node shim (grammy/out/shim.node.js) requires as soon as grammY is imported,
+ * replaced in the bundle: node-fetch (with whatwg-url, tr46's tables and zlib), which the
+ * Telegram channel never calls — its Api clients are given our node:http fetch
+ * (channels/telegram/transport.ts) — and the abort-controller polyfill (with event-target-shim),
+ * for which Node's own AbortController stands in. A grammY client made without that fetch fails
+ * with the error below instead of silently loading node-fetch.
+ */
+const shims: Readonly<Record<string, string>> = {
+  'node-fetch': [
+    `function fetch() { return Promise.reject(new Error("node-fetch is not in this build: give grammY's Api the node:http fetch (channels/telegram/transport.ts, botApiFetch)")); }`,
+    `module.exports = fetch;`,
+    `module.exports.default = fetch;`,
+  ].join('\n'),
+  'abort-controller': `module.exports = { AbortController: globalThis.AbortController, AbortSignal: globalThis.AbortSignal, default: globalThis.AbortController };`,
+};
+
+/**
+ * What the Telegram channel takes of grammY, from the files that define it: grammY's index
+ * (out/mod.js) also requires the Bot, its middleware, the Context with its hundreds of
+ * shortcuts, filter queries, keyboards, sessions and webhook adapters, none of which the channel
+ * uses (it runs its own poll loop and webhook). The package's `exports` map hides these files
+ * from an import, not from the bundler; a name missing here fails the build.
+ */
+const grammyParts: Readonly<Record<string, readonly string[]>> = {
+  'core/api.js': ['Api'],
+  'core/error.js': ['GrammyError', 'HttpError'],
+  'types.node.js': ['InputFile'],
+};
+
+/** Resolves grammY's imports of `shims` to them, and our imports of grammY to `grammyParts`. */
+function grammyShims(): Plugin {
+  const prefix = '\0grammy-shim:';
+  const parts = '\0grammy-parts';
+  const out = join(root, 'node_modules', 'grammy', 'out');
+  return {
+    name: 'grammy-shims',
+    resolveId(id, importer) {
+      if (importer === undefined) return null;
+      if (Object.hasOwn(shims, id) && /[\\/]node_modules[\\/]grammy[\\/]/.test(importer)) return prefix + id;
+      if (id === 'grammy' && !inNodeModules(importer)) return parts;
+      return null;
+    },
+    load(id) {
+      if (id === parts) return Object.entries(grammyParts).map(([file, names]) => `export { ${names.join(', ')} } from ${JSON.stringify(join(out, file))};`).join('\n');
+      return id.startsWith(prefix) ? shims[id.slice(prefix.length)] : null;
+    },
+  };
+}
 
 /** The recall worker thread's entry: a bundle entry of its own (src/memory/recall-client.ts starts it by path). */
 const workerEntry = 'src/memory/recall-worker.ts';
@@ -96,7 +152,7 @@ async function main(): Promise<void> {
     input: { cli: 'app/cli.ts', 'recall-worker': workerEntry },
     platform: 'node',
     external,
-    plugins: [closures(members)],
+    plugins: [grammyShims(), closures(members)],
     logLevel: 'warn',
     // app/daemon.ts import()s src/tools/sources.ts for the console, which the tools' composition
     // already imports: an import() of what is loaded anyway is fine, and needs no chunk of its own.

@@ -4,7 +4,8 @@
  * does a turn against the model (the endpoint client, src/endpoint/client.ts, is node:http, not
  * fetch). An ES import of node:http would (its namespace reads the lazy WebSocket getters):
  * src/http/node-http.ts requires it instead. Read from process.moduleLoadList, written by a
- * preload when the daemon exits.
+ * preload when the daemon exits. The built Telegram daemon loads no node-fetch either: its Bot
+ * API calls go over the node:http client, and the bundle replaces grammY's import of it.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -15,16 +16,23 @@ import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI } from './fixtures/fake-openai.ts';
 import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
 import { cliPath, startDaemon, tempConfig, type Daemon } from './support/cli.ts';
+import { ensureDist } from './support/dist.ts';
+import { until } from './support/wait.ts';
 
 const root = join(import.meta.dirname, '..');
 const UNDICI = 'NativeModule internal/deps/undici/undici';
 
+/** What the preload lists: Node's own modules at exit, the ES modules loaded at ready, or the CommonJS modules required by exit. */
+type Listing = 'native' | 'atReady' | 'required';
+
 /**
- * The preload's source: at exit it writes process.moduleLoadList, or with `atReady` the URLs of
- * the ES modules loaded when the ready line was written (pino writes it with fs.writeSync).
+ * The preload's source: at exit it writes process.moduleLoadList, with 'atReady' the URLs of
+ * the ES modules loaded when the ready line was written (pino writes it with fs.writeSync), with
+ * 'required' the paths in require's cache (every CommonJS module the process loaded).
  */
-function preloadSource(list: string, atReady: boolean): string {
-  if (!atReady) return `import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => writeFileSync(${JSON.stringify(list)}, JSON.stringify(process.moduleLoadList)));\n`;
+function preloadSource(list: string, listing: Listing): string {
+  if (listing === 'required') return `import { writeFileSync } from 'node:fs';\nimport { createRequire } from 'node:module';\nconst { cache } = createRequire(import.meta.url);\nprocess.on('exit', () => writeFileSync(${JSON.stringify(list)}, JSON.stringify(Object.keys(cache))));\n`;
+  if (listing === 'native') return `import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => writeFileSync(${JSON.stringify(list)}, JSON.stringify(process.moduleLoadList)));\n`;
   return [
     `import fs from 'node:fs';`,
     `import { registerHooks } from 'node:module';`,
@@ -41,16 +49,23 @@ function preloadSource(list: string, atReady: boolean): string {
  * Starts the daemon on `extra`, waits for ready on `stream`, runs `then` (e.g. a turn), stops it;
  * returns its process.moduleLoadList (or the ES modules loaded at ready).
  */
-async function loadedBy(extra: string, stream: 'stdout' | 'stderr', atReady = false, model = 'http://127.0.0.1:9/v1', then?: (daemon: Daemon) => Promise<void>): Promise<string[]> {
+async function loadedBy(
+  extra: string,
+  stream: 'stdout' | 'stderr',
+  listing: Listing = 'native',
+  model = 'http://127.0.0.1:9/v1',
+  then?: (daemon: Daemon) => Promise<void>,
+  entry = cliPath,
+): Promise<string[]> {
   const config = tempConfig(model, extra);
   try {
     const list = join(config.dir, 'modules.json');
     const preload = join(config.dir, 'preload.mjs');
-    writeFileSync(preload, preloadSource(list, atReady));
+    writeFileSync(preload, preloadSource(list, listing));
     const daemon = startDaemon(['start', '--config', config.file], {
       cwd: config.dir,
       env: { TEST_MODEL_KEY: 'sk-test' },
-      command: [process.execPath, '--import', pathToFileURL(preload).href, cliPath],
+      command: [process.execPath, '--import', pathToFileURL(preload).href, entry],
     });
     await daemon.waitFor(/"msg":"ready"/, stream);
     await then?.(daemon);
@@ -84,11 +99,32 @@ describe('modules a started daemon loads', () => {
     assert.ok(!loaded.includes(UNDICI), 'undici loaded: something imported node:http as an ES module, or touched fetch/WebSocket');
   });
 
+  it("the built Telegram daemon (dist/) that has answered a message has loaded neither node-fetch nor the abort-controller polyfill (grammY's Node shim)", async () => {
+    await ensureDist();
+    const model = await startFakeOpenAI();
+    try {
+      model.script({ text: 'Hello from the model.' });
+      const dm = { kind: 'dm', user: 'alice' } as const;
+      const required = await loadedBy(`${peer.configSection()}allow = ["*"]\n`, 'stdout', 'required', model.baseUrl, async () => {
+        await peer.post('alice', dm, 'hello');
+        await until(() => peer.botMessages(dm).some((message) => message.text.includes('Hello from the model.')), 'the reply');
+      }, join(root, 'dist', 'app', 'cli.js'));
+      assert.equal(model.requests.length, 1, 'the model was called');
+      assert.ok(required.length > 0, 'the list is the real one');
+      const fromPackages = (name: string): string[] => required.filter((path) => path.includes(`/node_modules/${name}/`));
+      assert.deepEqual(fromPackages('node-fetch'), [], 'node-fetch loaded: a grammY Api without the node:http fetch, or the bundle no longer replaces it (scripts/build.ts, shims)');
+      assert.deepEqual(fromPackages('whatwg-url'), [], "node-fetch's whatwg-url loaded");
+      assert.deepEqual(fromPackages('abort-controller'), [], 'the abort-controller polyfill loaded');
+    } finally {
+      await model.close();
+    }
+  });
+
   it('a turn against the model loads no undici: the endpoint client is node:http', async () => {
     const model = await startFakeOpenAI();
     try {
       model.script({ text: 'Hello from the model.' });
-      const loaded = await loadedBy('[channels.terminal]\nuser = "tester"\n', 'stderr', false, model.baseUrl, async (daemon) => {
+      const loaded = await loadedBy('[channels.terminal]\nuser = "tester"\n', 'stderr', 'native', model.baseUrl, async (daemon) => {
         daemon.child.stdin.write('hello\n');
         await daemon.waitFor(/Hello from the model\./, 'stdout');
       });
@@ -101,7 +137,7 @@ describe('modules a started daemon loads', () => {
   });
 
   it('a terminal-only daemon is ready before any built-in tool module or croner is loaded (they load after ready, croner for a cron task)', async () => {
-    const loaded = await loadedBy('[channels.terminal]\nuser = "tester"\n', 'stderr', true);
+    const loaded = await loadedBy('[channels.terminal]\nuser = "tester"\n', 'stderr', 'atReady');
     const ours = loaded.map((url) => url.replace(pathToFileURL(root).href, ''));
     assert.ok(ours.includes('/app/compose/tools.ts') && ours.includes('/src/store/lock.ts'), 'the list is the real one');
     const tools = ours.filter((url) => url.startsWith('/src/tools/') && !['/src/tools/clock.ts', '/src/tools/sources.ts'].includes(url));

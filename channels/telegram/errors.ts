@@ -46,10 +46,15 @@ export function describeError(error: unknown, token: string): string {
   const failure = apiFailure(error);
   if (failure) return `${failure.error_code} ${failure.description}`;
   if (error instanceof HttpError) {
-    const inner = error.error instanceof Error ? `: ${error.error.message}` : '';
+    const inner = error.error instanceof Error ? `: ${withCause(error.error)}` : '';
     return redact(`${error.message}${inner}`);
   }
   return redact(error instanceof Error ? error.message : String(error));
+}
+
+/** fetch's "fetch failed" says nothing by itself: the system error (ECONNREFUSED, socket hang up) is its cause. */
+function withCause(error: Error): string {
+  return error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : error.message;
 }
 
 /** The SendError for a failed Bot API call (`what`, e.g. "sendMessage"). No cause attached: see {@link describeError}. */

@@ -34,6 +34,7 @@ import { poll, type PollState } from './poll.ts';
 import { OffsetStore } from './offset.ts';
 import { measure, rendered, TELEGRAM_LIMIT } from './render.ts';
 import { serveWebhook } from './webhook.ts';
+import { botApiFetch } from './transport.ts';
 
 /** Bots may upload files up to 50 MB. */
 const MAX_UPLOAD = 50 * 1024 * 1024;
@@ -44,10 +45,12 @@ export type TelegramChannel = Channel & MessageLimit & TypingIndicator & Message
 export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContext): TelegramChannel {
   const token = config.token;
   const apiRoot = (config.api_root ?? 'https://api.telegram.org').replace(/\/+$/, '');
+  // Both clients' calls go over one pool of our node:http client, not grammY's node-fetch (transport.ts).
+  const fetch = botApiFetch();
   // getUpdates is held up to poll_timeout_seconds; a request taking far longer than that is hung.
-  const api = new Api(token, { apiRoot, timeoutSeconds: Math.max(60, config.poll_timeout_seconds + 30) });
+  const api = new Api(token, { apiRoot, timeoutSeconds: Math.max(60, config.poll_timeout_seconds + 30), fetch });
   // Uploads of up to 50 MB may take a while on a slow link.
-  const uploads = new Api(token, { apiRoot, timeoutSeconds: 600 });
+  const uploads = new Api(token, { apiRoot, timeoutSeconds: 600, fetch });
   const log: Logger = ctx.log;
   // A token is "<bot id>:<secret>": the account is known before getMe answers.
   let account = /^(\d+):/.exec(token)?.[1] ?? '';

@@ -20,6 +20,9 @@
  *   301/302/303 turn it into a GET without one (fetch's rule). When a hop leaves the origin,
  *   credentials stay behind: `authorization`, `cookie`, and any header naming a key, token or
  *   secret (`x-api-key`, `x-goog-api-key`) — fetch dropped only the first two;
+ * - a body given as a stream (a multipart upload: the Telegram channel's files through
+ *   src/http/fetch.ts) is sent chunked as it is read, never held whole, and follows no
+ *   redirect (it cannot be sent again);
  * - HTTPS with Node's CAs (NODE_EXTRA_CA_CERTS applies to node:https as to fetch);
  * - proxies as before: with NODE_USE_ENV_PROXY=1, Node's fetch honoured HTTP_PROXY / HTTPS_PROXY
  *   / NO_PROXY; the agents here are given the same environment (node:http's `proxyEnv`), and
@@ -36,7 +39,7 @@ import type * as Zlib from 'node:zlib';
 import type * as Http from 'node:http';
 import type { Agent, ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { createRequire } from 'node:module';
-import { pipeline, type Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 
 const require = createRequire(import.meta.url);
 
@@ -50,9 +53,16 @@ export interface EndpointResponse {
   readonly body: AsyncIterable<Uint8Array> | null;
 }
 
+/**
+ * A request body: bytes, sent with their length, or a stream of them (a multipart upload), sent
+ * chunked as it is read and never held whole. A streamed body cannot be sent twice, so its
+ * request follows no redirect: the 3xx is the answer.
+ */
+export type EndpointBody = string | Uint8Array | AsyncIterable<Uint8Array>;
+
 export interface EndpointRequest {
   readonly headers: Readonly<Record<string, string>>;
-  readonly body: string | Uint8Array;
+  readonly body: EndpointBody;
   readonly signal: AbortSignal;
 }
 
@@ -97,11 +107,12 @@ export function createEndpointClient(options: EndpointClientOptions = {}): Endpo
   }
 
   /** One hop: resolves with the response once its headers are in. */
-  function hop(url: URL, method: string, headers: Record<string, string>, body: string | Uint8Array | undefined, signal: AbortSignal): Promise<IncomingMessage> {
+  function hop(url: URL, method: string, headers: Record<string, string>, body: EndpointBody | undefined, signal: AbortSignal): Promise<IncomingMessage> {
     return new Promise((resolve, reject) => {
       let request: ClientRequest;
       const outgoing: OutgoingHttpHeaders = { 'accept-encoding': 'gzip, deflate, br', ...headers };
-      if (body !== undefined) outgoing['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+      if (typeof body === 'string') outgoing['content-length'] = Buffer.byteLength(body);
+      else if (body instanceof Uint8Array) outgoing['content-length'] = body.byteLength;
       try {
         request = open(url, method, outgoing);
       } catch (error) {
@@ -123,7 +134,10 @@ export function createEndpointClient(options: EndpointClientOptions = {}): Endpo
         signal.removeEventListener('abort', onAbort);
         resolve(response);
       });
-      request.end(body);
+      if (body === undefined || typeof body === 'string' || body instanceof Uint8Array) request.end(body);
+      // A failure either side ends both: the request's own error (or the abort) rejects above;
+      // an upload source that throws destroys the request, which then fails as 'fetch failed'.
+      else pipeline(body instanceof Readable ? body : Readable.from(body, { objectMode: false }), request, () => undefined);
     });
   }
 
@@ -132,13 +146,14 @@ export function createEndpointClient(options: EndpointClientOptions = {}): Endpo
       signal.throwIfAborted();
       let url = new URL(target);
       let method = 'POST';
-      let sent: string | Uint8Array | undefined = body;
+      let sent: EndpointBody | undefined = body;
+      const streamed = typeof body !== 'string' && !(body instanceof Uint8Array);
       let current = { ...headers };
       for (let hops = 0; ; hops++) {
         signal.throwIfAborted();
         const response = await hop(url, method, current, sent, signal);
         const location = response.headers.location;
-        if (!REDIRECTS.has(response.statusCode ?? 0) || location === undefined || hops >= maxRedirects) return wrap(response, signal);
+        if (!REDIRECTS.has(response.statusCode ?? 0) || location === undefined || hops >= maxRedirects || streamed) return wrap(response, signal);
         let next: URL;
         try {
           next = new URL(location, url);
