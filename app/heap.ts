@@ -11,7 +11,7 @@
  * limit is set to 1.5 × what survived the last full collection. Measured: the main heap stays
  * near 35 MB and RSS near 150 MB under the same load, for some more CPU per message.
  * It also sets --optimize-for-size, V8's low-memory mode (read at each collection too): the
- * old generation's limit becomes what survived × 1.3, or + 2 MB if that is more (not + 8 MB),
+ * old generation's limit becomes what survived × 1.5, or + 2 MB if that is more (not + 8 MB),
  * so under traffic the main heap stops at ~25 MB committed instead of ~30 (bench:soak, 15,000
  * messages: V8's pages at the highest RSS −7 MB, the daemon's CPU per message unchanged).
  * Set at run time it changes only that and a few run-time checks; on the command line V8 also
