@@ -40,6 +40,7 @@ import {
 } from './bench-support.ts';
 import { freePort } from '../test/support/net.ts';
 import { lineChartPng } from './plot-png.ts';
+import { type MapsMb, readMapsMb } from './soak-maps.ts';
 
 const SECRET = 'soak-secret';
 const SAMPLE_MS = 5_000;
@@ -76,6 +77,8 @@ interface Sample {
   readonly externalMb: number;
   readonly lagP99Ms: number;
   readonly lagMaxMs: number;
+  /** RSS by kind of mapping (soak-maps.ts). */
+  readonly maps: MapsMb;
 }
 
 function options(): Options {
@@ -185,6 +188,7 @@ async function main(): Promise<void> {
   const pid = child.pid!;
   await sleep(2_000);
   const idleRss = readRssMb(pid).rss;
+  const idleMaps = readMapsMb(pid);
   await scrape(base); // resets the lag window
   say(`idle RSS after ready: ${fmt(idleRss)} MB`);
 
@@ -205,7 +209,7 @@ async function main(): Promise<void> {
       }, 0);
     const metrics = await scrape(base).catch(() => ({ lagP99Ms: Number.NaN, lagMaxMs: Number.NaN, heapMb: Number.NaN, heapTotalMb: Number.NaN, externalMb: Number.NaN }));
     const own = readRssMb(pid);
-    const sample = { seconds: (performance.now() - t0) / 1000, sent: done, rssMb: own.rss, anonMb: own.anon, treeMb: tree, ...metrics };
+    const sample = { seconds: (performance.now() - t0) / 1000, sent: done, rssMb: own.rss, anonMb: own.anon, treeMb: tree, ...metrics, maps: readMapsMb(pid) };
     samples.push(sample);
     say(`  ${fmt(sample.seconds, 0).padStart(5)} s  ${fmtInt(done).padStart(7)} answered  RSS ${fmt(sample.rssMb)} MB (anon ${fmt(sample.anonMb)})  tree ${fmt(sample.treeMb)} MB  heap ${fmt(sample.heapMb)} of ${fmt(sample.heapTotalMb)} MB  ext ${fmt(sample.externalMb)} MB  lag p99 ${fmt(sample.lagP99Ms)} ms max ${fmt(sample.lagMaxMs)} ms`);
   };
@@ -288,6 +292,20 @@ async function main(): Promise<void> {
   for (const count of [5_000, 25_000, 50_000].filter((c) => c <= opts.messages)) say(row(`${fmtInt(count)} answered`, at(count)));
   say(row(`end of sending (${fmtInt(done)})`, samples[endIndex]));
   say(row(`after ${opts.idleSeconds} s idle`, last));
+  say();
+  // Where the growth is: each kind of mapping at idle, at 5,000 and at the highest RSS.
+  const highest = samples.reduce((a, b) => (b.rssMb > a.rssMb ? b : a));
+  const warmAt = at(Math.min(5_000, opts.messages));
+  const kinds: ReadonlyArray<[keyof MapsMb, string]> = [
+    ['v8', 'other anonymous (V8 heaps and code of both isolates, stacks)'],
+    ['malloc', 'malloc ([heap] and arenas: SQLite, V8 zones, libuv)'],
+    ['nodeBinary', 'node binary file pages'],
+    ['other', 'other files (libraries, addon)'],
+  ];
+  say();
+  say(`| RSS by mapping | idle | ${fmtInt(warmAt?.sent ?? 0)} answered | highest (${fmtInt(highest.sent)} answered) | highest − idle |`);
+  say('| --- | --- | --- | --- | --- |');
+  for (const [kind, label] of kinds) say(`| ${label} | ${fmt(idleMaps[kind])} MB | ${warmAt ? fmt(warmAt.maps[kind]) : 'n/a'} MB | ${fmt(highest.maps[kind])} MB | ${fmt(highest.maps[kind] - idleMaps[kind])} MB |`);
   say();
   say(`- RSS band after the first ${fmtInt(warm?.sent ?? 0)} messages: ${fmt(Math.min(...band))} % … +${fmt(Math.max(...band))} % (goal ±5 %)`);
   say(`- max RSS ${fmt(maxRss)} MB = idle + ${fmt(maxRss - idleRss)} MB (goal ≤ +50 MB)`);
