@@ -14,7 +14,7 @@ import type { Drafts } from '../store/settings.ts';
 import type { History } from '../store/history.ts';
 import type { Inbox } from '../store/inbox.ts';
 import { damagedDatabaseError } from '../store/integrity.ts';
-import { ProviderError } from '../provider.ts';
+import { ProviderError, type ChatMessage } from '../provider.ts';
 import type { Clock } from '../clock.ts';
 import { deadline } from '../abort.ts';
 import { startDraft, type Draft } from './draft.ts';
@@ -50,6 +50,8 @@ export interface TurnsOptions {
 
 export class Turns {
   readonly #o: TurnsOptions;
+  /** Conversations whose last message here was ignored as not addressed to the bot (see #earlyReads). */
+  readonly #unaddressed = new Set<string>();
 
   constructor(options: TurnsOptions) {
     this.#o = options;
@@ -86,6 +88,7 @@ export class Turns {
   async #turn(seq: number, conversation: string, settle: TurnSettle | undefined): Promise<void> {
     const o = this.#o;
     const options = o.options();
+    const early = this.#earlyReads(conversation, options);
     const entry = await o.inbox.queuedEntry(seq);
     if (!entry) {
       // Answered already (before a crash, or by a commit whose answer was lost): its reply, if
@@ -97,7 +100,7 @@ export class Turns {
     const { message } = entry;
     const log = o.log.child({ channel: message.channel, conversation, seq });
     const policy = options.policies?.get(message.channel);
-    if ((policy && (await this.#applyPolicy(seq, message, policy, log, settle))) || (await this.#applyCommand(seq, conversation, message, log, settle))) {
+    if ((policy && (await this.#applyPolicy(seq, conversation, message, policy, log, settle))) || (await this.#applyCommand(seq, conversation, message, log, settle))) {
       await o.deliver(conversation, message.channel);
       return;
     }
@@ -112,8 +115,8 @@ export class Turns {
     // Issued together: on PostgreSQL the pool pipelines them, one round trip instead of four.
     const [context, model, history, existingDraft] = await Promise.all([
       policy && message.direct === false ? o.inbox.contextBefore(seq, conversation, conversationKey({ ...refOf(message), thread: '' })) : [],
-      options.commands?.model(conversation),
-      o.history.recent(conversation, options.historyTurns),
+      early ? early.model : options.commands?.model(conversation),
+      early ? early.history : o.history.recent(conversation, options.historyTurns),
       channel && policy?.stream && canEdit(channel) ? o.drafts.get(seq) : undefined,
     ]);
     const stopTyping = channel ? startTyping(channel, message, log) : () => undefined;
@@ -165,15 +168,36 @@ export class Turns {
   }
 
   /**
+   * The reads that need only the conversation, issued with the inbox row's: on PostgreSQL one
+   * write and one round trip for the three, not two of each. Left out in a conversation whose last
+   * message was not addressed to the bot (a group talking among itself), whose next message likely
+   * ends ignored too: its reads would be wasted. Unused (the message answered already, ignored, or
+   * a command), their answers are dropped.
+   */
+  #earlyReads(conversation: string, options: RuntimeOptions): { model: Promise<string | undefined> | undefined; history: Promise<ChatMessage[]> } | undefined {
+    if (this.#unaddressed.delete(conversation)) return undefined;
+    const model = options.commands?.model(conversation);
+    const history = this.#o.history.recent(conversation, options.historyTurns);
+    model?.catch(() => undefined);
+    history.catch(() => undefined);
+    return { model, history };
+  }
+
+  /**
    * Access, mention gating and pairing. Returns true when the message was dealt with here
    * (ignored, or answered with a pairing code).
    */
-  async #applyPolicy(seq: number, message: InboundMessage, policy: ChannelPolicy, log: Logger, settle: TurnSettle | undefined): Promise<boolean> {
+  async #applyPolicy(seq: number, conversation: string, message: InboundMessage, policy: ChannelPolicy, log: Logger, settle: TurnSettle | undefined): Promise<boolean> {
     const { pairing } = this.#o.options();
     if (!pairing && policy.allow === undefined) throw new Error('a channel without `allow` needs the pairing store');
     const decision = await decideAccess(message, { ...(policy.allow ? { allow: policy.allow } : {}), mentionOnly: policy.mentionOnly }, pairing!);
     if (decision.kind === 'ignore') {
       await this.#o.inbox.markIgnored(seq, decision.reason);
+      if (decision.reason === 'not addressed') {
+        // a bound, not an eviction order: forgetting costs one wasted early read per conversation
+        if (this.#unaddressed.size >= 10_000) this.#unaddressed.clear();
+        this.#unaddressed.add(conversation);
+      }
       this.#o.counters.ignored++;
       log.info({ sender: message.sender.id, reason: decision.reason }, decision.reason === 'not addressed' ? 'not addressed to the bot; kept as context' : 'message ignored');
       return true;
