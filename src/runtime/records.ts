@@ -10,6 +10,7 @@ import type { History } from '../store/history.ts';
 import type { Inbox } from '../store/inbox.ts';
 import type { Outbox, Reply } from '../store/outbox.ts';
 import type { Drafts } from '../store/settings.ts';
+import type { PendingAhead } from './delivery.ts';
 import type { ReplyRoute } from './reply-route.ts';
 import type { TurnSettle } from './turn-queue.ts';
 
@@ -30,8 +31,8 @@ export class TurnRecords {
   }
 
   /** A turn through the model: its output, and its reply (if any) replacing its streamed draft. */
-  turn(seq: number, conversation: string, output: TurnOutput, message: InboundMessage, draftId: string | undefined, settle?: TurnSettle): Promise<boolean> {
-    return this.#end(seq, 'done', settle, output.commit, (tx) => [
+  turn(seq: number, conversation: string, output: TurnOutput, message: InboundMessage, draftId: string | undefined, settle?: TurnSettle, ahead?: PendingAhead): Promise<boolean> {
+    return this.#end(seq, 'done', settle, output.commit, ahead, (tx) => [
       this.#o.history.in(tx).append(conversation, seq, output.messages),
       ...(output.reply !== '' || (output.files?.length ?? 0) > 0
         ? this.#reply(tx, seq, message, {
@@ -46,12 +47,12 @@ export class TurnRecords {
 
   /** A reply the runtime gives itself (a pairing code, a command's answer). */
   answer(seq: number, message: InboundMessage, text: string, commit: ((tx: Sql) => Promise<void>) | undefined, settle?: TurnSettle): Promise<boolean> {
-    return this.#end(seq, 'done', settle, commit, (tx) => this.#reply(tx, seq, message, { text }));
+    return this.#end(seq, 'done', settle, commit, undefined, (tx) => this.#reply(tx, seq, message, { text }));
   }
 
   /** A failed turn: the message marked failed with `error`, and the apology `text` for its sender. */
-  failure(seq: number, message: InboundMessage, text: string, error: string, draftId: string | undefined, settle?: TurnSettle): Promise<boolean> {
-    return this.#end(seq, { failed: error }, settle, undefined, (tx) => [
+  failure(seq: number, message: InboundMessage, text: string, error: string, draftId: string | undefined, settle?: TurnSettle, ahead?: PendingAhead): Promise<boolean> {
+    return this.#end(seq, { failed: error }, settle, undefined, ahead, (tx) => [
       ...this.#reply(tx, seq, message, { text, ...(draftId === undefined ? {} : { draftId }) }),
       this.#o.drafts.in(tx).delete(seq),
     ]);
@@ -69,12 +70,15 @@ export class TurnRecords {
    * where the transaction checks its statements itself (PostgreSQL, Sql.commitAhead: the mark
    * there fails on the server when the message no longer waits) its COMMIT goes out in the same
    * write, one round trip for the whole commit; elsewhere every answer is waited for first.
+   * There `ahead` (the conversation's pending replies, for the round that sends this one) is read
+   * in the same write too; elsewhere that round reads them itself.
    */
   async #end(
     seq: number,
     end: 'done' | { failed: string },
     settle: TurnSettle | undefined,
     before: ((tx: Sql) => Promise<void>) | undefined,
+    ahead: PendingAhead | undefined,
     writes: (tx: Sql) => ReadonlyArray<Promise<unknown>>,
   ): Promise<boolean> {
     let marked: Promise<boolean> | undefined;
@@ -84,6 +88,7 @@ export class TurnRecords {
         marked = this.#o.inbox.in(tx).finish(seq, end);
         const issued = [marked, ...writes(tx), ...(settle ? [settle.in(tx)] : [])];
         if (tx.commitAhead) {
+          if (ahead) issued.push(ahead.read(tx));
           tx.commitAhead(Promise.all(issued));
           return;
         }

@@ -20,6 +20,7 @@ import { deadline } from '../abort.ts';
 import { startDraft, type Draft } from './draft.ts';
 import type { FloodGate } from './flood.ts';
 import type { ChannelPolicy, RuntimeCounters, RuntimeOptions } from './options.ts';
+import type { PendingAhead } from './delivery.ts';
 import type { TurnRecords } from './records.ts';
 import { stoppedOnStore, type StoreRetry } from './store-retry.ts';
 import type { TurnSettle } from './turn-queue.ts';
@@ -42,8 +43,10 @@ export interface TurnsOptions {
   /** Aborted when the shutdown grace runs out: running turns are cut off. */
   readonly signal: AbortSignal;
   stopping(): boolean;
-  /** Sends the conversation's recorded replies now, if this node sends them. */
-  deliver(conversation: string, channel: string): Promise<void>;
+  /** Sends the conversation's recorded replies now, if this node sends them (starting from `ahead`'s rows when they are still good). */
+  deliver(conversation: string, channel: string, ahead?: PendingAhead): Promise<void>;
+  /** A read of the conversation's pending replies to issue with a turn's commit, if this node sends them (see PendingAhead). */
+  ahead?(conversation: string, channel: string): PendingAhead | undefined;
   /** The /status command's answer. */
   statusLine(): string;
 }
@@ -110,6 +113,8 @@ export class Turns {
     const elapsed = (): number => Math.round(o.clock.monotonic() - started);
     const limit = deadline(o.signal, options.turnTimeoutMs);
     const { signal } = limit;
+    /** The pending replies read in the transaction that recorded this turn's reply, when it committed. */
+    let committed: PendingAhead | undefined;
     // The turn's reads first: a store failure here is the store's, retried by #durably —
     // not a failed turn to apologise for (and no typing timer or draft is left behind).
     // Issued together: on PostgreSQL the pool pipelines them, one round trip instead of four.
@@ -135,7 +140,8 @@ export class Turns {
       });
       stopTyping();
       const draftId = await draft?.finish();
-      await o.retry.commit(`record the reply to message ${seq}`, () => o.records.turn(seq, conversation, output, message, draftId, settle));
+      const ahead = o.ahead?.(conversation, message.channel);
+      if (await o.retry.commit(`record the reply to message ${seq}`, () => o.records.turn(seq, conversation, output, message, draftId, settle, ahead))) committed = ahead;
       o.counters.answered++;
       options.events?.onTurn?.(message.channel, elapsed(), 'answered');
       if (output.reply === '') log.warn('the model returned an empty reply; nothing sent');
@@ -155,7 +161,8 @@ export class Turns {
       options.events?.onTurn?.(message.channel, elapsed(), 'failed');
       log.error({ ...failureFields(error, signal, options.turnTimeoutMs), ms: elapsed() }, 'turn failed; telling the user');
       try {
-        await o.retry.commit(`record the apology for message ${seq}`, () => o.records.failure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId, settle));
+        const ahead = o.ahead?.(conversation, message.channel);
+        if (await o.retry.commit(`record the apology for message ${seq}`, () => o.records.failure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId, settle, ahead))) committed = ahead;
       } catch (failure) {
         if (!stoppedOnStore(failure)) throw failure;
         log.warn('shutdown while the store fails: the apology was not recorded; the message stays in the inbox for the next start');
@@ -164,7 +171,7 @@ export class Turns {
     } finally {
       limit.dispose();
     }
-    await o.deliver(conversation, message.channel);
+    await o.deliver(conversation, message.channel, committed);
   }
 
   /**
