@@ -147,3 +147,41 @@ describe('Delivery (outbox sends)', () => {
     await delivery.deliverAll(new AbortController().signal);
   });
 });
+
+describe('Delivery.ahead (pending replies read with the commit)', () => {
+  it('a round starts from rows read ahead, reads again when another round of the conversation started since, and none is taken while one runs', async () => {
+    const database = sqliteDatabase(openDatabase(':memory:'));
+    const outbox = new Outbox(database);
+    const channel = createMemoryChannel('mem');
+    const delivery = new Delivery(outbox, new Map([['mem', channel]]), options, testLogger());
+    const signal = new AbortController().signal;
+    const add = (text: string) => outbox.add({ channel: 'mem', account: 'a', chat: 'c1', text }, null);
+
+    // used: the round sends what the read ahead saw (a row added after it waits for the next round)
+    await add('one');
+    const first = delivery.ahead('mem:a:c1')!;
+    await first.read(database);
+    await add('two');
+    await delivery.deliver('mem:a:c1', signal, first);
+    assert.deepEqual(channel.sent.map((m) => m.text), ['one']);
+    await delivery.deliver('mem:a:c1', signal);
+    assert.deepEqual(channel.sent.map((m) => m.text), ['one', 'two']);
+
+    // stale: a round of the conversation ran after the read (and sent 'three'): read again, nothing sent twice
+    await add('three');
+    const stale = delivery.ahead('mem:a:c1')!;
+    await stale.read(database);
+    await delivery.deliver('mem:a:c1', signal);
+    await add('four');
+    await delivery.deliver('mem:a:c1', signal, stale);
+    assert.deepEqual(channel.sent.map((m) => m.text), ['one', 'two', 'three', 'four']);
+
+    // while a round runs, no read ahead is taken
+    await add('five');
+    const running = delivery.deliver('mem:a:c1', signal);
+    assert.equal(delivery.ahead('mem:a:c1'), undefined);
+    await running;
+    assert.deepEqual(channel.sent.map((m) => m.text), ['one', 'two', 'three', 'four', 'five']);
+    assert.equal(await outbox.pendingCount(), 0);
+  });
+});

@@ -15,7 +15,8 @@ import type { Logger } from 'pino';
 import { canEdit, canSendFiles, hasMessageLimit, SendError, type Channel, type OutboundFile } from '../channel.ts';
 import { refOf } from '../conversation.ts';
 import { splitMessage } from '../outbound/split.ts';
-import type { Outbox, Reply } from '../store/outbox.ts';
+import type { Outbox, OutboxEntry, Reply } from '../store/outbox.ts';
+import type { Sql } from '../store/sql.ts';
 import { backoffDelay, sleep } from '../backoff.ts';
 import { FloodWaitError, type ChannelLookup } from './flood.ts';
 
@@ -55,6 +56,37 @@ export function unitsOf(reply: Reply, channel: Channel): Unit[] {
   return [...parts.map((text, index) => ({ kind: 'text' as const, text, first: index === 0 })), ...(reply.files ?? []).map((file) => ({ kind: 'file' as const, file }))];
 }
 
+/**
+ * A conversation's pending replies, read inside the transaction that records its turn's reply
+ * (src/runtime/records.ts): the round right after that commit starts from them instead of a read
+ * of its own — on PostgreSQL the read travels in the commit's write. Taken from
+ * {@link Delivery.ahead} when no round of the conversation runs; used by the next
+ * {@link Delivery.deliver} only if its transaction committed and no round of the conversation
+ * started since (one may have sent some of those rows), else read again.
+ */
+export interface PendingAhead {
+  /** Issues the read on `tx`, the recording transaction; its promise settles with the statement. */
+  read(tx: Sql): Promise<unknown>;
+}
+
+class Ahead implements PendingAhead {
+  rows: Promise<OutboxEntry[]> | undefined;
+  readonly #outbox: Outbox;
+  readonly conversation: string;
+  /** {@link Delivery}'s round count when it was taken. */
+  readonly stamp: number;
+
+  constructor(outbox: Outbox, conversation: string, stamp: number) {
+    this.#outbox = outbox;
+    this.conversation = conversation;
+    this.stamp = stamp;
+  }
+
+  read(tx: Sql): Promise<unknown> {
+    return (this.rows = this.#outbox.in(tx).pending(this.conversation));
+  }
+}
+
 export class Delivery {
   readonly #outbox: Outbox;
   readonly #channels: ChannelLookup;
@@ -68,6 +100,10 @@ export class Delivery {
   /** Units out per outbox id whose progress could not be recorded yet. */
   readonly #progress = new Map<number, number>();
   #stopped = false;
+  /** Rounds started, and the count at each conversation's latest start (see {@link ahead}); forgotten in bulk, before {@link #forgotten}. */
+  #rounds = 0;
+  readonly #roundStarts = new Map<string, number>();
+  #forgotten = 0;
   /** Conversations whose round stopped on a failing store: the retry timer and how many in a row. */
   readonly #retries = new Map<string, { timer: NodeJS.Timeout | undefined; attempt: number }>();
 
@@ -79,12 +115,19 @@ export class Delivery {
     this.#events = events;
   }
 
-  /** Sends every pending reply of `conversation`. Never rejects. */
-  deliver(conversation: string, signal: AbortSignal): Promise<void> {
+  /** A read of `conversation`'s pending replies for its next round to start from, when none of its rounds runs (see {@link PendingAhead}). */
+  ahead(conversation: string): PendingAhead | undefined {
+    return this.#stopped || this.#chains.has(conversation) ? undefined : new Ahead(this.#outbox, conversation, this.#rounds);
+  }
+
+  /** Sends every pending reply of `conversation`; `ahead`, read in a transaction that committed, may spare the round its read. Never rejects. */
+  deliver(conversation: string, signal: AbortSignal, ahead?: PendingAhead): Promise<void> {
     if (this.#stopped) return Promise.resolve();
-    const previous = this.#chains.get(conversation) ?? Promise.resolve();
+    const running = this.#chains.get(conversation);
+    const rows = running === undefined && ahead instanceof Ahead && ahead.conversation === conversation && this.#fresh(ahead) ? ahead.rows : undefined;
+    const previous = running ?? Promise.resolve();
     const next = previous.then(() =>
-      this.#round(conversation, signal)
+      this.#round(conversation, signal, rows)
         .then(
           (complete) => (complete ? this.#settled(conversation) : this.#retrySoon(conversation, signal)),
           (error: unknown) => {
@@ -165,9 +208,20 @@ export class Delivery {
     this.#retries.delete(conversation);
   }
 
-  /** Sends what is pending; false when it stopped because the store failed (see {@link #retrySoon}). */
-  async #round(conversation: string, signal: AbortSignal): Promise<boolean> {
-    for (const entry of await this.#outbox.pending(conversation)) {
+  /** Whether no round of its conversation started since `ahead` was taken (so none sent any of its rows). */
+  #fresh(ahead: Ahead): boolean {
+    return ahead.stamp >= this.#forgotten && (this.#roundStarts.get(ahead.conversation) ?? -1) <= ahead.stamp;
+  }
+
+  /** Sends what is pending (read now, unless `ahead` has it); false when it stopped because the store failed (see {@link #retrySoon}). */
+  async #round(conversation: string, signal: AbortSignal, ahead?: Promise<OutboxEntry[]>): Promise<boolean> {
+    this.#roundStarts.set(conversation, ++this.#rounds);
+    if (this.#roundStarts.size > 1000) {
+      // a bound: a read taken before this makes its round read again
+      this.#roundStarts.clear();
+      this.#forgotten = this.#rounds;
+    }
+    for (const entry of await (ahead ?? this.#outbox.pending(conversation))) {
       if (signal.aborted) return true;
       const unrecorded = this.#unrecorded.get(entry.id);
       if (unrecorded) {

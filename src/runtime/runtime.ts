@@ -22,7 +22,7 @@ import { Inbox } from '../store/inbox.ts';
 import { Outbox } from '../store/outbox.ts';
 import { StorageHealth, transientStoreError } from '../store/storage.ts';
 import { sleep } from '../backoff.ts';
-import { Delivery } from './delivery.ts';
+import { Delivery, type PendingAhead } from './delivery.ts';
 import { createLocalQueue } from './local-queue.ts';
 import { localReplies, type ReplyRoute } from './reply-route.ts';
 import type { QueuedTurn, TurnQueue } from './turn-queue.ts';
@@ -121,7 +121,8 @@ export class Runtime {
       counters: this.#counters,
       signal: this.#working.signal,
       stopping: () => this.#stopping !== undefined,
-      deliver: (conversation, channel) => this.#deliverHere(conversation, channel),
+      deliver: (conversation, channel, ahead) => this.#deliverHere(conversation, channel, ahead),
+      ahead: (conversation, channel) => (this.#replies.sendsHere(channel, this.#channels.has(channel)) ? this.#delivery.ahead(conversation) : undefined),
       statusLine: () => statusLine(this.health(), this.#clock.monotonic() - this.#startedAt),
     });
     this.#ready = new Promise((resolve) => (this.#resolveReady = resolve));
@@ -181,9 +182,9 @@ export class Runtime {
   };
 
   /** Sends a turn's reply now, unless another node sends it (in a cluster: the one holding its channel, woken by the reply route). */
-  #deliverHere(conversation: string, channel: string): Promise<void> {
+  #deliverHere(conversation: string, channel: string, ahead?: PendingAhead): Promise<void> {
     if (!this.#replies.sendsHere(channel, this.#channels.has(channel))) return Promise.resolve();
-    return this.#delivery.deliver(conversation, this.#working.signal);
+    return this.#delivery.deliver(conversation, this.#working.signal, ahead);
   }
 
   /** Sends the recorded replies of `conversation` if this node holds its channel (in a cluster: another node's turn recorded them). */

@@ -14,12 +14,13 @@ import type { Drafts } from '../store/settings.ts';
 import type { History } from '../store/history.ts';
 import type { Inbox } from '../store/inbox.ts';
 import { damagedDatabaseError } from '../store/integrity.ts';
-import { ProviderError } from '../provider.ts';
+import { ProviderError, type ChatMessage } from '../provider.ts';
 import type { Clock } from '../clock.ts';
 import { deadline } from '../abort.ts';
 import { startDraft, type Draft } from './draft.ts';
 import type { FloodGate } from './flood.ts';
 import type { ChannelPolicy, RuntimeCounters, RuntimeOptions } from './options.ts';
+import type { PendingAhead } from './delivery.ts';
 import type { TurnRecords } from './records.ts';
 import { stoppedOnStore, type StoreRetry } from './store-retry.ts';
 import type { TurnSettle } from './turn-queue.ts';
@@ -42,14 +43,18 @@ export interface TurnsOptions {
   /** Aborted when the shutdown grace runs out: running turns are cut off. */
   readonly signal: AbortSignal;
   stopping(): boolean;
-  /** Sends the conversation's recorded replies now, if this node sends them. */
-  deliver(conversation: string, channel: string): Promise<void>;
+  /** Sends the conversation's recorded replies now, if this node sends them (starting from `ahead`'s rows when they are still good). */
+  deliver(conversation: string, channel: string, ahead?: PendingAhead): Promise<void>;
+  /** A read of the conversation's pending replies to issue with a turn's commit, if this node sends them (see PendingAhead). */
+  ahead?(conversation: string, channel: string): PendingAhead | undefined;
   /** The /status command's answer. */
   statusLine(): string;
 }
 
 export class Turns {
   readonly #o: TurnsOptions;
+  /** Conversations whose last message here was ignored as not addressed to the bot (see #earlyReads). */
+  readonly #unaddressed = new Set<string>();
 
   constructor(options: TurnsOptions) {
     this.#o = options;
@@ -86,6 +91,7 @@ export class Turns {
   async #turn(seq: number, conversation: string, settle: TurnSettle | undefined): Promise<void> {
     const o = this.#o;
     const options = o.options();
+    const early = this.#earlyReads(conversation, options);
     const entry = await o.inbox.queuedEntry(seq);
     if (!entry) {
       // Answered already (before a crash, or by a commit whose answer was lost): its reply, if
@@ -97,7 +103,7 @@ export class Turns {
     const { message } = entry;
     const log = o.log.child({ channel: message.channel, conversation, seq });
     const policy = options.policies?.get(message.channel);
-    if ((policy && (await this.#applyPolicy(seq, message, policy, log, settle))) || (await this.#applyCommand(seq, conversation, message, log, settle))) {
+    if ((policy && (await this.#applyPolicy(seq, conversation, message, policy, log, settle))) || (await this.#applyCommand(seq, conversation, message, log, settle))) {
       await o.deliver(conversation, message.channel);
       return;
     }
@@ -107,13 +113,15 @@ export class Turns {
     const elapsed = (): number => Math.round(o.clock.monotonic() - started);
     const limit = deadline(o.signal, options.turnTimeoutMs);
     const { signal } = limit;
+    /** The pending replies read in the transaction that recorded this turn's reply, when it committed. */
+    let committed: PendingAhead | undefined;
     // The turn's reads first: a store failure here is the store's, retried by #durably —
     // not a failed turn to apologise for (and no typing timer or draft is left behind).
     // Issued together: on PostgreSQL the pool pipelines them, one round trip instead of four.
     const [context, model, history, existingDraft] = await Promise.all([
       policy && message.direct === false ? o.inbox.contextBefore(seq, conversation, conversationKey({ ...refOf(message), thread: '' })) : [],
-      options.commands?.model(conversation),
-      o.history.recent(conversation, options.historyTurns),
+      early ? early.model : options.commands?.model(conversation),
+      early ? early.history : o.history.recent(conversation, options.historyTurns),
       channel && policy?.stream && canEdit(channel) ? o.drafts.get(seq) : undefined,
     ]);
     const stopTyping = channel ? startTyping(channel, message, log) : () => undefined;
@@ -132,7 +140,8 @@ export class Turns {
       });
       stopTyping();
       const draftId = await draft?.finish();
-      await o.retry.commit(`record the reply to message ${seq}`, () => o.records.turn(seq, conversation, output, message, draftId, settle));
+      const ahead = o.ahead?.(conversation, message.channel);
+      if (await o.retry.commit(`record the reply to message ${seq}`, () => o.records.turn(seq, conversation, output, message, draftId, settle, ahead))) committed = ahead;
       o.counters.answered++;
       options.events?.onTurn?.(message.channel, elapsed(), 'answered');
       if (output.reply === '') log.warn('the model returned an empty reply; nothing sent');
@@ -152,7 +161,8 @@ export class Turns {
       options.events?.onTurn?.(message.channel, elapsed(), 'failed');
       log.error({ ...failureFields(error, signal, options.turnTimeoutMs), ms: elapsed() }, 'turn failed; telling the user');
       try {
-        await o.retry.commit(`record the apology for message ${seq}`, () => o.records.failure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId, settle));
+        const ahead = o.ahead?.(conversation, message.channel);
+        if (await o.retry.commit(`record the apology for message ${seq}`, () => o.records.failure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId, settle, ahead))) committed = ahead;
       } catch (failure) {
         if (!stoppedOnStore(failure)) throw failure;
         log.warn('shutdown while the store fails: the apology was not recorded; the message stays in the inbox for the next start');
@@ -161,19 +171,40 @@ export class Turns {
     } finally {
       limit.dispose();
     }
-    await o.deliver(conversation, message.channel);
+    await o.deliver(conversation, message.channel, committed);
+  }
+
+  /**
+   * The reads that need only the conversation, issued with the inbox row's: on PostgreSQL one
+   * write and one round trip for the three, not two of each. Left out in a conversation whose last
+   * message was not addressed to the bot (a group talking among itself), whose next message likely
+   * ends ignored too: its reads would be wasted. Unused (the message answered already, ignored, or
+   * a command), their answers are dropped.
+   */
+  #earlyReads(conversation: string, options: RuntimeOptions): { model: Promise<string | undefined> | undefined; history: Promise<ChatMessage[]> } | undefined {
+    if (this.#unaddressed.delete(conversation)) return undefined;
+    const model = options.commands?.model(conversation);
+    const history = this.#o.history.recent(conversation, options.historyTurns);
+    model?.catch(() => undefined);
+    history.catch(() => undefined);
+    return { model, history };
   }
 
   /**
    * Access, mention gating and pairing. Returns true when the message was dealt with here
    * (ignored, or answered with a pairing code).
    */
-  async #applyPolicy(seq: number, message: InboundMessage, policy: ChannelPolicy, log: Logger, settle: TurnSettle | undefined): Promise<boolean> {
+  async #applyPolicy(seq: number, conversation: string, message: InboundMessage, policy: ChannelPolicy, log: Logger, settle: TurnSettle | undefined): Promise<boolean> {
     const { pairing } = this.#o.options();
     if (!pairing && policy.allow === undefined) throw new Error('a channel without `allow` needs the pairing store');
     const decision = await decideAccess(message, { ...(policy.allow ? { allow: policy.allow } : {}), mentionOnly: policy.mentionOnly }, pairing!);
     if (decision.kind === 'ignore') {
       await this.#o.inbox.markIgnored(seq, decision.reason);
+      if (decision.reason === 'not addressed') {
+        // a bound, not an eviction order: forgetting costs one wasted early read per conversation
+        if (this.#unaddressed.size >= 10_000) this.#unaddressed.clear();
+        this.#unaddressed.add(conversation);
+      }
       this.#o.counters.ignored++;
       log.info({ sender: message.sender.id, reason: decision.reason }, decision.reason === 'not addressed' ? 'not addressed to the bot; kept as context' : 'message ignored');
       return true;

@@ -27,6 +27,23 @@ export interface InboxEntry {
 
 const FINISH = "UPDATE inbox SET status = ?, done_at = ?, error = ? WHERE seq = ? AND status = 'queued'";
 
+/**
+ * {@link FINISH} on PostgreSQL inside a turn's commit: a message no longer queued fails the
+ * statement on the server (SQLSTATE {@link NOT_QUEUED}, raised by a function of the schema,
+ * src/store/postgres/schema.ts), and with it the transaction — so its COMMIT need not wait for
+ * this answer: it goes out in the same write and answers ROLLBACK.
+ */
+const FINISH_OR_FAIL = `WITH finished AS (${FINISH} RETURNING seq)
+  SELECT CASE WHEN EXISTS (SELECT 1 FROM finished) THEN 1 ELSE switchboard_not_queued(?) END AS finished`;
+
+/** The SQLSTATE of {@link Inbox.finish}'s failure on PostgreSQL: the message no longer waits. */
+const NOT_QUEUED = 'SB001';
+
+/** Whether `error` is PostgreSQL's answer to {@link Inbox.finish} of a message that no longer waits. */
+export function notQueued(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === NOT_QUEUED;
+}
+
 export class Inbox {
   readonly #sql: Sql;
 
@@ -103,6 +120,23 @@ export class Inbox {
   /** Marks a message as one that could not be answered; `error` says why. */
   async markFailed(seq: number, error: string, now = Date.now()): Promise<boolean> {
     return (await this.#sql.run(FINISH, ['failed', now, error, seq])) === 1;
+  }
+
+  /**
+   * Ends a queued message inside a turn's transaction: false when it no longer waits. On
+   * PostgreSQL that case also fails the statement on the server, so the transaction cannot commit
+   * whatever was issued with it (see FINISH_OR_FAIL); the caller rolls back either way.
+   */
+  async finish(seq: number, end: 'done' | { readonly failed: string }, now = Date.now()): Promise<boolean> {
+    const [status, error] = end === 'done' ? ['done', null] : ['failed', end.failed];
+    if (this.#sql.dialect !== 'postgres') return (await this.#sql.run(FINISH, [status, now, error, seq])) === 1;
+    try {
+      await this.#sql.get(FINISH_OR_FAIL, [status, now, error, seq, seq]);
+      return true;
+    } catch (failure) {
+      if (notQueued(failure)) return false;
+      throw failure;
+    }
   }
 
   /**

@@ -23,6 +23,15 @@ export interface Sql {
    * Calls on the outer object wait until it ends. Inside a transaction this runs `work` in it.
    */
   transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T>;
+  /**
+   * Inside a transaction whose COMMIT fails when any statement issued in it failed on the server
+   * (PostgreSQL), and only there: `work` has issued every statement it will, and `answers`
+   * settles once they are answered, rejecting when `work` fails. `work` may then return without
+   * waiting: the COMMIT goes out in the same write as the statements (one round trip, not two)
+   * unless `answers` rejected first, and the transaction fails if `answers` rejects. A statement
+   * issued after that fails rather than running outside the transaction.
+   */
+  commitAhead?(answers: Promise<unknown>): void;
 }
 
 /** The whole database: the statements, and how to close it. */

@@ -89,7 +89,8 @@ const STEPS: ReadonlyArray<readonly [RegExp, string]> = [
   [/FROM conversation_settings|FROM settings/, 'settings read'],
   [/^DELETE FROM drafts/, 'drafts clear'],
   [/FROM drafts/, 'draft read'],
-  [/^UPDATE inbox SET status/, 'inbox finish'],
+  // on PostgreSQL a turn's commit wraps it in a statement that fails when the message no longer waits (src/store/inbox.ts)
+  [/^(WITH finished AS \(\s*)?UPDATE inbox SET status/, 'inbox finish'],
   [/^INSERT INTO history/, 'history append'],
   [/^INSERT INTO outbox/, 'outbox record'],
   [/pgboss|job/i, 'queue'],

@@ -168,4 +168,15 @@ export const postgresMigrations: readonly string[] = [
   );
   CREATE INDEX channel_state_order ON channel_state (channel, seq);
   `,
+  // A turn's commit (src/runtime/records.ts) ends its message with one statement that fails when the
+  // message no longer waits, so its COMMIT can travel with it (answering ROLLBACK) instead of
+  // waiting for the mark's answer. A function, not a constant error in the SQL: PostgreSQL folds
+  // constant expressions (1/0, a bad cast) when it plans, and would fail every mark. See inbox.ts.
+  `
+  CREATE FUNCTION switchboard_not_queued(seq bigint) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
+  BEGIN
+    RAISE EXCEPTION 'inbox message % no longer waits', seq USING ERRCODE = 'SB001';
+  END
+  $$;
+  `,
 ];

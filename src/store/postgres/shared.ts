@@ -21,7 +21,11 @@ export interface Queryable {
 export class Coalescer {
   readonly #stream: PoolClient['connection']['stream'];
   #holding = false;
+  #beforeWrite: (() => void) | undefined;
   readonly #release = (): void => {
+    const before = this.#beforeWrite;
+    this.#beforeWrite = undefined;
+    before?.();
     this.#holding = false;
     this.#stream.uncork();
   };
@@ -36,6 +40,12 @@ export class Coalescer {
     this.#holding = true;
     this.#stream.cork();
     process.nextTick(this.#release);
+  }
+
+  /** Runs `last` just before the held write goes out (now, when none is held): what it queues travels in that write. */
+  beforeWrite(last: () => void): void {
+    if (this.#holding) this.#beforeWrite = last;
+    else last();
   }
 }
 

@@ -33,3 +33,47 @@ it('a statement whose answer the transaction did not wait for, failing, fails th
     await database.close();
   }
 });
+
+it('commitAhead: the COMMIT goes out with the statements; a failure on the server or on this side commits nothing, and a statement issued after it does not run', async () => {
+  const database = await openPostgres({ url: await server.createDatabase(), log: testLogger() });
+  try {
+    await database.run('CREATE TABLE t (n integer PRIMARY KEY)');
+    // all succeed: committed, and the call waits for the answers
+    let answered = false;
+    await database.transaction(async (tx) => {
+      const insert = tx.run('INSERT INTO t (n) VALUES (?)', [1]).then(() => (answered = true));
+      tx.commitAhead!(insert);
+    });
+    assert.equal(answered, true);
+    assert.deepEqual(await database.all('SELECT n FROM t'), [{ n: 1 }]);
+    // a statement fails on the server: the COMMIT answers ROLLBACK, the call fails with the answers' reason
+    await assert.rejects(
+      database.transaction(async (tx) => {
+        tx.commitAhead!(Promise.all([tx.run('INSERT INTO t (n) VALUES (?)', [2]), tx.run('INSERT INTO t (n) VALUES (?)', [1])]));
+      }),
+      (error: Error & { code?: string }) => error.code === '23505',
+    );
+    // a failure on this side before the write went out: no COMMIT, nothing of it committed
+    await assert.rejects(
+      database.transaction(async (tx) => {
+        tx.commitAhead!(Promise.all([tx.run('INSERT INTO t (n) VALUES (?)', [3]), Promise.reject(new Error('not serializable'))]));
+      }),
+      /not serializable/,
+    );
+    // a statement issued once the COMMIT has gone out is refused, not run outside the transaction
+    let late: Promise<unknown> | undefined;
+    await database.transaction(async (tx) => {
+      const first = tx.run('INSERT INTO t (n) VALUES (?)', [4]);
+      tx.commitAhead!(first);
+      // its outcome held at once: it fails before this test awaits it
+      late = first.then(() => tx.run('INSERT INTO t (n) VALUES (?)', [5])).then(
+        () => 'ran',
+        (error: Error) => error.message,
+      );
+    });
+    assert.match(String(await late), /after its transaction's COMMIT/);
+    assert.deepEqual(await database.all('SELECT n FROM t ORDER BY n'), [{ n: 1 }, { n: 4 }]);
+  } finally {
+    await database.close();
+  }
+});

@@ -78,25 +78,38 @@ class Statements {
   }
 }
 
+/** What a transaction's statements tell it (see PostgresDatabase.transaction). */
+interface Transaction {
+  /** Told of each statement that fails. */
+  failed(error: unknown): void;
+  /** See Sql.commitAhead. */
+  ahead(answers: Promise<unknown>): void;
+  /** Whether its COMMIT has gone out: a statement issued now would run outside it. */
+  ended(): boolean;
+}
+
 class PostgresSql implements Sql {
   readonly dialect = 'postgres';
   protected readonly target: Queryable;
   protected readonly statements: Statements;
   readonly #writes: Coalescer | undefined;
-  /** In a transaction: told of each statement that fails (see PostgresDatabase.transaction). */
-  readonly #failed: ((error: unknown) => void) | undefined;
+  readonly #transaction: Transaction | undefined;
 
-  constructor(target: Queryable, statements: Statements, writes?: Coalescer, failed?: (error: unknown) => void) {
+  constructor(target: Queryable, statements: Statements, writes?: Coalescer, transaction?: Transaction) {
     this.target = target;
     this.statements = statements;
     this.#writes = writes;
-    this.#failed = failed;
+    this.#transaction = transaction;
+    if (transaction) this.commitAhead = transaction.ahead;
   }
 
+  readonly commitAhead?: (answers: Promise<unknown>) => void;
+
   #send(statement: Prepared, values: readonly unknown[]): Promise<QueryResult> {
+    if (this.#transaction?.ended()) return Promise.reject(new Error(`a statement issued after its transaction's COMMIT had gone out, not run: ${statement.text.slice(0, 80)}`));
     this.#writes?.hold();
     const sent = this.target.query({ ...statement, values: values as unknown[] });
-    if (this.#failed) sent.catch(this.#failed);
+    if (this.#transaction) sent.catch(this.#transaction.failed);
     return sent;
   }
 
@@ -165,14 +178,47 @@ class PostgresDatabase extends PostgresSql implements Database {
       begun.catch(() => undefined);
       /** The first statement of `work` that failed: one whose answer `work` did not wait for fails the transaction all the same. */
       let failure: { readonly error: unknown } | undefined;
+      let committing: Promise<QueryResult> | undefined;
+      const commit = (): Promise<QueryResult> => (committing ??= client.query('COMMIT'));
+      /** Given by work through commitAhead: its statements' answers, and the write they (and maybe the COMMIT) went out in. */
+      let ahead: { readonly answers: Promise<unknown>; readonly written: Promise<void>; failed: boolean } | undefined;
+      const transaction: Transaction = {
+        failed: (error) => (failure ??= { error }),
+        ahead: (answers) => {
+          if (ahead) throw new Error('commitAhead called twice in one transaction');
+          const given = { answers, written: Promise.resolve(), failed: false };
+          answers.catch(() => (given.failed = true));
+          // Just before the statements' write goes out, every promise job of this tick has run:
+          // a failure of `work` on this side (nothing sent) has shown by then, and the COMMIT is left out.
+          given.written = new Promise((resolve) =>
+            writes.beforeWrite(() => {
+              if (!given.failed && failure === undefined) commit().catch(() => undefined);
+              resolve();
+            }),
+          );
+          ahead = given;
+        },
+        ended: () => committing !== undefined,
+      };
       try {
-        const result = await work(new PostgresSql(client, this.statements, writes, (error) => (failure ??= { error })));
-        await begun;
+        const result = await work(new PostgresSql(client, this.statements, writes, transaction));
+        if (ahead) {
+          await ahead.written;
+          // no COMMIT went out: `work` failed on this side; its failure is the transaction's
+          if (committing === undefined) await ahead.answers;
+        }
         // A transaction a statement failed in is rolled back by its COMMIT, which then answers
         // ROLLBACK, not an error: a statement issued without waiting for its answer (a turn's job,
         // src/cluster/pg-boss-queue.ts, goes out with the COMMIT) would otherwise be lost unseen.
-        const committed = await client.query('COMMIT');
-        if (committed.command !== 'COMMIT') throw failure?.error ?? new Error(`PostgreSQL answered the COMMIT with ${committed.command}: a statement of the transaction failed`);
+        const committed = await commit();
+        await begun;
+        if (committed.command !== 'COMMIT') {
+          // work's own reason first (as when it waits for its answers and throws), then the statement's
+          const reason = ahead && (await ahead.answers.then(() => undefined, (error: unknown) => ({ error })));
+          throw reason?.error ?? failure?.error ?? new Error(`PostgreSQL answered the COMMIT with ${committed.command}: a statement of the transaction failed`);
+        }
+        // committed: every statement succeeded; a failure on this side after its answer still fails the call
+        await ahead?.answers;
         return result;
       } catch (error) {
         await client.query('ROLLBACK').catch((rollback: unknown) => (broken = rollback));
