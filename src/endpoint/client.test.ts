@@ -1,61 +1,18 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { execFileSync } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddressInfo, Socket } from 'node:net';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { createServer } from '../http/node-http.ts';
+import type { IncomingMessage } from 'node:http';
+import { startSocketServer, type SocketServer } from '../../test/fixtures/socket-server.ts';
 import { ProviderError } from '../provider.ts';
 import { createEndpointClient } from './client.ts';
 import { postJson, readEvents, readJsonObject, type EndpointCall } from './http.ts';
 
-type Handler = (request: IncomingMessage, response: ServerResponse, body: string) => void;
-
-interface TestServer {
-  readonly url: string;
-  readonly sockets: Set<Socket>;
-  /** Every socket the server has seen closed. */
-  readonly closed: Socket[];
-  handle(handler: Handler): void;
-  close(): Promise<void>;
-}
-
-async function startServer(): Promise<TestServer> {
-  let handler: Handler = (_request, response) => response.end('{}');
-  const sockets = new Set<Socket>();
-  const closed: Socket[] = [];
-  const server: Server = createServer((request, response) => {
-    const parts: Buffer[] = [];
-    request.on('data', (part: Buffer) => parts.push(part));
-    request.on('end', () => handler(request, response, Buffer.concat(parts).toString('utf8')));
-  });
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.on('close', () => {
-      sockets.delete(socket);
-      closed.push(socket);
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    sockets,
-    closed,
-    handle(next) {
-      handler = next;
-    },
-    async close() {
-      server.closeAllConnections();
-      server.close();
-      await once(server, 'close');
-    },
-  };
-}
+type TestServer = SocketServer;
+const startServer = (): Promise<SocketServer> => startSocketServer({ buffered: true });
 
 const waitFor = async (check: () => boolean): Promise<void> => {
   for (let i = 0; i < 200 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 10));

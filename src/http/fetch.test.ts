@@ -1,50 +1,13 @@
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import type { AddressInfo, Socket } from 'node:net';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { IncomingMessage } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { createServer } from './node-http.ts';
+import { startSocketServer, type SocketServer } from '../../test/fixtures/socket-server.ts';
 import { createEndpointFetch, type SignalLike } from './fetch.ts';
 
-type Handler = (request: IncomingMessage, response: ServerResponse) => void;
-
-interface TestServer {
-  readonly url: string;
-  readonly sockets: Set<Socket>;
-  readonly closed: Socket[];
-  handle(handler: Handler): void;
-  close(): Promise<void>;
-}
-
+type TestServer = SocketServer;
 /** A server whose handler sees the request as it arrives (the body is the handler's to read). */
-async function startServer(): Promise<TestServer> {
-  let handler: Handler = (_request, response) => response.end('{}');
-  const sockets = new Set<Socket>();
-  const closed: Socket[] = [];
-  const server: Server = createServer((request, response) => handler(request, response));
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.on('close', () => {
-      sockets.delete(socket);
-      closed.push(socket);
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    sockets,
-    closed,
-    handle(next) {
-      handler = next;
-    },
-    async close() {
-      server.closeAllConnections();
-      server.close();
-      await once(server, 'close');
-    },
-  };
-}
+const startServer = (): Promise<SocketServer> => startSocketServer({ buffered: false });
 
 const bodyOf = async (request: IncomingMessage): Promise<string> => {
   const parts: Buffer[] = [];
