@@ -60,6 +60,11 @@ export interface EndpointResponse {
  */
 export type EndpointBody = string | Uint8Array | AsyncIterable<Uint8Array>;
 
+/** Whether `body` is a stream (sent chunked, once) rather than bytes. */
+function isStream(body: EndpointBody): body is AsyncIterable<Uint8Array> {
+  return typeof body !== 'string' && !(body instanceof Uint8Array);
+}
+
 export interface EndpointRequest {
   readonly headers: Readonly<Record<string, string>>;
   readonly body: EndpointBody;
@@ -134,7 +139,7 @@ export function createEndpointClient(options: EndpointClientOptions = {}): Endpo
         signal.removeEventListener('abort', onAbort);
         resolve(response);
       });
-      if (body === undefined || typeof body === 'string' || body instanceof Uint8Array) request.end(body);
+      if (body === undefined || !isStream(body)) request.end(body);
       // A failure either side ends both: the request's own error (or the abort) rejects above;
       // an upload source that throws destroys the request, which then fails as 'fetch failed'.
       else pipeline(body instanceof Readable ? body : Readable.from(body, { objectMode: false }), request, () => undefined);
@@ -147,7 +152,7 @@ export function createEndpointClient(options: EndpointClientOptions = {}): Endpo
       let url = new URL(target);
       let method = 'POST';
       let sent: EndpointBody | undefined = body;
-      const streamed = typeof body !== 'string' && !(body instanceof Uint8Array);
+      const streamed = isStream(body);
       let current = { ...headers };
       for (let hops = 0; ; hops++) {
         signal.throwIfAborted();

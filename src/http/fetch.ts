@@ -19,11 +19,8 @@
  * - any other init field (grammY's `baseFetchConfig`: node-fetch's `agent`, `compress`,
  *   `duplex`) is ignored: the client keeps its own connections and asks for compressed answers.
  */
-import type * as Http from 'node:http';
-import { createRequire } from 'node:module';
 import { createEndpointClient, type EndpointBody, type EndpointClientOptions } from '../endpoint/client.ts';
-
-const require = createRequire(import.meta.url);
+import { STATUS_CODES } from './node-http.ts';
 
 /** A signal as grammY hands it: the native AbortSignal or the abort-controller polyfill's. */
 export interface SignalLike {
@@ -70,8 +67,7 @@ export function createEndpointFetch(options: EndpointClientOptions = {}): Endpoi
       return {
         ok: response.ok,
         status: response.status,
-        // node:http is loaded by now (the client made the request); an ES import of it would load undici (src/http/node-http.ts)
-        statusText: (require('node:http') as typeof Http).STATUS_CODES[response.status] ?? '',
+        statusText: STATUS_CODES[response.status] ?? '',
         headers: response.headers,
         text,
         async json() {
