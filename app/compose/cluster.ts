@@ -53,7 +53,8 @@ export async function openCluster(config: Config, log: Logger, concurrency: numb
   const node = config.cluster.node ?? hostname();
   const clusterLog = log.child({ node });
   const failover = config.cluster.failover_seconds;
-  const database = await openPostgres({ url, log: clusterLog, maxConnections: config.store.max_connections });
+  // kept open: one per turn slot (its commit), the turn fetch and the reads shared by a tick
+  const database = await openPostgres({ url, log: clusterLog, maxConnections: config.store.max_connections, keepOpen: concurrency + 2 });
   let queue: TurnQueue;
   try {
     queue = await createPgBossQueue({

@@ -77,3 +77,26 @@ it('commitAhead: the COMMIT goes out with the statements; a failure on the serve
     await database.close();
   }
 });
+
+it('keepOpen: that many connections are opened without being waited for and kept idle in the pool, never more than maxConnections', async () => {
+  const url = await server.createDatabase();
+  const database = await openPostgres({ url, log: testLogger(), maxConnections: 4, keepOpen: 6 });
+  try {
+    const deadline = Date.now() + 10_000;
+    while (database.pool.totalCount < 4 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(database.pool.totalCount, 4);
+    assert.equal(database.pool.idleCount, 4);
+    // pg-pool closes an idle connection after idleTimeoutMillis only above `min`
+    assert.equal((database.pool as unknown as { options: { min: number } }).options.min, 4);
+    const backends = await database.get<{ n: number }>('SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND backend_type = ?', ['client backend']);
+    assert.equal(backends?.n, 4);
+  } finally {
+    await database.close();
+  }
+  const plain = await openPostgres({ url, log: testLogger() });
+  try {
+    assert.equal(plain.pool.totalCount, 1, 'without keepOpen only the connection start-up used stays');
+  } finally {
+    await plain.close();
+  }
+});
