@@ -151,11 +151,18 @@ export function rawPostgres(sql: Sql): { query(text: string, values?: readonly u
 class PostgresDatabase extends PostgresSql implements Database {
   readonly name: string;
   readonly pool: Pool;
+  readonly #alone: Sql;
 
   constructor(pool: Pool, name: string) {
-    super(new TickShared(pool), new Statements());
+    const statements = new Statements();
+    super(new TickShared(pool), statements);
     this.pool = pool;
     this.name = name;
+    this.#alone = new PostgresSql(pool, statements);
+  }
+
+  alone(): Sql {
+    return this.#alone;
   }
 
   override async transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
