@@ -250,6 +250,8 @@ class PostgresDatabase extends PostgresSql implements Database {
 export async function openPostgres(options: PostgresOptions): Promise<Database & { readonly pool: Pool }> {
   const { default: pg } = await import('pg');
   const name = redactUrl(options.url);
+  // one parser for every int8 and numeric column (pg asks for a column's parser at every statement's answer)
+  const asNumber = (value: string): number => Number(value);
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.maxConnections ?? 10,
@@ -261,7 +263,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database &
     query_timeout: 30_000,
     idleTimeoutMillis: 30_000,
     // ids and epoch milliseconds (bigint), count(*) and sum() (numeric) as numbers, per pool (not pg's global parsers)
-    types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 || oid === 1700 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) } as never,
+    types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 || oid === 1700 ? asNumber : pg.types.getTypeParser(oid, format as 'text')) } as never,
   });
   // An idle connection that breaks (server restart) is dropped by the pool; without a listener it would crash the process.
   pool.on('error', (error) => options.log.warn({ err: error, database: name }, 'PostgreSQL connection lost; the pool opens a new one on next use'));
