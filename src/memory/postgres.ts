@@ -178,7 +178,8 @@ export function createPostgresMemory(options: PostgresMemoryOptions): PostgresMe
 
     async deleteOlderThan(category: MemoryCategory, beforeMs: number) {
       if (!Number.isFinite(beforeMs)) throw new TypeError(`deleteOlderThan needs a time in ms, got ${JSON.stringify(beforeMs)}`);
-      return sql.run('DELETE FROM memories WHERE category = ? AND updated_at < ?', [category, beforeMs]);
+      // the hygiene pass's expiry, any number of rows: on a connection of its own, not holding up the turns' statements
+      return (sql.alone?.() ?? sql).run('DELETE FROM memories WHERE category = ? AND updated_at < ?', [category, beforeMs]);
     },
 
     async health(): Promise<MemoryHealth> {

@@ -30,8 +30,13 @@ export class TurnRecords {
     this.#o = options;
   }
 
-  /** A turn through the model: its output, and its reply (if any) replacing its streamed draft. */
-  turn(seq: number, conversation: string, output: TurnOutput, message: InboundMessage, draftId: string | undefined, settle?: TurnSettle, ahead?: PendingAhead): Promise<boolean> {
+  /**
+   * A turn through the model: its output, and its reply (if any) replacing its streamed draft.
+   * `drafted` false: the turn did not stream, so no draft of it is remembered and none is deleted
+   * (a statement fewer per turn; only a run before a crash that streamed under an earlier config
+   * could have left one, and a row of an answered message is never read again).
+   */
+  turn(seq: number, conversation: string, output: TurnOutput, message: InboundMessage, draftId: string | undefined, settle?: TurnSettle, ahead?: PendingAhead, drafted = true): Promise<boolean> {
     return this.#end(seq, 'done', settle, output.commit, ahead, (tx) => [
       this.#o.history.in(tx).append(conversation, seq, output.messages),
       ...(output.reply !== '' || (output.files?.length ?? 0) > 0
@@ -41,7 +46,7 @@ export class TurnRecords {
             ...(draftId === undefined ? {} : { draftId }),
           })
         : []),
-      this.#o.drafts.in(tx).delete(seq),
+      ...(drafted ? [this.#o.drafts.in(tx).delete(seq)] : []),
     ]);
   }
 
@@ -50,11 +55,11 @@ export class TurnRecords {
     return this.#end(seq, 'done', settle, commit, undefined, (tx) => this.#reply(tx, seq, message, { text }));
   }
 
-  /** A failed turn: the message marked failed with `error`, and the apology `text` for its sender. */
-  failure(seq: number, message: InboundMessage, text: string, error: string, draftId: string | undefined, settle?: TurnSettle, ahead?: PendingAhead): Promise<boolean> {
+  /** A failed turn: the message marked failed with `error`, and the apology `text` for its sender (`drafted`: see {@link turn}). */
+  failure(seq: number, message: InboundMessage, text: string, error: string, draftId: string | undefined, settle?: TurnSettle, ahead?: PendingAhead, drafted = true): Promise<boolean> {
     return this.#end(seq, { failed: error }, settle, undefined, ahead, (tx) => [
       ...this.#reply(tx, seq, message, { text, ...(draftId === undefined ? {} : { draftId }) }),
-      this.#o.drafts.in(tx).delete(seq),
+      ...(drafted ? [this.#o.drafts.in(tx).delete(seq)] : []),
     ]);
   }
 

@@ -144,6 +144,7 @@ export class Inbox {
    * that would be answered again, so keep the window longer than any platform's redelivery.
    */
   prune(before: number): Promise<number> {
-    return this.#sql.run("DELETE FROM inbox WHERE status <> 'queued' AND done_at < ?", [before]);
+    // a day's messages at once: on a connection of its own, not holding up the turns' statements
+    return (this.#sql.alone?.() ?? this.#sql).run("DELETE FROM inbox WHERE status <> 'queued' AND done_at < ?", [before]);
   }
 }

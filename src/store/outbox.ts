@@ -100,6 +100,7 @@ export class Outbox {
   }
 
   prune(before: number): Promise<number> {
-    return this.#sql.run("DELETE FROM outbox WHERE status <> 'pending' AND sent_at < ?", [before]);
+    // a day's replies at once: on a connection of its own, not holding up the turns' statements
+    return (this.#sql.alone?.() ?? this.#sql).run("DELETE FROM outbox WHERE status <> 'pending' AND sent_at < ?", [before]);
   }
 }

@@ -32,6 +32,13 @@ export interface Sql {
    * issued after that fails rather than running outside the transaction.
    */
   commitAhead?(answers: Promise<unknown>): void;
+  /**
+   * PostgreSQL, outside a transaction: the same database with each statement on a connection of
+   * its own, for a statement that may run long (a bulk DELETE). Statements issued together share
+   * a connection and are answered in order (src/store/postgres/shared.ts): such a statement would
+   * hold up the turns' statements that shared its connection.
+   */
+  alone?(): Sql;
 }
 
 /** The whole database: the statements, and how to close it. */

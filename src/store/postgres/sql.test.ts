@@ -100,3 +100,23 @@ it('keepOpen: that many connections are opened without being waited for and kept
     await plain.close();
   }
 });
+
+it('statements issued outside a transaction in one turn of the event loop share a connection, in separate callbacks too; alone() gives each its own', async () => {
+  const database = await openPostgres({ url: await server.createDatabase(), log: testLogger() });
+  try {
+    const pid = 'SELECT pg_backend_pid() AS pid';
+    // two timers due together run in one turn of the loop, each in a callback (and a tick) of its own
+    const issued = await new Promise<Array<Promise<{ pid: number } | undefined>>>((resolve) => {
+      const got: Array<Promise<{ pid: number } | undefined>> = [];
+      setTimeout(() => got.push(database.get(pid)));
+      setTimeout(() => resolve([...got, database.get(pid)]));
+    });
+    const [first, second] = await Promise.all(issued);
+    assert.equal(first!.pid, second!.pid);
+    // a statement that may run long (a bulk DELETE) holds up no other: a connection of its own
+    const [shared, alone] = await Promise.all([database.get<{ pid: number }>(pid), database.alone!().get<{ pid: number }>(pid)]);
+    assert.notEqual(shared!.pid, alone!.pid);
+  } finally {
+    await database.close();
+  }
+});

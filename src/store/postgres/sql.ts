@@ -160,11 +160,18 @@ export function rawPostgres(sql: Sql): { query(text: string, values?: readonly u
 class PostgresDatabase extends PostgresSql implements Database {
   readonly name: string;
   readonly pool: Pool;
+  readonly #alone: Sql;
 
   constructor(pool: Pool, name: string) {
-    super(new TickShared(pool), new Statements());
+    const statements = new Statements();
+    super(new TickShared(pool), statements);
     this.pool = pool;
     this.name = name;
+    this.#alone = new PostgresSql(pool, statements);
+  }
+
+  alone(): Sql {
+    return this.#alone;
   }
 
   override async transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
@@ -254,6 +261,8 @@ export async function openPostgres(options: PostgresOptions): Promise<Database &
   const name = redactUrl(options.url);
   const max = options.maxConnections ?? 10;
   const keepOpen = Math.min(options.keepOpen ?? 0, max);
+  // one parser for every int8 and numeric column (pg asks for a column's parser at every statement's answer)
+  const asNumber = (value: string): number => Number(value);
   const pool = new pg.Pool({
     connectionString: options.url,
     max,
@@ -266,7 +275,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database &
     query_timeout: 30_000,
     idleTimeoutMillis: 30_000,
     // ids and epoch milliseconds (bigint), count(*) and sum() (numeric) as numbers, per pool (not pg's global parsers)
-    types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 || oid === 1700 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) } as never,
+    types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 || oid === 1700 ? asNumber : pg.types.getTypeParser(oid, format as 'text')) } as never,
   });
   // An idle connection that breaks (server restart) is dropped by the pool; without a listener it would crash the process.
   pool.on('error', (error) => options.log.warn({ err: error, database: name }, 'PostgreSQL connection lost; the pool opens a new one on next use'));
