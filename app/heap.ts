@@ -10,12 +10,22 @@
  * the young generation keeps its initial size instead of doubling, and the old generation's
  * limit is set to 1.5 × what survived the last full collection. Measured: the main heap stays
  * near 35 MB and RSS near 150 MB under the same load, for some more CPU per message.
- * It also sets --optimize-for-size, V8's low-memory mode (read at each collection too): the
- * old generation's limit becomes what survived × 1.5, or + 2 MB if that is more (not + 8 MB),
- * so under traffic the main heap stops at ~25 MB committed instead of ~30 (bench:soak, 15,000
- * messages: V8's pages at the highest RSS −7 MB, the daemon's CPU per message unchanged).
- * Set at run time it changes only that and a few run-time checks; on the command line V8 also
- * sized the heap for it at start, and msg/s fell 13 % (docs/benchmarks.md).
+ * It also sets --optimize-for-size, V8's low-memory mode (read at each collection too): every
+ * full collection is then a memory-reducing one (`--trace-gc` prints each as "Mark-Compact
+ * (reduce)"), so under traffic the main heap stops at ~25 MB committed instead of ~30
+ * (bench:soak, 15,000 messages: V8's pages at the highest RSS −7 MB, the daemon's CPU per
+ * message unchanged). Set at run time it changes only that and a few run-time
+ * checks; on the command line V8 also sized the heap for it at start, and msg/s fell 13 %
+ * (docs/benchmarks.md). In that mode --heap-growing-percent no longer decides
+ * anything: with 25 instead of 50, bench:soak ran the same number of full collections (442
+ * against 437 in 50,000 messages) with the same swing of the main old space, ~9 MB after each to
+ * ~17 MB before the next. The swing is a fixed step over what survived: a young generation 4 ×
+ * larger (fewer objects promoted, 36 % fewer full collections) and
+ * --incremental-marking-hard-trigger=80 left it at ~8 MB, and --no-concurrent-marking made it
+ * larger (old space 19 → 46 MB, highest RSS +100 MB); none was adopted.
+ * The flags are the process's, so the recall worker's isolate runs with them too; V8 still never
+ * collected its old generation under traffic, so the worker collects it itself
+ * (`oldSpaceKeeper` in src/full-gc.ts).
  * `v8` leaves V8's own sizing (and whatever NODE_OPTIONS sets).
  *
  * `compact` also settles the heap once, a few seconds after `ready` ({@link settleHeap}):
@@ -28,7 +38,7 @@
  * 76.7 → 69.5 MB.
  */
 import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { collectAllAvailable } from '../src/full-gc.ts';
 
 export type HeapMode = 'compact' | 'v8';
 
@@ -44,9 +54,6 @@ export function tuneHeap(mode: HeapMode): void {
 /** How long after `ready` the heap is settled: past the first polls and connections. */
 export const SETTLE_AFTER_MS = 3_000;
 
-/** V8's gc() (as --expose-gc gives it), with the options V8's gc extension takes. */
-type Gc = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
-
 /**
  * Once, `afterMs` from now (unref'd: it never keeps the process up), a full collection that
  * gives back what start-up left (module comment). Nothing for `v8`. Returns a cancel.
@@ -58,18 +65,3 @@ export function settleHeap(mode: HeapMode, afterMs = SETTLE_AFTER_MS): () => voi
   return () => clearTimeout(timer);
 }
 
-/**
- * Node has no API for V8's memory-reducing collection: --expose-gc set at run time puts gc()
- * in the next context made (not in ours), and is unset at once so no later vm context
- * (a tool's, say) sees it.
- */
-function collectAllAvailable(): void {
-  setFlagsFromString('--expose-gc');
-  let gc: Gc;
-  try {
-    gc = runInNewContext('gc') as Gc;
-  } finally {
-    setFlagsFromString('--no-expose-gc');
-  }
-  gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
-}

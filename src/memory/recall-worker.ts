@@ -10,6 +10,7 @@ import Database from 'better-sqlite3';
 import type { ToWorker, WorkerConfig } from './recall-protocol.ts';
 import { RecallService } from './recall-service.ts';
 import { PAGE_CACHE_KIB } from '../store/page-cache.ts';
+import { oldSpaceKeeper } from '../full-gc.ts';
 
 /**
  * On Linux, nice this thread (only) to 10: where the workers and the event loop compete for
@@ -34,10 +35,14 @@ if (parentPort !== null) {
   db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
   const service = new RecallService(db, config.model, config.maxIndexBytes);
   const indexed = service.load();
+  // V8 would not collect this isolate's old generation under traffic (src/full-gc.ts): what the
+  // searches promote is collected once it is 1 MB over what lived after the last collection.
+  const keepHeap = oldSpaceKeeper(1024 * 1024, 256);
   // Changes posted while loading wait in the port's queue until this listener exists.
   port.on('message', (message: ToWorker) => {
     const reply = service.handle(message);
     if (reply !== undefined) port.postMessage(reply);
+    keepHeap();
   });
   port.postMessage({ type: 'ready', indexed, ms: performance.now() - started });
   const full = service.takeFull();
