@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { EmbeddingProvider, Memory, MemoryCategory, MemoryFilter, MemoryHealth, MemoryWho, RecallOptions, StoreInput } from '../memory.ts';
 import { ownerOf } from '../memory.ts';
-import type { Sql, SqlValue } from '../store/sql.ts';
+import { alone, type Sql, type SqlValue } from '../store/sql.ts';
 import type { Hit } from './fts.ts';
 import { mergeHybrid } from './hybrid.ts';
 import { AmbiguousKeyError, defaultKey, entryOf, scopes, type MemoryRow } from './keys.ts';
@@ -179,7 +179,7 @@ export function createPostgresMemory(options: PostgresMemoryOptions): PostgresMe
     async deleteOlderThan(category: MemoryCategory, beforeMs: number) {
       if (!Number.isFinite(beforeMs)) throw new TypeError(`deleteOlderThan needs a time in ms, got ${JSON.stringify(beforeMs)}`);
       // the hygiene pass's expiry, any number of rows: on a connection of its own, not holding up the turns' statements
-      return (sql.alone?.() ?? sql).run('DELETE FROM memories WHERE category = ? AND updated_at < ?', [category, beforeMs]);
+      return alone(sql).run('DELETE FROM memories WHERE category = ? AND updated_at < ?', [category, beforeMs]);
     },
 
     async health(): Promise<MemoryHealth> {

@@ -23,13 +23,11 @@ export type { MarkedToken, Token, Tokens };
 /**
  * marked, loaded on the first text lexed rather than at start: its import builds its rules
  * (a few ms before "ready", and memory an idle daemon never uses), and a daemon lexes nothing
- * until its first reply. Node (≥ 22.12) loads an ES module with require(), synchronously.
- * The module is kept once loaded: a require() of an ES module from the cache still resolved and
- * checked it, ~0.065 ms per reply in a CPU profile of one node on PostgreSQL.
+ * until its first reply. Node (≥ 22.12) loads an ES module with require(), synchronously;
+ * Node's module cache makes every later call a lookup.
  */
 const require = createRequire(import.meta.url);
-let loaded: typeof Marked | undefined;
-const marked = (): typeof Marked => (loaded ??= require('marked') as typeof Marked);
+const marked = (): typeof Marked => require('marked') as typeof Marked;
 
 /** Container markers (quotes, list items) kept on one line; deeper ones are shown as text. */
 export const MAX_NESTING = 12;

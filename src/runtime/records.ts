@@ -32,11 +32,12 @@ export class TurnRecords {
 
   /**
    * A turn through the model: its output, and its reply (if any) replacing its streamed draft.
-   * `drafted` false: the turn did not stream, so no draft of it is remembered and none is deleted
-   * (a statement fewer per turn; only a run before a crash that streamed under an earlier config
-   * could have left one, and a row of an answered message is never read again).
+   * The remembered draft is deleted only when there is one (`draftId`: this run's, or the one a
+   * run before a crash remembered, which a streaming re-run takes over): a statement fewer for
+   * every turn that posted none. Only a run before a crash that streamed under an earlier config
+   * could leave a row behind, and a row of an answered message is never read again.
    */
-  turn(seq: number, conversation: string, output: TurnOutput, message: InboundMessage, draftId: string | undefined, settle?: TurnSettle, ahead?: PendingAhead, drafted = true): Promise<boolean> {
+  turn(seq: number, conversation: string, output: TurnOutput, message: InboundMessage, draftId: string | undefined, settle?: TurnSettle, ahead?: PendingAhead): Promise<boolean> {
     return this.#end(seq, 'done', settle, output.commit, ahead, (tx) => [
       this.#o.history.in(tx).append(conversation, seq, output.messages),
       ...(output.reply !== '' || (output.files?.length ?? 0) > 0
@@ -46,7 +47,7 @@ export class TurnRecords {
             ...(draftId === undefined ? {} : { draftId }),
           })
         : []),
-      ...(drafted ? [this.#o.drafts.in(tx).delete(seq)] : []),
+      ...this.#forget(tx, seq, draftId),
     ]);
   }
 
@@ -55,12 +56,17 @@ export class TurnRecords {
     return this.#end(seq, 'done', settle, commit, undefined, (tx) => this.#reply(tx, seq, message, { text }));
   }
 
-  /** A failed turn: the message marked failed with `error`, and the apology `text` for its sender (`drafted`: see {@link turn}). */
-  failure(seq: number, message: InboundMessage, text: string, error: string, draftId: string | undefined, settle?: TurnSettle, ahead?: PendingAhead, drafted = true): Promise<boolean> {
+  /** A failed turn: the message marked failed with `error`, and the apology `text` for its sender (its draft: see {@link turn}). */
+  failure(seq: number, message: InboundMessage, text: string, error: string, draftId: string | undefined, settle?: TurnSettle, ahead?: PendingAhead): Promise<boolean> {
     return this.#end(seq, { failed: error }, settle, undefined, ahead, (tx) => [
       ...this.#reply(tx, seq, message, { text, ...(draftId === undefined ? {} : { draftId }) }),
-      ...(drafted ? [this.#o.drafts.in(tx).delete(seq)] : []),
+      ...this.#forget(tx, seq, draftId),
     ]);
+  }
+
+  /** Deletes the remembered draft of message `seq` inside `tx`, when the turn had one (see {@link turn}). */
+  #forget(tx: Sql, seq: number, draftId: string | undefined): Array<Promise<unknown>> {
+    return draftId === undefined ? [] : [this.#o.drafts.in(tx).delete(seq)];
   }
 
   /**

@@ -141,7 +141,7 @@ export class Turns {
       stopTyping();
       const draftId = await draft?.finish();
       const ahead = o.ahead?.(conversation, message.channel);
-      if (await o.retry.commit(`record the reply to message ${seq}`, () => o.records.turn(seq, conversation, output, message, draftId, settle, ahead, draft !== undefined))) committed = ahead;
+      if (await o.retry.commit(`record the reply to message ${seq}`, () => o.records.turn(seq, conversation, output, message, draftId, settle, ahead))) committed = ahead;
       o.counters.answered++;
       options.events?.onTurn?.(message.channel, elapsed(), 'answered');
       if (output.reply === '') log.warn('the model returned an empty reply; nothing sent');
@@ -162,7 +162,7 @@ export class Turns {
       log.error({ ...failureFields(error, signal, options.turnTimeoutMs), ms: elapsed() }, 'turn failed; telling the user');
       try {
         const ahead = o.ahead?.(conversation, message.channel);
-        if (await o.retry.commit(`record the apology for message ${seq}`, () => o.records.failure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId, settle, ahead, draft !== undefined))) committed = ahead;
+        if (await o.retry.commit(`record the apology for message ${seq}`, () => o.records.failure(seq, message, apology(error, signal), error instanceof Error ? error.message : String(error), draftId, settle, ahead))) committed = ahead;
       } catch (failure) {
         if (!stoppedOnStore(failure)) throw failure;
         log.warn('shutdown while the store fails: the apology was not recorded; the message stays in the inbox for the next start');

@@ -4,7 +4,7 @@
  */
 import type { InboundMessage } from '../channel.ts';
 import { conversationKey } from '../conversation.ts';
-import type { Sql } from './sql.ts';
+import { alone, type Sql } from './sql.ts';
 
 /**
  * A message's inbox row, as every path that stores one writes it (Inbox.accept; the cluster's
@@ -145,6 +145,6 @@ export class Inbox {
    */
   prune(before: number): Promise<number> {
     // a day's messages at once: on a connection of its own, not holding up the turns' statements
-    return (this.#sql.alone?.() ?? this.#sql).run("DELETE FROM inbox WHERE status <> 'queued' AND done_at < ?", [before]);
+    return alone(this.#sql).run("DELETE FROM inbox WHERE status <> 'queued' AND done_at < ?", [before]);
   }
 }

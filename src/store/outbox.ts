@@ -4,7 +4,7 @@
  */
 import type { OutboundFile, OutboundMessage } from '../channel.ts';
 import { conversationKey } from '../conversation.ts';
-import type { Sql } from './sql.ts';
+import { alone, type Sql } from './sql.ts';
 
 /** A recorded reply: its text, the files that go after it, and the streamed draft it finalises. */
 export interface Reply extends OutboundMessage {
@@ -101,6 +101,6 @@ export class Outbox {
 
   prune(before: number): Promise<number> {
     // a day's replies at once: on a connection of its own, not holding up the turns' statements
-    return (this.#sql.alone?.() ?? this.#sql).run("DELETE FROM outbox WHERE status <> 'pending' AND sent_at < ?", [before]);
+    return alone(this.#sql).run("DELETE FROM outbox WHERE status <> 'pending' AND sent_at < ?", [before]);
   }
 }

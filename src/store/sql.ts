@@ -41,6 +41,11 @@ export interface Sql {
   alone?(): Sql;
 }
 
+/** `sql` with each statement on a connection of its own where the engine shares them ({@link Sql.alone}), else `sql`. */
+export function alone(sql: Sql): Sql {
+  return sql.alone?.() ?? sql;
+}
+
 /** The whole database: the statements, and how to close it. */
 export interface Database extends Sql {
   /** What to call it in messages (a file path, or the server without its password). */
