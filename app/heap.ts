@@ -32,11 +32,12 @@
  * So under traffic the daemon collects the main old space itself once it is 3 MB over what
  * lived after the last full collection ({@link settleHeap}'s `oldSpaceGuard`, src/full-gc.ts),
  * before V8's 8 MB step is reached.
- * Measured (bench:soak, 50,000 messages, three interleaved runs each; docs/benchmarks.md, sixth
+ * Measured (bench:soak, 50,000 messages, four interleaved runs each; docs/benchmarks.md, sixth
  * pass): RSS band after 5,000 at its widest −6.4 … +7.8 % before, −3.9 … +4.8 % after; highest
- * over idle median +48.1 → +43.2 MB; the price is ~+0.1 ms of the main thread per message (atomic
- * collections of ~8–10 ms, ~2.4 × as many as V8's concurrent ones) and the event loop's lag
- * p99 ~8 → ~12.5 ms under that load.
+ * over idle median +47.6 → +44.1 MB. The price: atomic collections of ~9–11 ms on the main
+ * thread, ~2.4 × as many as V8's concurrent ones, +0.1–0.2 ms of it per message, the event
+ * loop's lag p99 ~8 → ~13 ms under that load, bench:webhook's msg/s −3 % in the medians of six
+ * runs and up to −12 % in a pair of single runs.
  * The flags are the process's, so the recall worker's isolate runs with them too; V8 still never
  * collected its old generation under traffic, so the worker collects it itself
  * (`oldSpaceKeeper` in src/full-gc.ts).
