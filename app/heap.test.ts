@@ -46,3 +46,41 @@ it('v8: does nothing, and the cancel stops a pending settle', () => {
   `);
   assert.equal(out.after, out.before);
 });
+
+it('compact: guards the main old space from ready on, before the settle; the cancel stops the guard', () => {
+  const out = run(`
+    const { PerformanceObserver, constants } = await import('node:perf_hooks');
+    tuneHeap('compact');
+    // Garbage that reaches the old space: each ~0.5 MB batch is kept across a few scavenges (so
+    // promoted), then dropped; the event loop turns between batches, as under traffic, so the
+    // guard hears of the scavenges. Counts our (forced) full collections.
+    const forced = { count: 0 };
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        if (entry.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR && entry.detail.flags & constants.NODE_PERFORMANCE_GC_FLAGS_FORCED) forced.count++;
+      }
+    }).observe({ entryTypes: ['gc'] });
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    async function promoteAndDrop() {
+      const kept = [];
+      for (let batch = 0; batch < 40; batch++) {
+        const objects = [];
+        for (let i = 0; i < 8000; i++) objects.push({ batch, i, s: 'x' + i });
+        kept.push(objects);
+        if (kept.length > 4) kept.shift();
+        for (let i = 0; i < 20000; i++) ({ i, s: 'y' + i });
+        await turn();
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return forced.count;
+    }
+    const cancel = settleHeap('compact', 60000);
+    const guarded = await promoteAndDrop();
+    cancel();
+    const before = forced.count;
+    const stopped = (await promoteAndDrop()) - before;
+    process.stdout.write(JSON.stringify({ guarded, stopped }));
+  `);
+  assert.ok((out.guarded as number) >= 1, JSON.stringify(out));
+  assert.equal(out.stopped, 0, JSON.stringify(out));
+});

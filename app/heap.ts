@@ -8,7 +8,7 @@
  * `compact` (the default) sets two V8 flags that V8 reads at every collection, so they work
  * when set at run time (unlike --max-old-space-size, which only the command line can set):
  * the young generation keeps its initial size instead of doubling, and the old generation's
- * limit is set to 1.5 × what survived the last full collection. Measured: the main heap stays
+ * limit is set to 1.5 × what survived the last full collection (at least + 8 MB: below). Measured: the main heap stays
  * near 35 MB and RSS near 150 MB under the same load, for some more CPU per message.
  * It also sets --optimize-for-size, V8's low-memory mode (read at each collection too): every
  * full collection is then a memory-reducing one (`--trace-gc` prints each as "Mark-Compact
@@ -17,12 +17,27 @@
  * message unchanged). Set at run time it changes only that and a few run-time
  * checks; on the command line V8 also sized the heap for it at start, and msg/s fell 13 %
  * (docs/benchmarks.md). In that mode --heap-growing-percent no longer decides
- * anything: with 25 instead of 50, bench:soak ran the same number of full collections (442
- * against 437 in 50,000 messages) with the same swing of the main old space, ~9 MB after each to
- * ~17 MB before the next. The swing is a fixed step over what survived: a young generation 4 ×
- * larger (fewer objects promoted, 36 % fewer full collections) and
- * --incremental-marking-hard-trigger=80 left it at ~8 MB, and --no-concurrent-marking made it
- * larger (old space 19 → 46 MB, highest RSS +100 MB); none was adopted.
+ * anything while what survives is small: with 25 instead of 50, bench:soak ran the same number of
+ * full collections (442 against 437 in 50,000 messages) with the same swing of the main old
+ * space, ~9 MB after each to ~17 MB before the next. V8's source says why (V8 13.6, Node 24):
+ * every full collection V8 starts itself is then memory-reducing (heap.h
+ * GCFlagsForIncrementalMarking), a reducing collection sizes the next limit in the "minimal"
+ * growing mode (heap.cc CurrentHeapGrowingMode), and in any mode but "conservative" the limit is
+ * at least 8 MB over what survived, plus the young generation's capacity
+ * (heap-controller.cc MinimumAllocationLimitGrowingStep, BoundAllocationLimit): 1.5 × what
+ * survived is more only past 16 MB. `--trace-gc-verbose` prints it: "old size: 7055 KB, new
+ * limit: 16271 KB". No flag changes that step (a young generation 4 × larger, which promoted
+ * less, --incremental-marking-hard-trigger=80 and --no-concurrent-marking were measured too);
+ * a collection with no flags (gc()) is sized "conservative", 2 MB.
+ * So under traffic the daemon collects the main old space itself once it is 3 MB over what
+ * lived after the last full collection ({@link settleHeap}'s `oldSpaceGuard`, src/full-gc.ts),
+ * before V8's 8 MB step is reached.
+ * Measured (bench:soak, 50,000 messages, four interleaved runs each; docs/benchmarks.md, sixth
+ * pass): RSS band after 5,000 at its widest −6.4 … +7.8 % before, −3.9 … +4.8 % after; highest
+ * over idle median +47.6 → +44.1 MB. The price: atomic collections of ~9–11 ms on the main
+ * thread, ~2.4 × as many as V8's concurrent ones, +0.1–0.2 ms of it per message, the event
+ * loop's lag p99 ~8 → ~13 ms under that load, bench:webhook's msg/s −3 % in the medians of six
+ * runs and up to −12 % in a pair of single runs.
  * The flags are the process's, so the recall worker's isolate runs with them too; V8 still never
  * collected its old generation under traffic, so the worker collects it itself
  * (`oldSpaceKeeper` in src/full-gc.ts).
@@ -38,7 +53,7 @@
  * 76.7 → 69.5 MB.
  */
 import { setFlagsFromString } from 'node:v8';
-import { collectAllAvailable } from '../src/full-gc.ts';
+import { collectAllAvailable, oldSpaceGuard } from '../src/full-gc.ts';
 
 export type HeapMode = 'compact' | 'v8';
 
@@ -55,13 +70,24 @@ export function tuneHeap(mode: HeapMode): void {
 export const SETTLE_AFTER_MS = 3_000;
 
 /**
+ * How far the main old space may grow over what lived after the last full collection before the
+ * daemon collects it itself (module comment). More slack: fewer collections, a wider RSS band.
+ */
+export const GUARD_SLACK_BYTES = 3 * 1024 * 1024;
+
+/**
  * Once, `afterMs` from now (unref'd: it never keeps the process up), a full collection that
- * gives back what start-up left (module comment). Nothing for `v8`. Returns a cancel.
+ * gives back what start-up left; and from now on, the main old space's guard against V8's 8 MB
+ * step (module comment). Nothing for `v8`. Returns a cancel (of both).
  */
 export function settleHeap(mode: HeapMode, afterMs = SETTLE_AFTER_MS): () => void {
   if (mode === 'v8') return () => undefined;
+  const stopGuard = oldSpaceGuard(GUARD_SLACK_BYTES);
   const timer = setTimeout(() => collectAllAvailable(), afterMs);
   timer.unref();
-  return () => clearTimeout(timer);
+  return () => {
+    clearTimeout(timer);
+    stopGuard();
+  };
 }
 

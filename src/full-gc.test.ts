@@ -34,3 +34,44 @@ it('collects the old space once it grew past the slack, on the every-th call, an
   assert.ok((out.afterSecond as number) < (out.grown as number) - 1024 * 1024, JSON.stringify(out));
   assert.equal(out.gc, 'undefined');
 });
+
+it('oldSpaceGuard: collects once the old space grew past the slack; nothing after stop; no gc() exposed', () => {
+  const script = `
+    import { PerformanceObserver, constants } from 'node:perf_hooks';
+    import { runInNewContext } from 'node:vm';
+    import { oldSpaceGuard } from ${JSON.stringify(gcModule)};
+    // Garbage that reaches the old space: each ~0.5 MB batch is kept across a few scavenges (so
+    // promoted), then dropped; the event loop turns between batches, as under traffic, so the
+    // guard hears of the scavenges. Counts our (forced) full collections.
+    const forced = { count: 0 };
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        if (entry.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR && entry.detail.flags & constants.NODE_PERFORMANCE_GC_FLAGS_FORCED) forced.count++;
+      }
+    }).observe({ entryTypes: ['gc'] });
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    async function promoteAndDrop() {
+      const kept = [];
+      for (let batch = 0; batch < 40; batch++) {
+        const objects = [];
+        for (let i = 0; i < 8000; i++) objects.push({ batch, i, s: 'x' + i });
+        kept.push(objects);
+        if (kept.length > 4) kept.shift();
+        for (let i = 0; i < 20000; i++) ({ i, s: 'y' + i });
+        await turn();
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return forced.count;
+    }
+    const stop = oldSpaceGuard(1024 * 1024);
+    const guarded = await promoteAndDrop();
+    stop();
+    const before = forced.count;
+    const stopped = (await promoteAndDrop()) - before;
+    process.stdout.write(JSON.stringify({ guarded, stopped, gc: runInNewContext('typeof gc') }));
+  `;
+  const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as { guarded: number; stopped: number; gc: string };
+  assert.ok(out.guarded >= 1, `collected while guarded: ${JSON.stringify(out)}`);
+  assert.equal(out.stopped, 0, `nothing collected after stop: ${JSON.stringify(out)}`);
+  assert.equal(out.gc, 'undefined');
+});

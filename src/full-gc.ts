@@ -1,11 +1,13 @@
 /**
  * Full collections V8 would not run by itself soon enough, for a thread that knows it has
- * garbage: start-up's, or a worker's. An isolate's old generation is first collected when it
+ * garbage: start-up's, a worker's, or the main thread's under traffic sooner than V8's own
+ * (`oldSpaceGuard`). An isolate's old generation is first collected when it
  * reaches its initial limit (half the generation's maximum, up to 256 MB), and an isolate that
  * allocates little never gets there: the recall worker's old space grew 4.6 → 10.4 MB over
  * bench:soak's 50,000 messages without one full collection, until the memory reducer ran at
  * idle and found 4.4 MB live.
  */
+import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
@@ -52,5 +54,38 @@ export function oldSpaceKeeper(slackBytes: number, every: number): () => void {
     if (++calls % every !== 0 || oldSpaceUsed() < settled + slackBytes) return;
     gc({ type: 'major', execution: 'sync' });
     settled = oldSpaceUsed();
+  };
+}
+
+/**
+ * For the main thread under traffic: after any collection (V8's scavenges are when objects are
+ * promoted), a full collection of our own once the old space is `slackBytes` over what lived after
+ * the last one. V8's own full collections under --optimize-for-size are memory-reducing, and after
+ * one V8 lets the old generation grow at least 8 MB (plus the young generation's capacity) before
+ * the next (V8 13.6 src/heap/heap.cc CurrentHeapGrowingMode: kMinimal when reducing memory;
+ * src/heap/heap-controller.cc MinimumAllocationLimitGrowingStep: 2 MB only in kConservative, 8 MB
+ * otherwise): that step is the daemon's RSS swing under traffic, whatever --heap-growing-percent
+ * says while what survives is under 16 MB. Ours (no flags) start before V8's limit is reached.
+ * Nothing runs while idle: no collection, no observer entry. Returns a stop.
+ */
+export function oldSpaceGuard(slackBytes: number): () => void {
+  const gc = takeGc();
+  let settled = oldSpaceUsed();
+  let stopped = false;
+  const observer = new PerformanceObserver(() => {
+    // Entries already queued may still be delivered after disconnect(): a stop is a stop.
+    if (stopped) return;
+    const used = oldSpaceUsed();
+    // A collection of V8's (or anyone's) found less alive: measure from there.
+    settled = Math.min(settled, used);
+    if (used < settled + slackBytes) return;
+    // Its own entry comes later (entries are delivered after the collection), finding ~settled.
+    gc({ type: 'major', execution: 'sync' });
+    settled = oldSpaceUsed();
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return () => {
+    stopped = true;
+    observer.disconnect();
   };
 }
