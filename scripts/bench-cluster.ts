@@ -107,6 +107,22 @@ async function timedBurst(count: number, from: number, timeoutMs = 300_000): Pro
   }
 }
 
+/**
+ * Warms every node up: a node's first turns load the agent's modules and compile its hot code
+ * (a cold node's first turn took ~300 ms against ~205 with a 200 ms model). Which node runs a
+ * turn is whoever fetches it first, so 4 messages from 2 people left a node of three cold in most
+ * runs, and the 3-node step measured a cold node against a warm one at one node: bursts until
+ * every node has ended at least WARM_TURNS turns.
+ */
+async function warmUp(cluster: TestCluster): Promise<void> {
+  const WARM_TURNS = 4;
+  const ended = (node: TestCluster['nodes'][number]): number => (node.stdout().match(/"msg":"turn done"/g) ?? []).length;
+  for (let round = 0; cluster.nodes.some((node) => ended(node) < WARM_TURNS); round++) {
+    if (round === 20) throw new Error(`a node ran no warm-up turns in 20 bursts: ${cluster.nodes.map((node) => `${node.name} ${ended(node)}`).join(', ')}`);
+    await burst(4 * cluster.nodes.length, 2 * cluster.nodes.length);
+  }
+}
+
 async function startNodes(url: string | undefined, names: readonly string[], env?: Record<string, string>): Promise<TestCluster> {
   const cluster = startCluster({ url, modelUrl: model.baseUrl, channels: `${peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`, names, failoverSeconds: 3, ...(env ? { env } : {}) });
   await Promise.all(cluster.nodes.map((node) => cluster.joined(node, 60_000)));
@@ -115,7 +131,7 @@ async function startNodes(url: string | undefined, names: readonly string[], env
     if (Date.now() > deadline) throw new Error(`no node took Telegram\n${cluster.tail()}`);
     await sleep(50);
   }
-  await burst(4, 2); // warm up: first turns load the agent's modules
+  await warmUp(cluster);
   return cluster;
 }
 
