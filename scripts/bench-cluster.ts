@@ -9,7 +9,9 @@
  *    percent answered. The whole step includes the ramp-up (the holder storing the first messages,
  *    the slots filling) and the drain (the last conversations running with slots idle, since each
  *    person's messages run in order), which no number of nodes shortens; the steady rate is how
- *    the cluster scales while every slot has work.
+ *    the cluster scales while every slot has work. Before each step every node is warmed up
+ *    (it has ended 4 turns: a node's first turns load the agent's modules), so a cold node is
+ *    never measured against a warm one.
  * 2. Each turn's wait at 3 nodes, split three ways from pg-boss's job rows and the nodes' "turn
  *    done" lines: waiting for the conversation's earlier turn (first in first out), waiting for a
  *    free slot on the node that ran it, and pickup — runnable with a slot free → turn started.
