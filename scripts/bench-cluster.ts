@@ -9,7 +9,9 @@
  *    percent answered. The whole step includes the ramp-up (the holder storing the first messages,
  *    the slots filling) and the drain (the last conversations running with slots idle, since each
  *    person's messages run in order), which no number of nodes shortens; the steady rate is how
- *    the cluster scales while every slot has work.
+ *    the cluster scales while every slot has work. Before each step every node is warmed up
+ *    (it has ended 4 turns: a node's first turns load the agent's modules), so a cold node is
+ *    never measured against a warm one.
  * 2. Each turn's wait at 3 nodes, split three ways from pg-boss's job rows and the nodes' "turn
  *    done" lines: waiting for the conversation's earlier turn (first in first out), waiting for a
  *    free slot on the node that ran it, and pickup — runnable with a slot free → turn started.
@@ -107,6 +109,22 @@ async function timedBurst(count: number, from: number, timeoutMs = 300_000): Pro
   }
 }
 
+/**
+ * Warms every node up: a node's first turns load the agent's modules and compile its hot code
+ * (a cold node's first turn took ~300 ms against ~205 with a 200 ms model). Which node runs a
+ * turn is whoever fetches it first, so 4 messages from 2 people left a node of three cold in most
+ * runs, and the 3-node step measured a cold node against a warm one at one node: bursts until
+ * every node has ended at least WARM_TURNS turns.
+ */
+async function warmUp(cluster: TestCluster): Promise<void> {
+  const WARM_TURNS = 4;
+  const ended = (node: TestCluster['nodes'][number]): number => (node.stdout().match(/"msg":"turn done"/g) ?? []).length;
+  for (let round = 0; cluster.nodes.some((node) => ended(node) < WARM_TURNS); round++) {
+    if (round === 20) throw new Error(`a node ran no warm-up turns in 20 bursts: ${cluster.nodes.map((node) => `${node.name} ${ended(node)}`).join(', ')}`);
+    await burst(4 * cluster.nodes.length, 2 * cluster.nodes.length);
+  }
+}
+
 async function startNodes(url: string | undefined, names: readonly string[], env?: Record<string, string>): Promise<TestCluster> {
   const cluster = startCluster({ url, modelUrl: model.baseUrl, channels: `${peer.configSection()}poll_timeout_seconds = 1\nallow = ["*"]\n`, names, failoverSeconds: 3, ...(env ? { env } : {}) });
   await Promise.all(cluster.nodes.map((node) => cluster.joined(node, 60_000)));
@@ -115,7 +133,7 @@ async function startNodes(url: string | undefined, names: readonly string[], env
     if (Date.now() > deadline) throw new Error(`no node took Telegram\n${cluster.tail()}`);
     await sleep(50);
   }
-  await burst(4, 2); // warm up: first turns load the agent's modules
+  await warmUp(cluster);
   return cluster;
 }
 
