@@ -7,7 +7,7 @@ import type { Pool, QueryResult } from 'pg';
 import type { Logger } from 'pino';
 import type { Database, Sql, SqlValue } from '../sql.ts';
 import { postgresMigrations } from './schema.ts';
-import { Coalescer, TickShared, type Queryable } from './shared.ts';
+import { Coalescer, OnClient, TickShared, type Prepared, type Queryable, type QueryClass } from './shared.ts';
 import { storeUnavailable } from './unavailable.ts';
 
 export interface PostgresOptions {
@@ -43,12 +43,6 @@ function numbered(sql: string): string {
   return sql.replace(/\?/g, () => `$${++n}`);
 }
 
-
-/** A statement as node-postgres takes it: named (prepared once per connection) when it has parameters. */
-interface Prepared {
-  readonly name?: string;
-  readonly text: string;
-}
 
 /**
  * The stores' statements, numbered once and named: a named statement is parsed and planned once
@@ -117,7 +111,7 @@ class PostgresSql implements Sql {
   #send(statement: Prepared, values: readonly unknown[]): Promise<QueryResult> {
     if (this.#transaction?.ended()) return Promise.reject(new Error(`a statement issued after its transaction's COMMIT had gone out, not run: ${statement.text.slice(0, 80)}`));
     this.#writes?.hold();
-    const sent = this.target.query({ ...statement, values: values as unknown[] });
+    const sent = this.target.query(statement, values as unknown[]);
     if (this.#transaction) sent.catch(this.#transaction.failed);
     return sent;
   }
@@ -162,12 +156,15 @@ class PostgresDatabase extends PostgresSql implements Database {
   readonly pool: Pool;
   readonly #alone: Sql;
 
-  constructor(pool: Pool, name: string) {
+  readonly #Query: QueryClass;
+
+  constructor(pool: Pool, name: string, query: QueryClass) {
     const statements = new Statements();
-    super(new TickShared(pool), statements);
+    super(new TickShared(pool, query), statements);
     this.pool = pool;
     this.name = name;
-    this.#alone = new PostgresSql(pool, statements);
+    this.#Query = query;
+    this.#alone = new PostgresSql({ query: (statement, values) => pool.query({ ...statement, values }) }, statements);
   }
 
   alone(): Sql {
@@ -217,7 +214,7 @@ class PostgresDatabase extends PostgresSql implements Database {
         ended: () => committing !== undefined,
       };
       try {
-        const result = await work(new PostgresSql(client, this.statements, writes, transaction));
+        const result = await work(new PostgresSql(new OnClient(client, this.#Query), this.statements, writes, transaction));
         if (ahead) {
           await ahead.written;
           // no COMMIT went out: `work` failed on this side; its failure is the transaction's
@@ -279,7 +276,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database &
   });
   // An idle connection that breaks (server restart) is dropped by the pool; without a listener it would crash the process.
   pool.on('error', (error) => options.log.warn({ err: error, database: name }, 'PostgreSQL connection lost; the pool opens a new one on next use'));
-  const database = new PostgresDatabase(pool, name);
+  const database = new PostgresDatabase(pool, name, pg.Query);
   try {
     await migrate(database);
   } catch (error) {
