@@ -67,15 +67,19 @@ export class Coalescer {
     const before = this.#beforeWrite;
     this.#beforeWrite = undefined;
     before?.();
+    this.#flush?.();
     this.#holding = false;
     this.#stream.uncork();
   };
 
   readonly #late: boolean;
+  readonly #flush: (() => void) | undefined;
 
-  constructor(client: PoolClient, late = false) {
+  /** `flush` queues what was held back (a transaction's batch, src/store/postgres/batch.ts) just before the write goes out. */
+  constructor(client: PoolClient, late = false, flush?: () => void) {
     this.#stream = client.connection.stream;
     this.#late = late;
+    this.#flush = flush;
   }
 
   /** Call before queueing a statement. */
