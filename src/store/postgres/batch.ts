@@ -13,7 +13,7 @@
  * transaction, and one failure would roll back the others.
  */
 import type { PoolClient, QueryResult } from 'pg';
-import type { Coalescer, Prepared, QueryClass, Queryable } from './shared.ts';
+import type { Coalescer, Prepared, QueryClass, Queryable, Reads } from './shared.ts';
 import { submit } from './shared.ts';
 
 /** A statement not run because one before it under the same Sync failed (PostgreSQL skipped it). */
@@ -211,7 +211,7 @@ function batchClass(parts: PgParts): new (items: Item[]) => object {
  * one Sync. A statement without parameters (DDL, a migration of several statements: no prepared
  * statement can hold those) goes on its own as a simple query, after the batch before it, in order.
  */
-export class Batcher implements Queryable {
+export class Batcher implements Queryable, Reads {
   readonly #client: PoolClient;
   readonly #parts: PgParts;
   readonly #Batch: new (items: Item[]) => object;
@@ -226,7 +226,7 @@ export class Batcher implements Queryable {
   }
 
   query(statement: Prepared, values: unknown[]): Promise<QueryResult> {
-    if (statement.name === undefined) return this.simple(statement, values);
+    if (statement.name === undefined) return this.single(statement, values);
     return this.batched(statement, values);
   }
 
@@ -236,8 +236,13 @@ export class Batcher implements Queryable {
     return new Promise((resolve, reject) => this.#pending.push({ name: statement.name, text: statement.text, values, resolve, reject }));
   }
 
-  /** `statement` as a simple query, after what is pending. */
-  simple(statement: Prepared, values: unknown[] = []): Promise<QueryResult> {
+  /** Whether `error` is a statement skipped after another of its batch failed. */
+  skipped(error: unknown): boolean {
+    return error instanceof SkippedError;
+  }
+
+  /** `statement` on its own (a simple query when it has no parameters), after what is pending. */
+  single(statement: Prepared, values: unknown[] = []): Promise<QueryResult> {
     this.flush();
     return submit(this.#client, this.#parts.Query, statement, values);
   }

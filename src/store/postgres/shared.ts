@@ -35,21 +35,6 @@ export function submit(client: PoolClient, Query: QueryClass, statement: Prepare
   });
 }
 
-/** A transaction's connection as a {@link Queryable}. */
-export class OnClient implements Queryable {
-  readonly #client: PoolClient;
-  readonly #Query: QueryClass;
-
-  constructor(client: PoolClient, query: QueryClass) {
-    this.#client = client;
-    this.#Query = query;
-  }
-
-  query(statement: Prepared, values: unknown[]): Promise<QueryResult> {
-    return submit(this.#client, this.#Query, statement, values);
-  }
-}
-
 /**
  * Holds a connection's writes until the statements issued in the same tick are all queued, then
  * sends them in one write: on a pipelined connection each statement is otherwise a write of its
@@ -98,11 +83,37 @@ export class Coalescer {
   }
 }
 
+/** A share's reads under one Sync (src/store/postgres/batch.ts's Batcher). */
+export interface Reads {
+  /** In the batch flushed before the share's write goes out. */
+  batched(statement: Prepared, values: unknown[]): Promise<QueryResult>;
+  /** On its own (after the batch pending, in order). */
+  single(statement: Prepared, values: unknown[]): Promise<QueryResult>;
+  flush(): void;
+  /** Whether `error` says the statement was skipped (another of its batch failed). */
+  skipped(error: unknown): boolean;
+}
+
+/**
+ * A statement outside a transaction that may share a Sync with others: a plain read. Under one
+ * Sync the statements run in one implicit transaction, and one that fails rolls back the others:
+ * a write (or a read with an effect: a NOTIFY, a lock, a sequence) answered before it would be
+ * undone after its caller was told it succeeded. A read undone changes nothing, and a read skipped
+ * runs again on its own.
+ */
+export function batchable(text: string): boolean {
+  return READ.test(text) && !EFFECT.test(text);
+}
+
+const READ = /^\s*SELECT\b/i;
+const EFFECT = /\b(?:pg_notify|pg_advisory\w*|pg_try_advisory\w*|nextval|setval|switchboard_\w+)\s*\(|\bFOR\s+(?:UPDATE|SHARE|NO\s+KEY\s+UPDATE|KEY\s+SHARE)\b|\b(?:INSERT|UPDATE|DELETE)\b/i;
+
 /** Statements outside a transaction, issued in one turn of the event loop: they share one connection (see {@link TickShared}). */
 interface Share {
   readonly connected: Promise<PoolClient>;
   client?: PoolClient;
   writes?: Coalescer;
+  reads?: Reads;
   /** Statements on it not yet answered. */
   users: number;
   /** Still taking statements (the turn of the event loop it was opened in). */
@@ -128,12 +139,12 @@ interface Share {
  */
 export class TickShared implements Queryable {
   readonly #pool: Pool;
-  readonly #Query: QueryClass;
+  readonly #reads: (client: PoolClient, writes: Coalescer) => Reads;
   #open: Share | undefined;
 
-  constructor(pool: Pool, query: QueryClass) {
+  constructor(pool: Pool, reads: (client: PoolClient, writes: Coalescer) => Reads) {
     this.#pool = pool;
-    this.#Query = query;
+    this.#reads = reads;
   }
 
   async query(statement: Prepared, values: unknown[]): Promise<QueryResult> {
@@ -141,9 +152,15 @@ export class TickShared implements Queryable {
     share.users++;
     try {
       const client = await share.connected;
-      share.writes ??= new Coalescer(client, true);
+      share.writes ??= new Coalescer(client, true, () => share.reads?.flush());
+      const reads = (share.reads ??= this.#reads(client, share.writes));
       share.writes.hold();
-      return await submit(client, this.#Query, statement, values);
+      if (statement.name === undefined || !batchable(statement.text)) return await reads.single(statement, values);
+      return await reads.batched(statement, values).catch((error: unknown) => {
+        // skipped by PostgreSQL after another read of its batch failed: run on its own, as it would have been
+        if (reads.skipped(error)) return reads.single(statement, values);
+        throw error;
+      });
     } catch (error) {
       share.failed ??= error instanceof Error ? error : new Error(String(error));
       throw error;

@@ -163,11 +163,12 @@ class PostgresDatabase extends PostgresSql implements Database {
 
   constructor(pool: Pool, name: string, parts: PgParts) {
     const statements = new Statements();
-    super(new TickShared(pool, parts.Query), statements);
+    const Batch = batches(parts);
+    super(new TickShared(pool, (client, writes) => new Batcher(client, parts, Batch, writes)), statements);
     this.pool = pool;
     this.name = name;
     this.#parts = parts;
-    this.#Batch = batches(parts);
+    this.#Batch = Batch;
     this.#alone = new PostgresSql({ query: (statement, values) => pool.query({ ...statement, values }) }, statements);
   }
 
@@ -243,7 +244,7 @@ class PostgresDatabase extends PostgresSql implements Database {
         await ahead?.answers;
         return result;
       } catch (error) {
-        await batcher.simple({ text: 'ROLLBACK' }).catch((rollback: unknown) => (broken = rollback));
+        await batcher.single({ text: 'ROLLBACK' }).catch((rollback: unknown) => (broken = rollback));
         throw error;
       }
     } finally {
