@@ -1,7 +1,8 @@
 /**
  * Fewer writes and round trips to PostgreSQL on a pipelined connection (src/store/postgres/sql.ts):
  * a connection's statements of one tick sent in one write ({@link Coalescer}), and the statements
- * outside a transaction issued in one turn of the event loop on one connection ({@link TickShared}).
+ * outside a transaction issued in one turn of the event loop on one connection ({@link TickShared}),
+ * its plain reads under one Sync (src/store/postgres/batch.ts).
  */
 import type { Pool, PoolClient, Query, QueryResult } from 'pg';
 
