@@ -1,13 +1,39 @@
 /**
  * Fewer writes and round trips to PostgreSQL on a pipelined connection (src/store/postgres/sql.ts):
  * a connection's statements of one tick sent in one write ({@link Coalescer}), and the statements
- * outside a transaction issued in one turn of the event loop on one connection ({@link TickShared}).
+ * outside a transaction issued in one turn of the event loop on one connection ({@link TickShared}),
+ * its plain reads under one Sync (src/store/postgres/batch.ts).
  */
-import type { Pool, PoolClient, QueryConfig, QueryResult } from 'pg';
+import type { Pool, PoolClient, Query, QueryResult } from 'pg';
+
+/** A statement as node-postgres takes it: named (prepared once per connection) when it has parameters. */
+export interface Prepared {
+  readonly name?: string;
+  readonly text: string;
+}
+
+/** node-postgres's Query class (`pg.Query`, loaded with the driver). */
+export type QueryClass = typeof Query;
 
 /** Where a PostgresSql sends its statements: a transaction's connection, or {@link TickShared} over the pool. */
 export interface Queryable {
-  query(config: QueryConfig): Promise<QueryResult>;
+  query(statement: Prepared, values: unknown[]): Promise<QueryResult>;
+}
+
+/**
+ * Runs `statement` on `client` as a Query built from its text, not from a config object: pg's
+ * `client.query(config)` copies the config with `Object.defineProperties(…,
+ * Object.getOwnPropertyDescriptors(config))` (node_modules/pg/lib/utils.js, cloneQueryConfig) at
+ * every statement, 11 ms of the 611 ms the PostgreSQL node spent on 200 messages (V8 profile of
+ * the per-message bench); a Query given a text and values copies nothing. pg takes a Query as it
+ * is (a submittable) and calls its callback with the result.
+ */
+export function submit(client: PoolClient, Query: QueryClass, statement: Prepared, values: unknown[]): Promise<QueryResult> {
+  return new Promise((resolve, reject) => {
+    const query = new Query(statement.text, values, (error: Error | undefined, result: unknown) => (error ? reject(error) : resolve(result as QueryResult)));
+    if (statement.name !== undefined) (query as { name?: string }).name = statement.name;
+    void client.query(query);
+  });
 }
 
 /**
@@ -27,15 +53,19 @@ export class Coalescer {
     const before = this.#beforeWrite;
     this.#beforeWrite = undefined;
     before?.();
+    this.#flush?.();
     this.#holding = false;
     this.#stream.uncork();
   };
 
   readonly #late: boolean;
+  readonly #flush: (() => void) | undefined;
 
-  constructor(client: PoolClient, late = false) {
+  /** `flush` queues what was held back (a transaction's batch, src/store/postgres/batch.ts) just before the write goes out. */
+  constructor(client: PoolClient, late = false, flush?: () => void) {
     this.#stream = client.connection.stream;
     this.#late = late;
+    this.#flush = flush;
   }
 
   /** Call before queueing a statement. */
@@ -54,11 +84,37 @@ export class Coalescer {
   }
 }
 
+/** A share's reads under one Sync (src/store/postgres/batch.ts's Batcher). */
+export interface Reads {
+  /** In the batch flushed before the share's write goes out. */
+  batched(statement: Prepared, values: unknown[]): Promise<QueryResult>;
+  /** On its own (after the batch pending, in order). */
+  single(statement: Prepared, values: unknown[]): Promise<QueryResult>;
+  flush(): void;
+  /** Whether `error` says the statement was skipped (another of its batch failed). */
+  skipped(error: unknown): boolean;
+}
+
+/**
+ * A statement outside a transaction that may share a Sync with others: a plain read. Under one
+ * Sync the statements run in one implicit transaction, and one that fails rolls back the others:
+ * a write (or a read with an effect: a NOTIFY, a lock, a sequence) answered before it would be
+ * undone after its caller was told it succeeded. A read undone changes nothing, and a read skipped
+ * runs again on its own.
+ */
+export function batchable(text: string): boolean {
+  return READ.test(text) && !EFFECT.test(text);
+}
+
+const READ = /^\s*SELECT\b/i;
+const EFFECT = /\b(?:pg_notify|pg_advisory\w*|pg_try_advisory\w*|nextval|setval|switchboard_\w+)\s*\(|\bFOR\s+(?:UPDATE|SHARE|NO\s+KEY\s+UPDATE|KEY\s+SHARE)\b|\b(?:INSERT|UPDATE|DELETE)\b/i;
+
 /** Statements outside a transaction, issued in one turn of the event loop: they share one connection (see {@link TickShared}). */
 interface Share {
   readonly connected: Promise<PoolClient>;
   client?: PoolClient;
   writes?: Coalescer;
+  reads?: Reads;
   /** Statements on it not yet answered. */
   users: number;
   /** Still taking statements (the turn of the event loop it was opened in). */
@@ -84,20 +140,28 @@ interface Share {
  */
 export class TickShared implements Queryable {
   readonly #pool: Pool;
+  readonly #reads: (client: PoolClient, writes: Coalescer) => Reads;
   #open: Share | undefined;
 
-  constructor(pool: Pool) {
+  constructor(pool: Pool, reads: (client: PoolClient, writes: Coalescer) => Reads) {
     this.#pool = pool;
+    this.#reads = reads;
   }
 
-  async query(config: QueryConfig): Promise<QueryResult> {
+  async query(statement: Prepared, values: unknown[]): Promise<QueryResult> {
     const share = this.#share();
     share.users++;
     try {
       const client = await share.connected;
-      share.writes ??= new Coalescer(client, true);
+      share.writes ??= new Coalescer(client, true, () => share.reads?.flush());
+      const reads = (share.reads ??= this.#reads(client, share.writes));
       share.writes.hold();
-      return await client.query(config);
+      if (statement.name === undefined || !batchable(statement.text)) return await reads.single(statement, values);
+      return await reads.batched(statement, values).catch((error: unknown) => {
+        // skipped by PostgreSQL after another read of its batch failed: run on its own, as it would have been
+        if (reads.skipped(error)) return reads.single(statement, values);
+        throw error;
+      });
     } catch (error) {
       share.failed ??= error instanceof Error ? error : new Error(String(error));
       throw error;

@@ -120,3 +120,66 @@ it('statements issued outside a transaction in one turn of the event loop share 
     await database.close();
   }
 });
+
+it("a transaction's statements of one tick go out under one Sync: one answer for BEGIN, the statements and the COMMIT; after one fails the rest are not run, and the connection's prepared statements stay known", async () => {
+  // one connection: what the transaction prepares (or not) is what the statements after it find
+  const database = await openPostgres({ url: await server.createDatabase(), log: testLogger(), maxConnections: 1 });
+  try {
+    await database.run('CREATE TABLE u (n integer PRIMARY KEY)');
+    let ready = 0;
+    const count = (): void => void ready++;
+    database.pool.on('acquire', (client) => (client as unknown as { connection: NodeJS.EventEmitter }).connection.on('readyForQuery', count));
+    database.pool.on('release', (_error, client) => (client as unknown as { connection: NodeJS.EventEmitter }).connection.off('readyForQuery', count));
+    await database.transaction(async (tx) => {
+      tx.commitAhead!(Promise.all([tx.run('INSERT INTO u (n) VALUES (?)', [1]), tx.run('INSERT INTO u (n) VALUES (?)', [2]), tx.get('SELECT count(*) AS n FROM u WHERE n > ?', [0])]));
+    });
+    assert.equal(ready, 1, 'BEGIN, three statements and the COMMIT answered with one ReadyForQuery');
+    // a new statement fails on the server (its Parse succeeded); the one behind it, new too, is skipped with its Parse
+    let behind: unknown;
+    await assert.rejects(
+      database.transaction(async (tx) => {
+        const failing = tx.run('INSERT INTO u (n) VALUES (?) RETURNING n', [1]);
+        const skipped = tx.get('SELECT ? + 1 AS m', [1]).catch((error: unknown) => {
+          behind = error;
+          throw error;
+        });
+        tx.commitAhead!(Promise.all([failing, skipped]));
+      }),
+      (error: Error & { code?: string }) => error.code === '23505',
+    );
+    assert.match(String(behind), /not run: a statement before it in its transaction failed/);
+    // the skipped one is prepared when next used (not taken as prepared), the failed one is not prepared twice
+    assert.deepEqual(await database.get('SELECT ? + 1 AS m', [1]), { m: 2 });
+    assert.deepEqual(await database.all('INSERT INTO u (n) VALUES (?) RETURNING n', [3]), [{ n: 3 }]);
+    assert.deepEqual(await database.all('SELECT n FROM u ORDER BY n'), [{ n: 1 }, { n: 2 }, { n: 3 }]);
+  } finally {
+    await database.close();
+  }
+});
+
+it('reads outside a transaction issued in one turn of the event loop share one Sync; a read skipped after another failed runs on its own; writes never share one', async () => {
+  const database = await openPostgres({ url: await server.createDatabase(), log: testLogger(), maxConnections: 1 });
+  try {
+    await database.run('CREATE TABLE v (n integer)');
+    let ready = 0;
+    const count = (): void => void ready++;
+    database.pool.on('acquire', (client) => (client as unknown as { connection: NodeJS.EventEmitter }).connection.on('readyForQuery', count));
+    database.pool.on('release', (_error, client) => (client as unknown as { connection: NodeJS.EventEmitter }).connection.off('readyForQuery', count));
+    const answers = await Promise.all([database.get('SELECT ?::int AS a', [1]), database.get('SELECT ?::int + 1 AS b', [1]), database.all('SELECT n FROM v WHERE n > ?', [0])]);
+    assert.deepEqual(answers, [{ a: 1 }, { b: 2 }, []]);
+    assert.equal(ready, 1, 'three reads answered with one ReadyForQuery');
+    // the first read fails: the second, skipped by PostgreSQL, is run again and answers
+    const [failed, second] = await Promise.allSettled([database.get('SELECT 1 / ?::int AS x', [0]), database.get('SELECT ?::int AS y', [5])]);
+    assert.equal(failed.status, 'rejected');
+    assert.equal((failed as PromiseRejectedResult).reason.code, '22012');
+    assert.deepEqual(second, { status: 'fulfilled', value: { y: 5 } });
+    // a write answered before a read that fails is not undone with it (each has its own Sync), nor is a NOTIFY
+    const [written, notified, read] = await Promise.allSettled([database.run('INSERT INTO v (n) VALUES (?)', [1]), database.get('SELECT pg_notify(?, ?)', ['c', 'x']), database.get('SELECT 1 / ?::int AS x', [0])]);
+    assert.equal(written.status, 'fulfilled');
+    assert.equal(notified.status, 'fulfilled');
+    assert.equal(read.status, 'rejected');
+    assert.deepEqual(await database.all('SELECT n FROM v'), [{ n: 1 }]);
+  } finally {
+    await database.close();
+  }
+});

@@ -3,11 +3,13 @@
  * "postgres"`). `?` placeholders become `$1…$n`; bigint and count(*) come back as numbers; a
  * transaction runs on one pooled connection between BEGIN and COMMIT.
  */
+import { createRequire } from 'node:module';
 import type { Pool, QueryResult } from 'pg';
 import type { Logger } from 'pino';
 import type { Database, Sql, SqlValue } from '../sql.ts';
 import { postgresMigrations } from './schema.ts';
-import { Coalescer, TickShared, type Queryable } from './shared.ts';
+import { Batcher, batches, SkippedError, type PgParts } from './batch.ts';
+import { Coalescer, TickShared, type Prepared, type Queryable } from './shared.ts';
 import { storeUnavailable } from './unavailable.ts';
 
 export interface PostgresOptions {
@@ -43,12 +45,6 @@ function numbered(sql: string): string {
   return sql.replace(/\?/g, () => `$${++n}`);
 }
 
-
-/** A statement as node-postgres takes it: named (prepared once per connection) when it has parameters. */
-interface Prepared {
-  readonly name?: string;
-  readonly text: string;
-}
 
 /**
  * The stores' statements, numbered once and named: a named statement is parsed and planned once
@@ -117,7 +113,7 @@ class PostgresSql implements Sql {
   #send(statement: Prepared, values: readonly unknown[]): Promise<QueryResult> {
     if (this.#transaction?.ended()) return Promise.reject(new Error(`a statement issued after its transaction's COMMIT had gone out, not run: ${statement.text.slice(0, 80)}`));
     this.#writes?.hold();
-    const sent = this.target.query({ ...statement, values: values as unknown[] });
+    const sent = this.target.query(statement, values as unknown[]);
     if (this.#transaction) sent.catch(this.#transaction.failed);
     return sent;
   }
@@ -162,12 +158,18 @@ class PostgresDatabase extends PostgresSql implements Database {
   readonly pool: Pool;
   readonly #alone: Sql;
 
-  constructor(pool: Pool, name: string) {
+  readonly #parts: PgParts;
+  readonly #Batch: ReturnType<typeof batches>;
+
+  constructor(pool: Pool, name: string, parts: PgParts) {
     const statements = new Statements();
-    super(new TickShared(pool), statements);
+    const Batch = batches(parts);
+    super(new TickShared(pool, (client, writes) => new Batcher(client, parts, Batch, writes)), statements);
     this.pool = pool;
     this.name = name;
-    this.#alone = new PostgresSql(pool, statements);
+    this.#parts = parts;
+    this.#Batch = Batch;
+    this.#alone = new PostgresSql({ query: (statement, values) => pool.query({ ...statement, values }) }, statements);
   }
 
   alone(): Sql {
@@ -184,18 +186,19 @@ class PostgresDatabase extends PostgresSql implements Database {
     };
     client.on('error', onError);
     try {
-      const writes = new Coalescer(client);
+      // A tick's statements go out as one batch under one Sync (src/store/postgres/batch.ts), in the tick's write.
+      const writes: Coalescer = new Coalescer(client, false, () => batcher.flush());
+      const batcher = new Batcher(client, this.#parts, this.#Batch, writes);
       // Not awaited: on a pipelined connection (see openPostgres) BEGIN goes out with the first
-      // statement (in one write, see Coalescer), one round trip fewer per transaction. BEGIN fails
+      // statement (in one write and one batch), one round trip fewer per transaction. BEGIN fails
       // only with the connection, and then so does every statement behind it; its result is
       // checked before the COMMIT.
-      writes.hold();
-      const begun = client.query('BEGIN');
+      const begun = batcher.batched({ text: 'BEGIN' });
       begun.catch(() => undefined);
       /** The first statement of `work` that failed: one whose answer `work` did not wait for fails the transaction all the same. */
       let failure: { readonly error: unknown } | undefined;
       let committing: Promise<QueryResult> | undefined;
-      const commit = (): Promise<QueryResult> => (committing ??= client.query('COMMIT'));
+      const commit = (): Promise<QueryResult> => (committing ??= batcher.batched({ text: 'COMMIT' }));
       /** Given by work through commitAhead: its statements' answers, and the write they (and maybe the COMMIT) went out in. */
       let ahead: { readonly answers: Promise<unknown>; readonly written: Promise<void>; failed: boolean } | undefined;
       const transaction: Transaction = {
@@ -217,7 +220,7 @@ class PostgresDatabase extends PostgresSql implements Database {
         ended: () => committing !== undefined,
       };
       try {
-        const result = await work(new PostgresSql(client, this.statements, writes, transaction));
+        const result = await work(new PostgresSql(batcher, this.statements, writes, transaction));
         if (ahead) {
           await ahead.written;
           // no COMMIT went out: `work` failed on this side; its failure is the transaction's
@@ -226,18 +229,22 @@ class PostgresDatabase extends PostgresSql implements Database {
         // A transaction a statement failed in is rolled back by its COMMIT, which then answers
         // ROLLBACK, not an error: a statement issued without waiting for its answer (a turn's job,
         // src/cluster/pg-boss-queue.ts, goes out with the COMMIT) would otherwise be lost unseen.
-        const committed = await commit();
+        // Under one Sync with a statement that failed, the COMMIT is not run at all (SkippedError): as a ROLLBACK answer.
+        const committed = await commit().catch((error: unknown) => {
+          if (error instanceof SkippedError) return undefined;
+          throw error;
+        });
         await begun;
-        if (committed.command !== 'COMMIT') {
+        if (committed?.command !== 'COMMIT') {
           // work's own reason first (as when it waits for its answers and throws), then the statement's
           const reason = ahead && (await ahead.answers.then(() => undefined, (error: unknown) => ({ error })));
-          throw reason?.error ?? failure?.error ?? new Error(`PostgreSQL answered the COMMIT with ${committed.command}: a statement of the transaction failed`);
+          throw reason?.error ?? failure?.error ?? new Error(`PostgreSQL answered the COMMIT with ${committed?.command ?? 'nothing'}: a statement of the transaction failed`);
         }
         // committed: every statement succeeded; a failure on this side after its answer still fails the call
         await ahead?.answers;
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch((rollback: unknown) => (broken = rollback));
+        await batcher.single({ text: 'ROLLBACK' }).catch((rollback: unknown) => (broken = rollback));
         throw error;
       }
     } finally {
@@ -263,6 +270,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Database &
   const keepOpen = Math.min(options.keepOpen ?? 0, max);
   // one parser for every int8 and numeric column (pg asks for a column's parser at every statement's answer)
   const asNumber = (value: string): number => Number(value);
+  const types = { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 || oid === 1700 ? asNumber : pg.types.getTypeParser(oid, format as 'text')) } as never;
   const pool = new pg.Pool({
     connectionString: options.url,
     max,
@@ -275,11 +283,13 @@ export async function openPostgres(options: PostgresOptions): Promise<Database &
     query_timeout: 30_000,
     idleTimeoutMillis: 30_000,
     // ids and epoch milliseconds (bigint), count(*) and sum() (numeric) as numbers, per pool (not pg's global parsers)
-    types: { getTypeParser: (oid: number, format?: 'text' | 'binary') => (oid === 20 || oid === 1700 ? asNumber : pg.types.getTypeParser(oid, format as 'text')) } as never,
+    types,
   });
   // An idle connection that breaks (server restart) is dropped by the pool; without a listener it would crash the process.
   pool.on('error', (error) => options.log.warn({ err: error, database: name }, 'PostgreSQL connection lost; the pool opens a new one on next use'));
-  const database = new PostgresDatabase(pool, name);
+  // pg's own mapping of a parameter to the wire (Date, Buffer, arrays, objects as JSON), not re-exported by its index
+  const utils = createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue(value: unknown): unknown };
+  const database = new PostgresDatabase(pool, name, { Query: pg.Query, Result: pg.Result as never, prepareValue: utils.prepareValue, types });
   try {
     await migrate(database);
   } catch (error) {
