@@ -75,3 +75,44 @@ it('oldSpaceGuard: collects once the old space grew past the slack; nothing afte
   assert.equal(out.stopped, 0, `nothing collected after stop: ${JSON.stringify(out)}`);
   assert.equal(out.gc, 'undefined');
 });
+
+it('oldSpaceGuard: the slack grows with what lived (slackRatio): a larger live heap is collected less often', () => {
+  const script = `
+    import { PerformanceObserver, constants } from 'node:perf_hooks';
+    import { oldSpaceGuard } from ${JSON.stringify(gcModule)};
+    const forced = { count: 0 };
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        if (entry.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR && entry.detail.flags & constants.NODE_PERFORMANCE_GC_FLAGS_FORCED) forced.count++;
+      }
+    }).observe({ entryTypes: ['gc'] });
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    // ~16 MB that stays alive throughout: what lived after each collection
+    const ballast = Array.from({ length: 200000 }, (_, i) => ({ i, s: 'ballast-' + i, pad: [i, i + 1, i + 2] }));
+    async function promoteAndDrop() {
+      const kept = [];
+      for (let batch = 0; batch < 300; batch++) {
+        const objects = [];
+        for (let i = 0; i < 8000; i++) objects.push({ batch, i, s: 'x' + i });
+        kept.push(objects);
+        if (kept.length > 12) kept.shift();
+        for (let i = 0; i < 20000; i++) ({ i, s: 'y' + i });
+        await turn();
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    async function collectedWith(ratio) {
+      const stop = oldSpaceGuard(1024 * 1024, ratio);
+      const before = forced.count;
+      await promoteAndDrop();
+      stop();
+      return forced.count - before;
+    }
+    const fixed = await collectedWith(0);
+    const scaled = await collectedWith(10);
+    process.stdout.write(JSON.stringify({ fixed, scaled, ballast: ballast.length }));
+  `;
+  const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as { fixed: number; scaled: number };
+  assert.ok(out.fixed >= 1, `a 1 MB slack over ~16 MB alive collects: ${JSON.stringify(out)}`);
+  assert.equal(out.scaled, 0, `a slack of 10 × what lived (~160 MB) is never reached here: ${JSON.stringify(out)}`);
+});
