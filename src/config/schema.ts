@@ -198,7 +198,7 @@ const Runtime = v.strictObject({
   restart_reset_seconds: num(0, 86_400, 60),
   /** Files people send larger than this are described to the model but not downloaded. */
   max_attachment_mb: positive(2048, 20),
-  /** compact = keep the V8 heap close to what is live (flat RSS, a little more CPU); v8 = V8's own sizing. */
+  /** compact = keep the V8 heap close to what is live (flat RSS, more CPU under load); v8 = V8's own sizing. */
   heap: choice(['compact', 'v8'], 'compact'),
 });
 
