@@ -10,6 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { it } from 'node:test';
 
 const heap = pathToFileURL(join(import.meta.dirname, 'heap.ts')).href;
+const workload = pathToFileURL(join(import.meta.dirname, '..', 'test', 'fixtures', 'gc-workload.ts')).href;
 
 function run(code: string): Record<string, unknown> {
   const script = `
@@ -49,36 +50,15 @@ it('v8: does nothing, and the cancel stops a pending settle', () => {
 
 it('compact: guards the main old space from ready on, before the settle; the cancel stops the guard', () => {
   const out = run(`
-    const { PerformanceObserver, constants } = await import('node:perf_hooks');
+    const { countForced, promoteAndDrop } = await import(${JSON.stringify(workload)});
     tuneHeap('compact');
-    // Garbage that reaches the old space: each ~0.5 MB batch is kept across a few scavenges (so
-    // promoted), then dropped; the event loop turns between batches, as under traffic, so the
-    // guard hears of the scavenges. Counts our (forced) full collections.
-    const forced = { count: 0 };
-    new PerformanceObserver((list) => {
-      for (const entry of list.getEntries()) {
-        if (entry.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR && entry.detail.flags & constants.NODE_PERFORMANCE_GC_FLAGS_FORCED) forced.count++;
-      }
-    }).observe({ entryTypes: ['gc'] });
-    const turn = () => new Promise((resolve) => setImmediate(resolve));
-    async function promoteAndDrop() {
-      const kept = [];
-      for (let batch = 0; batch < 40; batch++) {
-        const objects = [];
-        for (let i = 0; i < 8000; i++) objects.push({ batch, i, s: 'x' + i });
-        kept.push(objects);
-        if (kept.length > 4) kept.shift();
-        for (let i = 0; i < 20000; i++) ({ i, s: 'y' + i });
-        await turn();
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      return forced.count;
-    }
+    const forced = countForced();
     const cancel = settleHeap('compact', 60000);
-    const guarded = await promoteAndDrop();
+    await promoteAndDrop();
+    const guarded = forced.count;
     cancel();
-    const before = forced.count;
-    const stopped = (await promoteAndDrop()) - before;
+    await promoteAndDrop();
+    const stopped = forced.count - guarded;
     process.stdout.write(JSON.stringify({ guarded, stopped }));
   `);
   assert.ok((out.guarded as number) >= 1, JSON.stringify(out));

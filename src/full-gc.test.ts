@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { it } from 'node:test';
 
 const gcModule = pathToFileURL(join(import.meta.dirname, 'full-gc.ts')).href;
+const workload = pathToFileURL(join(import.meta.dirname, '..', 'test', 'fixtures', 'gc-workload.ts')).href;
 
 it('collects the old space once it grew past the slack, on the every-th call, and exposes no gc()', () => {
   const script = `
@@ -37,37 +38,16 @@ it('collects the old space once it grew past the slack, on the every-th call, an
 
 it('oldSpaceGuard: collects once the old space grew past the slack; nothing after stop; no gc() exposed', () => {
   const script = `
-    import { PerformanceObserver, constants } from 'node:perf_hooks';
     import { runInNewContext } from 'node:vm';
     import { oldSpaceGuard } from ${JSON.stringify(gcModule)};
-    // Garbage that reaches the old space: each ~0.5 MB batch is kept across a few scavenges (so
-    // promoted), then dropped; the event loop turns between batches, as under traffic, so the
-    // guard hears of the scavenges. Counts our (forced) full collections.
-    const forced = { count: 0 };
-    new PerformanceObserver((list) => {
-      for (const entry of list.getEntries()) {
-        if (entry.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR && entry.detail.flags & constants.NODE_PERFORMANCE_GC_FLAGS_FORCED) forced.count++;
-      }
-    }).observe({ entryTypes: ['gc'] });
-    const turn = () => new Promise((resolve) => setImmediate(resolve));
-    async function promoteAndDrop() {
-      const kept = [];
-      for (let batch = 0; batch < 40; batch++) {
-        const objects = [];
-        for (let i = 0; i < 8000; i++) objects.push({ batch, i, s: 'x' + i });
-        kept.push(objects);
-        if (kept.length > 4) kept.shift();
-        for (let i = 0; i < 20000; i++) ({ i, s: 'y' + i });
-        await turn();
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      return forced.count;
-    }
+    import { countForced, promoteAndDrop } from ${JSON.stringify(workload)};
+    const forced = countForced();
     const stop = oldSpaceGuard(1024 * 1024);
-    const guarded = await promoteAndDrop();
+    await promoteAndDrop();
+    const guarded = forced.count;
     stop();
-    const before = forced.count;
-    const stopped = (await promoteAndDrop()) - before;
+    await promoteAndDrop();
+    const stopped = forced.count - guarded;
     process.stdout.write(JSON.stringify({ guarded, stopped, gc: runInNewContext('typeof gc') }));
   `;
   const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as { guarded: number; stopped: number; gc: string };
@@ -78,33 +58,15 @@ it('oldSpaceGuard: collects once the old space grew past the slack; nothing afte
 
 it('oldSpaceGuard: the slack grows with what lived (slackRatio): a larger live heap is collected less often', () => {
   const script = `
-    import { PerformanceObserver, constants } from 'node:perf_hooks';
     import { oldSpaceGuard } from ${JSON.stringify(gcModule)};
-    const forced = { count: 0 };
-    new PerformanceObserver((list) => {
-      for (const entry of list.getEntries()) {
-        if (entry.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR && entry.detail.flags & constants.NODE_PERFORMANCE_GC_FLAGS_FORCED) forced.count++;
-      }
-    }).observe({ entryTypes: ['gc'] });
-    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    import { countForced, promoteAndDrop } from ${JSON.stringify(workload)};
+    const forced = countForced();
     // ~16 MB that stays alive throughout: what lived after each collection
     const ballast = Array.from({ length: 200000 }, (_, i) => ({ i, s: 'ballast-' + i, pad: [i, i + 1, i + 2] }));
-    async function promoteAndDrop() {
-      const kept = [];
-      for (let batch = 0; batch < 300; batch++) {
-        const objects = [];
-        for (let i = 0; i < 8000; i++) objects.push({ batch, i, s: 'x' + i });
-        kept.push(objects);
-        if (kept.length > 12) kept.shift();
-        for (let i = 0; i < 20000; i++) ({ i, s: 'y' + i });
-        await turn();
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
     async function collectedWith(ratio) {
       const stop = oldSpaceGuard(1024 * 1024, ratio);
       const before = forced.count;
-      await promoteAndDrop();
+      await promoteAndDrop(300, 12);
       stop();
       return forced.count - before;
     }
