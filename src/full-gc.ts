@@ -29,6 +29,15 @@ function takeGc(): Gc {
 }
 
 /**
+ * gc() taken when it is first called: a thread that never needs it makes no vm context (which the
+ * function keeps alive for as long as it is kept).
+ */
+function gcOnFirstUse(): Gc {
+  let gc: Gc | undefined;
+  return (options) => (gc ??= takeGc())(options);
+}
+
+/**
  * V8's memory-reducing collection, what it runs on a low-memory notification: it also shrinks
  * the young generation, which grows back to its initial size as soon as work comes.
  */
@@ -75,7 +84,8 @@ export function oldSpaceKeeper(slackBytes: number, every: number): () => void {
  * Nothing runs while idle: no collection, no observer entry. Returns a stop.
  */
 export function oldSpaceGuard(slackBytes: number, slackRatio = 0): () => void {
-  const gc = takeGc();
+  // started at ready: an idle daemon never collects, so it makes no context for gc()
+  const gc = gcOnFirstUse();
   let settled = oldSpaceUsed();
   let stopped = false;
   const observer = new PerformanceObserver(() => {

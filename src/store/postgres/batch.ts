@@ -14,10 +14,7 @@
  */
 import type { PoolClient, QueryResult } from 'pg';
 import type { Coalescer, Prepared, QueryClass, Queryable, Reads } from './shared.ts';
-import { submit } from './shared.ts';
-
-/** A statement not run because one before it under the same Sync failed (PostgreSQL skipped it). */
-export class SkippedError extends Error {}
+import { SkippedError, submit } from './shared.ts';
 
 /** What a batch needs of node-postgres, loaded with it. */
 export interface PgParts {
@@ -71,9 +68,9 @@ interface QueryInternals {
  * The batch as one pg Query (pg takes a subclass of Query on a pipelined client, node_modules/pg/lib/client.js):
  * pg hands it every message of the answer up to ReadyForQuery. `name` and `text` are those of the
  * statement being answered, which pg reads at a ParseComplete (it then knows the statement is
- * prepared on the connection) and at an ErrorResponse.
+ * prepared on the connection) and at an ErrorResponse. One class per database, for its pool's parts.
  */
-function batchClass(parts: PgParts): new (items: Item[]) => object {
+export function batches(parts: PgParts): new (items: Item[]) => object {
   const { Query, Result, prepareValue, types } = parts;
   return class StatementBatch extends (Query as unknown as new (text: string) => QueryInternals) {
     #items: Item[] = [];
@@ -236,11 +233,6 @@ export class Batcher implements Queryable, Reads {
     return new Promise((resolve, reject) => this.#pending.push({ name: statement.name, text: statement.text, values, resolve, reject }));
   }
 
-  /** Whether `error` is a statement skipped after another of its batch failed. */
-  skipped(error: unknown): boolean {
-    return error instanceof SkippedError;
-  }
-
   /** `statement` on its own (a simple query when it has no parameters), after what is pending. */
   single(statement: Prepared, values: unknown[] = []): Promise<QueryResult> {
     this.flush();
@@ -254,9 +246,4 @@ export class Batcher implements Queryable, Reads {
     this.#pending = [];
     void this.#client.query(new this.#Batch(items) as never);
   }
-}
-
-/** The batch class for a pool's parts (one per database). */
-export function batches(parts: PgParts): new (items: Item[]) => object {
-  return batchClass(parts);
 }

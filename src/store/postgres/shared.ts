@@ -10,7 +10,12 @@ import type { Pool, PoolClient, Query, QueryResult } from 'pg';
 export interface Prepared {
   readonly name?: string;
   readonly text: string;
+  /** A named plain read, which may share a Sync with others outside a transaction ({@link batchable}, decided once per statement). */
+  readonly batchable?: boolean;
 }
+
+/** A statement not run because one before it under the same Sync failed (PostgreSQL skipped it). */
+export class SkippedError extends Error {}
 
 /** node-postgres's Query class (`pg.Query`, loaded with the driver). */
 export type QueryClass = typeof Query;
@@ -91,8 +96,6 @@ export interface Reads {
   /** On its own (after the batch pending, in order). */
   single(statement: Prepared, values: unknown[]): Promise<QueryResult>;
   flush(): void;
-  /** Whether `error` says the statement was skipped (another of its batch failed). */
-  skipped(error: unknown): boolean;
 }
 
 /**
@@ -156,10 +159,10 @@ export class TickShared implements Queryable {
       share.writes ??= new Coalescer(client, true, () => share.reads?.flush());
       const reads = (share.reads ??= this.#reads(client, share.writes));
       share.writes.hold();
-      if (statement.name === undefined || !batchable(statement.text)) return await reads.single(statement, values);
+      if (statement.batchable !== true) return await reads.single(statement, values);
       return await reads.batched(statement, values).catch((error: unknown) => {
         // skipped by PostgreSQL after another read of its batch failed: run on its own, as it would have been
-        if (reads.skipped(error)) return reads.single(statement, values);
+        if (error instanceof SkippedError) return reads.single(statement, values);
         throw error;
       });
     } catch (error) {

@@ -1,6 +1,7 @@
 /** The PostgreSQL adapter's transactions, on a real PostgreSQL started for this file. */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
+import type { Pool } from 'pg';
 import { openPostgres, rawPostgres } from './sql.ts';
 import { startPostgres, type TestPostgres } from '../../../test/support/postgres.ts';
 import { testLogger } from '../../../test/support/log.ts';
@@ -126,14 +127,11 @@ it("a transaction's statements of one tick go out under one Sync: one answer for
   const database = await openPostgres({ url: await server.createDatabase(), log: testLogger(), maxConnections: 1 });
   try {
     await database.run('CREATE TABLE u (n integer PRIMARY KEY)');
-    let ready = 0;
-    const count = (): void => void ready++;
-    database.pool.on('acquire', (client) => (client as unknown as { connection: NodeJS.EventEmitter }).connection.on('readyForQuery', count));
-    database.pool.on('release', (_error, client) => (client as unknown as { connection: NodeJS.EventEmitter }).connection.off('readyForQuery', count));
+    const ready = readyForQueries(database);
     await database.transaction(async (tx) => {
       tx.commitAhead!(Promise.all([tx.run('INSERT INTO u (n) VALUES (?)', [1]), tx.run('INSERT INTO u (n) VALUES (?)', [2]), tx.get('SELECT count(*) AS n FROM u WHERE n > ?', [0])]));
     });
-    assert.equal(ready, 1, 'BEGIN, three statements and the COMMIT answered with one ReadyForQuery');
+    assert.equal(ready(), 1, 'BEGIN, three statements and the COMMIT answered with one ReadyForQuery');
     // a new statement fails on the server (its Parse succeeded); the one behind it, new too, is skipped with its Parse
     let behind: unknown;
     await assert.rejects(
@@ -161,13 +159,10 @@ it('reads outside a transaction issued in one turn of the event loop share one S
   const database = await openPostgres({ url: await server.createDatabase(), log: testLogger(), maxConnections: 1 });
   try {
     await database.run('CREATE TABLE v (n integer)');
-    let ready = 0;
-    const count = (): void => void ready++;
-    database.pool.on('acquire', (client) => (client as unknown as { connection: NodeJS.EventEmitter }).connection.on('readyForQuery', count));
-    database.pool.on('release', (_error, client) => (client as unknown as { connection: NodeJS.EventEmitter }).connection.off('readyForQuery', count));
+    const ready = readyForQueries(database);
     const answers = await Promise.all([database.get('SELECT ?::int AS a', [1]), database.get('SELECT ?::int + 1 AS b', [1]), database.all('SELECT n FROM v WHERE n > ?', [0])]);
     assert.deepEqual(answers, [{ a: 1 }, { b: 2 }, []]);
-    assert.equal(ready, 1, 'three reads answered with one ReadyForQuery');
+    assert.equal(ready(), 1, 'three reads answered with one ReadyForQuery');
     // the first read fails: the second, skipped by PostgreSQL, is run again and answers
     const [failed, second] = await Promise.allSettled([database.get('SELECT 1 / ?::int AS x', [0]), database.get('SELECT ?::int AS y', [5])]);
     assert.equal(failed.status, 'rejected');
@@ -183,3 +178,12 @@ it('reads outside a transaction issued in one turn of the event loop share one S
     await database.close();
   }
 });
+
+/** Counts the ReadyForQuery messages PostgreSQL sends `database`'s connections while they are checked out (one per Sync answered). */
+function readyForQueries(database: { readonly pool: Pool }): () => number {
+  let ready = 0;
+  const count = (): void => void ready++;
+  database.pool.on('acquire', (client) => (client as unknown as { connection: NodeJS.EventEmitter }).connection.on('readyForQuery', count));
+  database.pool.on('release', (_error, client) => (client as unknown as { connection: NodeJS.EventEmitter }).connection.off('readyForQuery', count));
+  return () => ready;
+}

@@ -8,8 +8,8 @@ import type { Pool, QueryResult } from 'pg';
 import type { Logger } from 'pino';
 import type { Database, Sql, SqlValue } from '../sql.ts';
 import { postgresMigrations } from './schema.ts';
-import { Batcher, batches, SkippedError, type PgParts } from './batch.ts';
-import { Coalescer, TickShared, type Prepared, type Queryable } from './shared.ts';
+import { Batcher, batches, type PgParts } from './batch.ts';
+import { batchable, Coalescer, SkippedError, TickShared, type Prepared, type Queryable } from './shared.ts';
 import { storeUnavailable } from './unavailable.ts';
 
 export interface PostgresOptions {
@@ -76,7 +76,7 @@ class Statements {
       // SQL built at run time (IN lists of any length) could grow this without bound; new names
       // after a clear, since a connection keeps the statements it prepared under the old ones.
       if (cache.size >= 500) cache.clear();
-      statement = parameters > 0 ? { name: `sb${++this.#next}`, text: text(sql) } : { text: text(sql) };
+      statement = parameters > 0 ? { name: `sb${++this.#next}`, text: text(sql), batchable: batchable(sql) } : { text: text(sql) };
       cache.set(sql, statement);
     }
     return statement;
