@@ -10,8 +10,9 @@
  *    the slots filling) and the drain (the last conversations running with slots idle, since each
  *    person's messages run in order), which no number of nodes shortens; the steady rate is how
  *    the cluster scales while every slot has work. Before each step every node is warmed up
- *    (it has ended 4 turns: a node's first turns load the agent's modules), so a cold node is
- *    never measured against a warm one.
+ *    (it has ended 30 turns: its first turns load the agent's modules and compile its hot code)
+ *    and has settled its heap (app/heap.ts: one full collection 3 s after ready), so neither a
+ *    cold node nor a node's start-up collection is measured against warm, settled ones.
  * 2. Each turn's wait at 3 nodes, split three ways from pg-boss's job rows and the nodes' "turn
  *    done" lines: waiting for the conversation's earlier turn (first in first out), waiting for a
  *    free slot on the node that ran it, and pickup — runnable with a slot free → turn started.
@@ -34,6 +35,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { SETTLE_AFTER_MS } from '../app/heap.ts';
 import { lastUserText, startFakeOpenAI } from '../test/fixtures/fake-openai.ts';
 import { startTelegramPeer, type TgUser } from '../test/peers/telegram.ts';
 import { startCluster, type TestCluster } from '../test/support/cluster.ts';
@@ -114,15 +116,31 @@ async function timedBurst(count: number, from: number, timeoutMs = 300_000): Pro
  * (a cold node's first turn took ~300 ms against ~205 with a 200 ms model). Which node runs a
  * turn is whoever fetches it first, so 4 messages from 2 people left a node of three cold in most
  * runs, and the 3-node step measured a cold node against a warm one at one node: bursts until
- * every node has ended at least WARM_TURNS turns.
+ * every node has ended at least WARM_TURNS turns. After 4 turns a node's hot code is still far
+ * from V8's optimising tiers, and each of 3 nodes runs 80 turns of a step where one node runs
+ * 240, so a short warm-up weighed more on the 3-node step: 6 interleaved probe runs with 4 and
+ * with 30, 3-node step 2,341 → 2,300 ms (medians), 1-node 6,528 → 6,515.
  */
 async function warmUp(cluster: TestCluster): Promise<void> {
-  const WARM_TURNS = 4;
+  const WARM_TURNS = 30;
   const ended = (node: TestCluster['nodes'][number]): number => (node.stdout().match(/"msg":"turn done"/g) ?? []).length;
   for (let round = 0; cluster.nodes.some((node) => ended(node) < WARM_TURNS); round++) {
-    if (round === 20) throw new Error(`a node ran no warm-up turns in 20 bursts: ${cluster.nodes.map((node) => `${node.name} ${ended(node)}`).join(', ')}`);
-    await burst(4 * cluster.nodes.length, 2 * cluster.nodes.length);
+    if (round === 40) throw new Error(`a node ended fewer than ${WARM_TURNS} warm-up turns in 40 bursts: ${cluster.nodes.map((node) => `${node.name} ${ended(node)}`).join(', ')}`);
+    await burst(8 * cluster.nodes.length, 4 * cluster.nodes.length);
   }
+}
+
+/**
+ * Waits until every node has settled its heap: with `heap = "compact"` (the default) a node runs
+ * one memory-reducing full collection SETTLE_AFTER_MS after ready (app/heap.ts), a start-up
+ * transient. The steps began within 3 s of ready, so that collection landed inside them, on each
+ * node of three: in a probe of 6 interleaved runs each, the 3-node step took 2,413 ms (median)
+ * with it and 2,335 after it; the 1-node step 6,515 and 6,445.
+ */
+async function settled(cluster: TestCluster): Promise<void> {
+  const readyAt = cluster.nodes.map((node) => Number(/"time":(\d+)[^\n]*"msg":"ready"/.exec(node.stdout())?.[1] ?? Date.now()));
+  const wait = Math.max(...readyAt) + SETTLE_AFTER_MS + 500 - Date.now();
+  if (wait > 0) await sleep(wait);
 }
 
 async function startNodes(url: string | undefined, names: readonly string[], env?: Record<string, string>): Promise<TestCluster> {
@@ -134,6 +152,7 @@ async function startNodes(url: string | undefined, names: readonly string[], env
     await sleep(50);
   }
   await warmUp(cluster);
+  await settled(cluster);
   return cluster;
 }
 
@@ -182,6 +201,7 @@ async function clusterSteps(run: number): Promise<void> {
   const rates: number[] = [];
   const steadyRates: number[] = [];
   let threeUrl = '';
+  let threeBegan = 0;
   for (const count of [1, 2, 3]) {
     const url = await pg.createDatabase(`bench_${run}_${count}`);
     const cluster = await startNodes(url, ['n1', 'n2', 'n3'].slice(0, count));
@@ -207,9 +227,11 @@ async function clusterSteps(run: number): Promise<void> {
     if (count === 3) {
       three = cluster;
       threeUrl = url;
+      threeBegan = began;
     } else await cluster.close();
   }
-  const waits = splitWaits(await turnTimes(three!, threeUrl), SLOTS);
+  // the step's turns only, not the warm-up's (finished before the step began; the clocks are this machine's)
+  const waits = splitWaits((await turnTimes(three!, threeUrl)).filter((turn) => turn.created >= threeBegan - 5), SLOTS);
   for (const [name, list] of [['pickup', waits.pickup], ['pickup: claim', waits.claim], ['pickup: claim → start', waits.startUp], ['slot wait', waits.slotWait], ['conversation wait', waits.fifoWait]] as const) {
     record(`${name} p50, ms`, percentile(list, 50));
     record(`${name} p99, ms`, percentile(list, 99));
