@@ -82,12 +82,14 @@ export const GUARD_SLACK_RATIO = 0.4;
 /**
  * Once, `afterMs` from now (unref'd: it never keeps the process up), a full collection that
  * gives back what start-up left; and from now on, the main old space's guard against V8's 8 MB
- * step (module comment). Nothing for `v8`. Returns a cancel (of both).
+ * step (module comment). Nothing for `v8`. Returns a cancel (of both). `collect` is the settle's
+ * collection (tests count it: V8's last-resort collection is not flagged forced, and the
+ * compact flags shrink the young generation at any scavenge, so neither tells it apart).
  */
-export function settleHeap(mode: HeapMode, afterMs = SETTLE_AFTER_MS): () => void {
+export function settleHeap(mode: HeapMode, afterMs = SETTLE_AFTER_MS, collect: () => void = collectAllAvailable): () => void {
   if (mode === 'v8') return () => undefined;
   const stopGuard = oldSpaceGuard(GUARD_SLACK_BYTES, GUARD_SLACK_RATIO);
-  const timer = setTimeout(() => collectAllAvailable(), afterMs);
+  const timer = setTimeout(collect, afterMs);
   timer.unref();
   return () => {
     clearTimeout(timer);
