@@ -4,10 +4,10 @@
  * leaves no gc() in later vm contexts.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { it } from 'node:test';
+import { runModuleScript } from '../test/support/child.ts';
 
 const heap = pathToFileURL(join(import.meta.dirname, 'heap.ts')).href;
 const workload = pathToFileURL(join(import.meta.dirname, '..', 'test', 'fixtures', 'gc-workload.ts')).href;
@@ -22,7 +22,7 @@ function run(code: string): Record<string, unknown> {
     for (let i = 0; i < 300000; i++) { const o = { i, s: 'x' + i }; if (i % 100 === 0) keep.push(o); }
     ${code}
   `;
-  return JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as Record<string, unknown>;
+  return runModuleScript(script);
 }
 
 it('compact: the settle collects once, after the delay and not before', () => {

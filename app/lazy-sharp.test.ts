@@ -3,9 +3,9 @@
  * daemon's composition root and the media modules resolves no `sharp` or `@img/*` package.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { it } from 'node:test';
+import { runModuleScript } from '../test/support/child.ts';
 
 const root = join(import.meta.dirname, '..');
 
@@ -21,7 +21,7 @@ it('importing the daemon and the media modules does not load sharp', () => {
     await preparer.prepare(Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 16]), { longEdge: 64, maxBytes: 1e6, maxImages: 1, maxTotalBytes: 1e6 });
     process.stdout.write(JSON.stringify({ before, after: seen, loaded: preparer.loaded }));
   `;
-  const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' })) as { before: string[]; after: string[]; loaded: boolean };
+  const out = runModuleScript<{ before: string[]; after: string[]; loaded: boolean }>(script, { cwd: root });
   assert.deepEqual(out.before, []);
   // The first photo loads it (the check is live: it does see sharp when it comes).
   assert.ok(out.after.includes('sharp'), JSON.stringify(out.after));

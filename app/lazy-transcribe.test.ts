@@ -3,9 +3,9 @@
  * daemon's composition root and the agent loads no transcription module.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { it } from 'node:test';
+import { runModuleScript } from '../test/support/child.ts';
 
 const root = join(import.meta.dirname, '..');
 
@@ -19,7 +19,7 @@ it('importing the daemon and the agent does not load the transcription client', 
     await import(${JSON.stringify(root)} + '/src/media/transcribe.ts');
     process.stdout.write(JSON.stringify({ before, after: seen }));
   `;
-  const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' })) as { before: string[]; after: string[] };
+  const out = runModuleScript<{ before: string[]; after: string[] }>(script, { cwd: root });
   assert.deepEqual(out.before, []);
   // The check is live: it does see the module when it is imported.
   assert.equal(out.after.length, 1, JSON.stringify(out.after));

@@ -4,9 +4,9 @@
  * does, for the schema) loads no platform SDK — a module's code comes in with `import()`.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { runModuleScript } from '../test/support/child.ts';
 import * as v from 'valibot';
 import { defineChannel } from '../src/channel-module.ts';
 import { createConfigLoader } from '../src/config/load.ts';
@@ -54,7 +54,7 @@ describe('the channel registry', () => {
       await import(${JSON.stringify(root)} + '/channels/telegram/index.ts');
       process.stdout.write(JSON.stringify({ before, after: seen }));
     `;
-    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' })) as { before: string[]; after: string[] };
+    const out = runModuleScript<{ before: string[]; after: string[] }>(script, { cwd: root });
     assert.deepEqual(out.before, []);
     // The check is live: it does see an SDK when a channel's code is imported.
     assert.ok(out.after.includes('grammy'), JSON.stringify(out.after));

@@ -111,6 +111,11 @@ async function timedBurst(count: number, from: number, timeoutMs = 300_000): Pro
   }
 }
 
+/** The turns `node` has ended so far (its "turn done" lines, warm-up included). */
+function turnsEnded(node: TestCluster['nodes'][number]): number {
+  return (node.stdout().match(/"msg":"turn done"/g) ?? []).length;
+}
+
 /**
  * Warms every node up: a node's first turns load the agent's modules and compile its hot code
  * (a cold node's first turn took ~300 ms against ~205 with a 200 ms model). Which node runs a
@@ -123,9 +128,8 @@ async function timedBurst(count: number, from: number, timeoutMs = 300_000): Pro
  */
 async function warmUp(cluster: TestCluster): Promise<void> {
   const WARM_TURNS = 30;
-  const ended = (node: TestCluster['nodes'][number]): number => (node.stdout().match(/"msg":"turn done"/g) ?? []).length;
-  for (let round = 0; cluster.nodes.some((node) => ended(node) < WARM_TURNS); round++) {
-    if (round === 40) throw new Error(`a node ended fewer than ${WARM_TURNS} warm-up turns in 40 bursts: ${cluster.nodes.map((node) => `${node.name} ${ended(node)}`).join(', ')}`);
+  for (let round = 0; cluster.nodes.some((node) => turnsEnded(node) < WARM_TURNS); round++) {
+    if (round === 40) throw new Error(`a node ended fewer than ${WARM_TURNS} warm-up turns in 40 bursts: ${cluster.nodes.map((node) => `${node.name} ${turnsEnded(node)}`).join(', ')}`);
     await burst(8 * cluster.nodes.length, 4 * cluster.nodes.length);
   }
 }
@@ -222,7 +226,7 @@ async function clusterSteps(run: number): Promise<void> {
     if (count > 1) record(`${count} nodes, steady scaling ×`, steady / steadyRates[0]!);
     cpu.nodes.forEach((ms, i) => record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg n${i + 1}`, ms));
     record(`${count} node${count > 1 ? 's' : ''}, CPU ms/msg PostgreSQL`, cpu.postgres);
-    const turns = cluster.nodes.map((node) => (node.stdout().match(/"msg":"turn done"/g) ?? []).length);
+    const turns = cluster.nodes.map(turnsEnded);
     say(`  ${count} node${count > 1 ? 's' : ' '}: ${fmt(rate)} msg/s (${fmt(ms / 1000)} s; turns per node ${turns.join(' / ')}; scaling ×${fmt(rate / rates[0]!, 2)}; steady ${fmt(steady)} msg/s, ×${fmt(steady / steadyRates[0]!, 2)}; the last message stored ${fmt(stored / 1000)} s in; ${cpuLine(cpu)})`);
     if (count === 3) {
       three = cluster;

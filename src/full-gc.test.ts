@@ -3,10 +3,10 @@
  * `every` calls; run in a child process (it changes V8 flags of the process it runs in).
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { it } from 'node:test';
+import { runModuleScript } from '../test/support/child.ts';
 
 const gcModule = pathToFileURL(join(import.meta.dirname, 'full-gc.ts')).href;
 const workload = pathToFileURL(join(import.meta.dirname, '..', 'test', 'fixtures', 'gc-workload.ts')).href;
@@ -30,7 +30,7 @@ it('collects the old space once it grew past the slack, on the every-th call, an
     const afterSecond = old();
     process.stdout.write(JSON.stringify({ grown, afterFirst, afterSecond, gc: runInNewContext('typeof gc') }));
   `;
-  const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as Record<string, number | string>;
+  const out = runModuleScript<Record<string, number | string>>(script);
   assert.ok((out.afterFirst as number) > (out.grown as number) - 64 * 1024, `the first call of two checks nothing: ${JSON.stringify(out)}`);
   assert.ok((out.afterSecond as number) < (out.grown as number) - 1024 * 1024, JSON.stringify(out));
   assert.equal(out.gc, 'undefined');
@@ -50,7 +50,7 @@ it('oldSpaceGuard: collects once the old space grew past the slack; nothing afte
     const stopped = forced.count - guarded;
     process.stdout.write(JSON.stringify({ guarded, stopped, gc: runInNewContext('typeof gc') }));
   `;
-  const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as { guarded: number; stopped: number; gc: string };
+  const out = runModuleScript<{ guarded: number; stopped: number; gc: string }>(script);
   assert.ok(out.guarded >= 1, `collected while guarded: ${JSON.stringify(out)}`);
   assert.equal(out.stopped, 0, `nothing collected after stop: ${JSON.stringify(out)}`);
   assert.equal(out.gc, 'undefined');
@@ -74,7 +74,7 @@ it('oldSpaceGuard: the slack grows with what lived (slackRatio): a larger live h
     const scaled = await collectedWith(10);
     process.stdout.write(JSON.stringify({ fixed, scaled, ballast: ballast.length }));
   `;
-  const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as { fixed: number; scaled: number };
+  const out = runModuleScript<{ fixed: number; scaled: number }>(script);
   assert.ok(out.fixed >= 1, `a 1 MB slack over ~16 MB alive collects: ${JSON.stringify(out)}`);
   assert.equal(out.scaled, 0, `a slack of 10 × what lived (~160 MB) is never reached here: ${JSON.stringify(out)}`);
 });
