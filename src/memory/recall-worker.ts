@@ -9,7 +9,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import type { ToWorker, WorkerConfig } from './recall-protocol.ts';
 import { RecallService } from './recall-service.ts';
-import { PAGE_CACHE_KIB } from '../store/page-cache.ts';
+import { RECALL_PAGE_CACHE_KIB } from '../store/page-cache.ts';
 import { oldSpaceKeeper } from '../full-gc.ts';
 
 /**
@@ -32,7 +32,7 @@ if (parentPort !== null) {
   yieldToEventLoop();
   const db = new Database(config.path, { readonly: true, fileMustExist: true });
   db.pragma('busy_timeout = 5000');
-  db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
+  db.pragma(`cache_size = -${RECALL_PAGE_CACHE_KIB}`);
   const service = new RecallService(db, config.model, config.maxIndexBytes);
   const indexed = service.load();
   // V8 would not collect this isolate's old generation under traffic (src/full-gc.ts): what the
