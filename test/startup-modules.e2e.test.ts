@@ -8,13 +8,13 @@
  * API calls go over the node:http client, and the bundle replaces grammY's import of it.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI } from './fixtures/fake-openai.ts';
 import { startTelegramPeer, type TelegramPeer } from './peers/telegram.ts';
+import { runModuleScript } from './support/child.ts';
 import { cliPath, startDaemon, tempConfig, type Daemon } from './support/cli.ts';
 import { ensureDist } from './support/dist.ts';
 import { until } from './support/wait.ts';
@@ -147,7 +147,7 @@ describe('modules a started daemon loads', () => {
   });
 
   it('the check is live: an ES import of node:http loads undici, src/http/node-http.ts does not', () => {
-    const run = (code: string): string[] => JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', `${code}\nprocess.stdout.write(JSON.stringify(process.moduleLoadList));`], { cwd: root, encoding: 'utf8' })) as string[];
+    const run = (code: string): string[] => runModuleScript<string[]>(`${code}\nprocess.stdout.write(JSON.stringify(process.moduleLoadList));`, { cwd: root });
     assert.ok(run(`await import('node:http');`).includes(UNDICI), 'Node no longer loads undici for the namespace: src/http/node-http.ts can go');
     const required = run(`const { createServer } = await import(${JSON.stringify(pathToFileURL(join(root, 'src/http/node-http.ts')).href)}); if (typeof createServer !== 'function') throw new Error('no createServer');`);
     assert.ok(required.includes('NativeModule http'));
