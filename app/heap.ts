@@ -29,10 +29,12 @@
  * limit: 16271 KB". No flag changes that step (a young generation 4 × larger, which promoted
  * less, --incremental-marking-hard-trigger=80 and --no-concurrent-marking were measured too);
  * a collection with no flags (gc()) is sized "conservative", 2 MB.
- * So under traffic the daemon collects the main old space itself once it is 3 MB (or 0.4 × what
+ * So under traffic the daemon collects the main old space itself once it is 2 MB (or 0.2 × what
  * lived, if more) over what lived after the last full collection ({@link settleHeap}'s
  * `oldSpaceGuard`, src/full-gc.ts), before V8's 8 MB step is reached. With a fixed 3 MB a
- * cluster node, whose heap holds more, paid ~0.65 ms per message on PostgreSQL for it.
+ * cluster node, whose heap holds more, paid ~0.65 ms per message on PostgreSQL for it; with
+ * 3 MB or 0.4 × (the eighth pass) bench:soak's daemon (~9 MB live) had ~3.7 MB of slack and the
+ * band's span was 6.6–8.9 %; with 2 MB or 0.2 × it is 4.8–5.6 % (docs/benchmarks.md, ninth pass).
  * Measured (bench:soak, 50,000 messages, four interleaved runs each; docs/benchmarks.md, sixth
  * pass): RSS band after 5,000 at its widest −6.4 … +7.8 % before, −3.9 … +4.8 % after; highest
  * over idle median +47.6 → +44.1 MB. The price: atomic collections of ~9–11 ms on the main
@@ -74,10 +76,10 @@ export const SETTLE_AFTER_MS = 3_000;
  * How far the main old space may grow over what lived after the last full collection before the
  * daemon collects it itself (module comment). More slack: fewer collections, a wider RSS band.
  */
-export const GUARD_SLACK_BYTES = 3 * 1024 * 1024;
+export const GUARD_SLACK_BYTES = 2 * 1024 * 1024;
 
 /** …or this share of what lived, when that is more (a larger heap costs more to collect: src/full-gc.ts). */
-export const GUARD_SLACK_RATIO = 0.4;
+export const GUARD_SLACK_RATIO = 0.2;
 
 /**
  * Once, `afterMs` from now (unref'd: it never keeps the process up), a full collection that
