@@ -32,9 +32,10 @@
  * So under traffic the daemon collects the main old space itself once it is 2 MB (or 0.2 × what
  * lived, if more) over what lived after the last full collection ({@link settleHeap}'s
  * `oldSpaceGuard`, src/full-gc.ts), before V8's 8 MB step is reached. With a fixed 3 MB a
- * cluster node, whose heap holds more, paid ~0.65 ms per message on PostgreSQL for it; with
- * 3 MB or 0.4 × (the eighth pass) bench:soak's daemon (~9 MB live) had ~3.7 MB of slack and the
- * band's span was 6.6–8.9 %; with 2 MB or 0.2 × it is 4.8–5.6 % (docs/benchmarks.md, ninth pass).
+ * cluster node, whose heap holds more, paid ~0.65 ms per message on PostgreSQL for it. With
+ * 3 MB or 0.4 × (the eighth pass) bench:soak's daemon (~9 MB live) had ~3.7 MB of slack: in
+ * three alternated pairs its band's span was 6.6–7.0 % with that and 4.8–5.6 % with 2 MB or
+ * 0.2 ×, for ~0.1–0.25 ms more per message on PostgreSQL (docs/benchmarks.md, ninth pass).
  * Measured (bench:soak, 50,000 messages, four interleaved runs each; docs/benchmarks.md, sixth
  * pass): RSS band after 5,000 at its widest −6.4 … +7.8 % before, −3.9 … +4.8 % after; highest
  * over idle median +47.6 → +44.1 MB. The price: atomic collections of ~9–11 ms on the main
