@@ -81,7 +81,7 @@ export function oldSpaceKeeper(slackBytes: number, every: number): () => void {
  * on PostgreSQL (bench:cluster, model at 0 ms, medians of 3) 2.72 ms without the guard, 3.39 with
  * 3 MB, 2.79 with 3 MB or 0.4 × what lived; bench:soak's band −2.6 … +4.4 % with 3 MB, −2.8 …
  * +4.7 % with the larger of the two (one run each). The daemon's values are app/heap.ts's
- * (`GUARD_SLACK_BYTES`, `GUARD_SLACK_RATIO`: 2 MB or 0.2 × since the ninth pass).
+ * `GUARD_SLACK_BYTES` and `GUARD_SLACK_RATIO`.
  * Nothing runs while idle: no collection, no observer entry. Returns a stop.
  */
 export function oldSpaceGuard(slackBytes: number, slackRatio = 0): () => void {
