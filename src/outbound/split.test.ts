@@ -75,6 +75,21 @@ describe('splitMessage', () => {
     for (const part of parts.slice(1)) assert.doesNotMatch(part, /^ {0,3}(?:~{3}|`{3})/, `a part opens a fence: ${JSON.stringify(part)}`);
   });
 
+  it('does not open a fence by cutting the backtick off a "``` x`" line, which is no fence (fuzz seed 503829925)', () => {
+    // CommonMark: a backtick fence's info string holds no backtick, so this line is a paragraph;
+    // cut short at the byte limit it read "``` 𐀀…", a fence left open in the first part
+    const text = `\`\`\` ${'\u{10000}'.repeat(4)}\u03b1\u0313\u0300\u0345${'\u{10000}'.repeat(15)}\u0800${'\u{10000}'.repeat(2)}\`\n`;
+    const parts = splitMessage(text, 100, { measure: (part) => Buffer.byteLength(part, 'utf8') });
+    assert.ok(parts.length >= 2);
+    for (const part of parts) {
+      assert.ok(Buffer.byteLength(part, 'utf8') <= 100);
+      assert.ok(!unclosedFence(part), `a part opens a fence: ${JSON.stringify(part)}`);
+    }
+    // every character comes back, in order (an escape added, no fence markers)
+    const bare = (s: string): string => s.replace(/[\s`\\]/g, '');
+    assert.equal(bare(parts.join('')), bare(text));
+  });
+
   it('closes and reopens a fence whose info string holds a line separator (U+2028; fuzz seed 631626121)', () => {
     const text = `~~~\u2028\n${'a'.repeat(150)}\n${'é '.repeat(60)}`;
     const parts = splitMessage(text, 200);

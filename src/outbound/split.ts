@@ -239,11 +239,12 @@ function cutBlock(text: string, paragraph: boolean, limit: number, measure: Meas
     const marks = paragraph ? markers(spans, start, end, text.length) : { open: '', close: '' };
     // text cut at a space starts a line in the next part: a "~~~" or "# " there would open a fence or a heading
     const midLine = i > 0 && text[cuts[i - 1]!] !== '\n' && !open && marks.open === '' && BLOCK_START.test(text.slice(start, start + 8));
-    const body = text.slice(start, end);
+    const cutText = text.slice(start, end);
     // reopened markers that run into the text would open a block too: "~~" reopened before "~~~~ x" is a fence
-    const merged = i > 0 && !open && marks.open !== '' && BLOCK_START.test(marks.open + body.slice(0, 8)) ? '\\' : '';
+    const merged = i > 0 && !open && marks.open !== '' && BLOCK_START.test(marks.open + cutText.slice(0, 8)) ? '\\' : '';
     // without its markers (the fallback below) the text itself starts the line
-    const bare = i > 0 && text[cuts[i - 1]!] !== '\n' && !open && marks.open !== '' && BLOCK_START.test(body.slice(0, 8)) ? '\\' : '';
+    const bare = i > 0 && text[cuts[i - 1]!] !== '\n' && !open && marks.open !== '' && BLOCK_START.test(cutText.slice(0, 8)) ? '\\' : '';
+    const body = !fence && end < text.length && text[end] !== '\n' ? escapeCutShortFence(cutText, midLine || merged !== '' || bare !== '') : cutText;
     const reopened = open ? `${reopener(open, limit, measure)}\n` : '';
     const before = reopened + (midLine ? '\\' : '');
     open = fenceAfter((midLine || merged !== '' || bare !== '' ? '\\' : '') + body, open); // (an escaped "```" opens nothing)
@@ -255,6 +256,19 @@ function cutBlock(text: string, paragraph: boolean, limit: number, measure: Meas
     pieces.push(size <= limit && !fenceByMarkers ? { open: before + marks.open + merged, text: body, close: marks.close + after, gap, size } : { open: before + bare, text: body, close: after, gap, size: measure(before + bare + body + after) });
   }
   return pieces;
+}
+
+/**
+ * A piece's text cut in the middle of its last line, in a block that opens no fence: with that
+ * line escaped when, cut short, it would open a fence the whole line did not. "``` x`" is no fence
+ * (a backtick fence's info string holds no backtick), its first part "``` x" is one, left open
+ * (fuzz seed 503829925). `firstEscaped`: the piece's first line is escaped already (`midLine`…).
+ */
+function escapeCutShortFence(body: string, firstEscaped: boolean): string {
+  const lineStart = body.lastIndexOf('\n') + 1;
+  if ((lineStart === 0 && firstEscaped) || fenceAfter(body.slice(lineStart), undefined) === undefined) return body;
+  const at = lineStart + /^ */.exec(body.slice(lineStart))![0].length;
+  return `${body.slice(0, at)}\\${body.slice(at)}`;
 }
 
 /** What opens a block at the start of a line: a fence, a heading, a quote, a bullet. */
