@@ -244,10 +244,11 @@ function cutBlock(text: string, paragraph: boolean, limit: number, measure: Meas
     const merged = i > 0 && !open && marks.open !== '' && BLOCK_START.test(marks.open + cutText.slice(0, 8)) ? '\\' : '';
     // without its markers (the fallback below) the text itself starts the line
     const bare = i > 0 && text[cuts[i - 1]!] !== '\n' && !open && marks.open !== '' && BLOCK_START.test(cutText.slice(0, 8)) ? '\\' : '';
-    const body = !fence && end < text.length && text[end] !== '\n' ? escapeCutShortFence(cutText, midLine || merged !== '' || bare !== '') : cutText;
+    const firstEscaped = midLine || merged !== '' || bare !== '';
+    const body = !fence && end < text.length && text[end] !== '\n' ? escapeCutShortFence(cutText, firstEscaped) : cutText;
     const reopened = open ? `${reopener(open, limit, measure)}\n` : '';
     const before = reopened + (midLine ? '\\' : '');
-    open = fenceAfter((midLine || merged !== '' || bare !== '' ? '\\' : '') + body, open); // (an escaped "```" opens nothing)
+    open = fenceAfter((firstEscaped ? '\\' : '') + body, open); // (an escaped "```" opens nothing)
     const after = open && end < text.length ? `\n${open.marker}` : '';
     const gap = text.slice(end, i + 1 < cuts.length ? skipSpace(text, end) : text.length);
     const size = measure(before + marks.open + merged + body + marks.close + after);
@@ -266,8 +267,9 @@ function cutBlock(text: string, paragraph: boolean, limit: number, measure: Meas
  */
 function escapeCutShortFence(body: string, firstEscaped: boolean): string {
   const lineStart = body.lastIndexOf('\n') + 1;
-  if ((lineStart === 0 && firstEscaped) || fenceAfter(body.slice(lineStart), undefined) === undefined) return body;
-  const at = lineStart + /^ */.exec(body.slice(lineStart))![0].length;
+  const line = body.slice(lineStart);
+  if ((lineStart === 0 && firstEscaped) || fenceAfter(line, undefined) === undefined) return body;
+  const at = lineStart + /^ */.exec(line)![0].length;
   return `${body.slice(0, at)}\\${body.slice(at)}`;
 }
 
