@@ -90,6 +90,14 @@ describe('splitMessage', () => {
     assert.equal(bare(parts.join('')), bare(text));
   });
 
+  it('drops a quote\'s blank first line when it cuts the quote, and keeps every word (fuzz seed 823719238)', () => {
+    // ">" alone opens the quote and shows nothing (CommonMark); the unwrapped quote's text starts
+    // with that empty line, and a part does not start with a blank line. The lazy "aaa…" line
+    // continues the quote's paragraph, so its pieces are quoted too.
+    const text = `>\n> quote\n${'a'.repeat(55)}`;
+    assert.deepEqual(splitMessage(text, 64), [`> quote\n> ${'a'.repeat(52)}`, '> aaa']);
+  });
+
   it('closes and reopens a fence whose info string holds a line separator (U+2028; fuzz seed 631626121)', () => {
     const text = `~~~\u2028\n${'a'.repeat(150)}\n${'é '.repeat(60)}`;
     const parts = splitMessage(text, 200);
