@@ -44,6 +44,24 @@ describe('slack mrkdwn rendering', () => {
     assert.equal(renderMrkdwn('<b>\n```js\nx\n```\ny'), '&lt;b&gt;\n`\u200b`\u200b`js\nx\n`\u200b`\u200b`\ny');
   });
 
+  it('shows escaped fence markers as text: a run of three backticks or tildes in a paragraph opens no code block (fuzz seed 1187553780)', () => {
+    // Slack has no backslash escape: "\\```" came out as "```", which opens a code block in Slack
+    // (anywhere in a line), and "\\~~~" as "~~~", a fence to a reader of markdown
+    assert.equal(renderMrkdwn('\\~~~'), '~\u200b~\u200b~');
+    assert.equal(renderMrkdwn('\\```\nx'), '`\u200b`\u200b`\nx');
+    assert.equal(renderMrkdwn('a \\```b'), 'a `\u200b`\u200b`b');
+    assert.equal(renderMrkdwn('# \\```'), '*`\u200b`\u200b`*');
+    // a code span holding backticks: Slack's inline code cannot, and three open a block
+    assert.equal(renderMrkdwn('``` ``x ```'), '`\u200b`\u200b`x`');
+    assert.equal(renderMrkdwn('~~gone~~ and `code`'), '~gone~ and `code`');
+  });
+
+  it('shows a quote inside a list item as text: its ">" is no quote marker to Slack there, and a raw one is a control character (fuzz seed 176872038)', () => {
+    assert.equal(renderMrkdwn('* >'), '• &gt;');
+    assert.equal(renderMrkdwn('- a\n  > q\n  > > r'), '• a\n  &gt; q\n  &gt; &gt; r');
+    assert.equal(renderMrkdwn('> quoted\n\n- item'), '> quoted\n\n• item');
+  });
+
   it('escapes &, < and > everywhere, code included, so nothing becomes a mention or a broadcast', () => {
     assert.equal(renderMrkdwn('a < b && c > d <!channel> <@U123>'), 'a &lt; b &amp;&amp; c &gt; d &lt;!channel&gt; &lt;@U123&gt;');
     assert.equal(renderMrkdwn('`<!here>`'), '`&lt;!here&gt;`');

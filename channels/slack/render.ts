@@ -32,11 +32,11 @@ function block(token: MarkedToken): string {
   switch (token.type) {
     case 'paragraph':
     case 'text':
-      return token.tokens ? renderInline(token.tokens, inline) : escapeSlack(token.text);
+      return noFences(token.tokens ? renderInline(token.tokens, inline) : escapeSlack(token.text));
     case 'heading': {
       // the line is bold already: bold inside it would end it
       const text = renderInline(token.tokens, { ...inline, strong: (inner) => inner }).trim();
-      return text === '' ? '' : `*${text}*`;
+      return text === '' ? '' : `*${noFences(text)}*`;
     }
     case 'hr':
       return '———';
@@ -48,20 +48,29 @@ function block(token: MarkedToken): string {
     case 'blockquote':
       return prefixLines(blocks(token.tokens), '> ');
     case 'list':
-      return listText(token, '•', blocks);
+      // a quote in an item is no quote to Slack (its ">" is one only at a line's start): its markers escaped, shown as written
+      return listText(token, '•', (tokens) => blocks(tokens).replace(/^(?:> ?)+/gm, (markers) => markers.replace(/>/g, '&gt;')));
     case 'space':
       return '';
     case 'html':
-      // shown as written: a ``` or ~~~ line in an HTML block is no fence (CommonMark), so none may
-      // open a code block in Slack (a ~~~ run is broken too, as a reader of markdown would take it for a fence)
-      return escapeSlack(unfenced(token.raw.replace(/\n+$/, '')).replace(/~{3,}/g, (run) => [...run].join('\u200b')));
+      // shown as written: a ``` or ~~~ line in an HTML block is no fence (CommonMark), so none may open a code block in Slack
+      return noFences(escapeSlack(token.raw.replace(/\n+$/, '')));
     default: // link definitions: shown as written
       return escapeSlack(token.raw.replace(/\n+$/, ''));
   }
 }
 
 /** Code with its runs of three backticks broken by zero-width spaces: Slack would end the block at one. */
-const unfenced = (code: string): string => code.replace(/`{3,}/g, (run) => [...run].join('\u200b'));
+const unfenced = (code: string): string => code.replace(/`{3,}/g, broken);
+
+/**
+ * Text with its runs of three backticks or tildes broken by zero-width spaces. Slack opens a code
+ * block at ``` anywhere in a line and has no backslash escape, so an escaped "\```" or a code span
+ * holding backticks would open one; a reader of markdown takes a ~~~ line for a fence (fuzz seeds
+ * 2119109992, 1187553780).
+ */
+const noFences = (text: string): string => text.replace(/`{3,}|~{3,}/g, broken);
+const broken = (run: string): string => [...run].join('\u200b');
 
 /** Inline markdown → mrkdwn; markers inside a word stay as written (Slack shows no emphasis there). */
 const inline: InlineRules = {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { unclosedFence } from '../../test/support/markup.ts';
+import { unclosedMarkdownFence } from '../../test/support/markup.ts';
 import { splitMessage } from './split.ts';
 
 /** Words of a text, ignoring fence lines added at part boundaries. */
@@ -11,7 +11,7 @@ function check(text: string, limit: number, measure?: (s: string) => number): st
   const size = measure ?? ((s: string) => s.length);
   for (const part of parts) {
     assert.ok(size(part) <= limit, `part of ${size(part)} > ${limit}: ${JSON.stringify(part.slice(0, 80))}`);
-    assert.ok(!unclosedFence(part), `unclosed fence in ${JSON.stringify(part)}`);
+    assert.ok(!unclosedMarkdownFence(part), `unclosed fence in ${JSON.stringify(part)}`);
     assert.doesNotMatch(part, /[\ud800-\udbff]$/, 'a part ends in half a surrogate pair');
   }
   assert.deepEqual(words(parts.join('\n')).join(' ').replace(/\s+/g, ''), words(text).join(' ').replace(/\s+/g, ''), 'no text lost or reordered');
@@ -83,7 +83,7 @@ describe('splitMessage', () => {
     assert.ok(parts.length >= 2);
     for (const part of parts) {
       assert.ok(Buffer.byteLength(part, 'utf8') <= 100);
-      assert.ok(!unclosedFence(part), `a part opens a fence: ${JSON.stringify(part)}`);
+      assert.ok(!unclosedMarkdownFence(part), `a part opens a fence: ${JSON.stringify(part)}`);
     }
     // every character comes back, in order (an escape added, no fence markers)
     const bare = (s: string): string => s.replace(/[\s`\\]/g, '');
@@ -141,6 +141,39 @@ describe('splitMessage', () => {
     // the reopened fence, the line after it left the code block and the last "~~~~" opened one
     const text = `~~~~\n${'w '.repeat(23)}~~~~\na line after it\n~~~~`;
     assert.deepEqual(splitMessage(text, 64), [`~~~~\n${'w '.repeat(21)}w\n~~~~`, '~~~~\nw ~~~~\na line after it\n~~~~']);
+  });
+
+  it('cuts an HTML block as text: a ``` line in it opens no fence, and one in a later part is escaped (fuzz seed 176872038)', () => {
+    // CommonMark reads "<b>" and the lines after it to a blank line as HTML: the ``` was taken for a
+    // fence, closed and reopened, and the last piece of the block left it open in a middle part
+    const text = `<b>\n\`\`\`\n${'a'.repeat(60)}\n\`\`\`\n${'b'.repeat(30)}\n\nafter`;
+    const parts = splitMessage(text, 64);
+    assert.deepEqual(parts, [`<b>\n\`\`\`\n${'a'.repeat(55)}`, `aaaaa\n\\\`\`\`\n${'b'.repeat(30)}\n\nafter`]);
+    for (const part of parts) assert.ok(!unclosedMarkdownFence(part), JSON.stringify(part));
+  });
+
+  it('cuts a fenced block again when its code measures more than the same text outside the fence (fuzz seed 1310476373)', () => {
+    // a measure of rendered text: outside a fence "x\n---" is a heading whose "---" shows nothing
+    // (Telegram's measure counts what shows); the cuts measured the text so, the piece as code was
+    // over the limit and was cut again as text, its fence left open
+    const shown = (part: string): number => (/^```/.test(part) ? part.length : part.replace(/(?<=[^\n]\n)---(?=\n|$)/g, '').length);
+    const text = `\`\`\`\n${'x'.repeat(20)}\n---\n${'y'.repeat(20)}\n---\n${'z'.repeat(20)}\n---\n${'w'.repeat(40)}\n\`\`\``;
+    const parts = splitMessage(text, 64, { measure: shown });
+    for (const part of parts) {
+      assert.ok(shown(part) <= 64, `${shown(part)}: ${JSON.stringify(part)}`);
+      assert.ok(!unclosedMarkdownFence(part), JSON.stringify(part));
+    }
+    assert.equal(parts.join('\n').replace(/```\n/g, '').match(/[xyzw]/g)!.length, 100);
+  });
+
+  it('never cuts between the halves of a surrogate pair when it steps back from a cut (fuzz seed 1187553780)', () => {
+    // the cut at the space before "~~~" is refused (it would open a fence); stepping back a character
+    // at a time, it stopped between "\ud800" and "\udc00" of "𐀀"
+    const text = `${'𐀀'.repeat(30)} ~~~ rest`;
+    const parts = splitMessage(text, 64);
+    assert.ok(parts.length > 1);
+    for (const part of parts) assert.doesNotMatch(part, /^[\udc00-\udfff]|[\ud800-\udbff]$/, JSON.stringify(part));
+    assert.equal(parts.join('').replace(/[\s\\]/g, ''), text.replace(/\s/g, ''));
   });
 
   it('measures in the platform\'s units (e.g. UTF-8 bytes)', () => {

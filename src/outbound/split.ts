@@ -63,7 +63,7 @@ function blockPieces(token: MarkedToken, limit: number, measure: Measure): Piece
     case 'table':
       return tablePieces(token.raw, limit, measure);
     default:
-      return cutBlock(token.raw, token.type === 'paragraph', limit, measure);
+      return cutBlock(token.raw, token.type === 'paragraph' || token.type === 'html' ? token.type : 'text', limit, measure);
   }
 }
 
@@ -179,7 +179,7 @@ function nestedPieces(content: string, wrap: (text: string, first: boolean) => s
   // place again, as a piece is often shorter than the room it was cut to
   const over = texts.filter((text) => text.size > limit);
   if (over.length > 0) texts = wrapped(Math.max(32, Math.min(...over.map((text) => text.inner - (text.size - limit)))));
-  return texts.flatMap(({ text, size }) => (size <= limit ? [piece(text, measure)] : cutBlock(text, false, limit, measure)));
+  return texts.flatMap(({ text, size }) => (size <= limit ? [piece(text, measure)] : cutBlock(text, 'text', limit, measure)));
 }
 
 /** A table too long: runs of rows, each behind the table's header and delimiter row. */
@@ -188,13 +188,13 @@ function tablePieces(raw: string, limit: number, measure: Measure): Piece[] {
   const head = lines.slice(0, 2);
   const rows = lines.slice(2);
   const table = (from: number, to: number): string => `${[...head, ...rows.slice(from, to)].join('\n')}\n`;
-  if (rows.length === 0 || measure(table(0, 0)) > limit / 2) return cutBlock(raw, false, limit, measure);
+  if (rows.length === 0 || measure(table(0, 0)) > limit / 2) return cutBlock(raw, 'text', limit, measure);
   const pieces: Piece[] = [];
   let headerSent = false;
   for (let from = 0; from < rows.length; ) {
     if (measure(table(from, from + 1)) > limit) {
       // a row too long even alone: cut as text, behind the header while no run of rows has carried it
-      pieces.push(...cutBlock(`${headerSent ? '' : `${head.join('\n')}\n`}${rows[from]}\n`, false, limit, measure));
+      pieces.push(...cutBlock(`${headerSent ? '' : `${head.join('\n')}\n`}${rows[from]}\n`, 'text', limit, measure));
       headerSent = true;
       from++;
       continue;
@@ -214,12 +214,13 @@ function tablePieces(raw: string, limit: number, measure: Measure): Piece[] {
  * there and reopened after it; in a paragraph, so are emphasis and code spans. Text cut at a
  * space that would start a block in the next part (`~~~`, `# `, `> `) is escaped.
  */
-function cutBlock(text: string, paragraph: boolean, limit: number, measure: Measure): Piece[] {
-  const fence = firstFence(text);
+function cutBlock(text: string, kind: 'paragraph' | 'html' | 'text', limit: number, measure: Measure): Piece[] {
+  const paragraph = kind === 'paragraph';
+  // (a ``` line in an HTML block opens no fence: CommonMark reads the block as HTML to its end)
+  const fence = kind === 'html' ? undefined : firstFence(text);
   const spans = paragraph ? inlineSpans(text) : [];
   // room for what a cut adds: a closing and a reopening fence, closing and reopening markers, an escape
   const markup = fence ? measure(`${reopener(fence, limit, measure)}\n\n${fence.marker}`) : spans.some((span) => !span.atomic) ? measure('*'.repeat(16)) : 0;
-  const budget = Math.max(8, limit - markup - measure('\\'));
   const clean = (cut: number): boolean => {
     if (spans.some((span) => !span.atomic && ((cut > span.start && cut < span.start + span.open.length) || (cut > span.end - span.close.length && cut < span.end)))) return false; // inside a marker
     const next = skipSpace(text, cut);
@@ -230,47 +231,72 @@ function cutBlock(text: string, paragraph: boolean, limit: number, measure: Meas
     const open = markers(spans, next, text.length, text.length).open;
     return !(close !== '' && close[0] === text[cut - 1]) && !(open !== '' && open.at(-1) === text[next]);
   };
-  const cuts = cutPoints(text, budget, limit - measure('\\'), measure, spans.filter((span) => span.atomic), clean);
-  const pieces: Piece[] = [];
-  let open: Fence | undefined;
-  for (let i = 0; i < cuts.length; i++) {
-    const start = i === 0 ? 0 : skipSpace(text, cuts[i - 1]!);
-    const end = cuts[i]!;
-    const marks = paragraph ? markers(spans, start, end, text.length) : { open: '', close: '' };
-    // text cut at a space starts a line in the next part: a "~~~" or "# " there would open a fence or a heading
-    const midLine = i > 0 && text[cuts[i - 1]!] !== '\n' && !open && marks.open === '' && BLOCK_START.test(text.slice(start, start + 8));
-    const cutText = text.slice(start, end);
-    // reopened markers that run into the text would open a block too: "~~" reopened before "~~~~ x" is a fence
-    const merged = i > 0 && !open && marks.open !== '' && BLOCK_START.test(marks.open + cutText.slice(0, 8)) ? '\\' : '';
-    // without its markers (the fallback below) the text itself starts the line
-    const bare = i > 0 && text[cuts[i - 1]!] !== '\n' && !open && marks.open !== '' && BLOCK_START.test(cutText.slice(0, 8)) ? '\\' : '';
-    const firstEscaped = midLine || merged !== '' || bare !== '';
-    const body = !fence && end < text.length && text[end] !== '\n' ? escapeCutShortFence(cutText, firstEscaped) : cutText;
-    const reopened = open ? `${reopener(open, limit, measure)}\n` : '';
-    const before = reopened + (midLine ? '\\' : '');
-    open = fenceAfter((firstEscaped ? '\\' : '') + body, open); // (an escaped "```" opens nothing)
-    const after = open && end < text.length ? `\n${open.marker}` : '';
-    const gap = text.slice(end, i + 1 < cuts.length ? skipSpace(text, end) : text.length);
-    const size = measure(before + marks.open + merged + body + marks.close + after);
-    // markers that alone open a fence at a line start ("~~" reopened twice is "~~~~") are not reopened: the piece goes without them
-    const fenceByMarkers = i > 0 && /^(?:~{3}|`{3})/.test(marks.open);
-    pieces.push(size <= limit && !fenceByMarkers ? { open: before + marks.open + merged, text: body, close: marks.close + after, gap, size } : { open: before + bare, text: body, close: after, gap, size: measure(before + bare + body + after) });
+  const cutWithin = (budget: number): Piece[] => {
+    const cuts = cutPoints(text, budget, limit - measure('\\'), measure, spans.filter((span) => span.atomic), clean);
+    const pieces: Piece[] = [];
+    let open: Fence | undefined;
+    for (let i = 0; i < cuts.length; i++) {
+      const start = i === 0 ? 0 : skipSpace(text, cuts[i - 1]!);
+      const end = cuts[i]!;
+      const marks = paragraph ? markers(spans, start, end, text.length) : { open: '', close: '' };
+      // text cut at a space starts a line in the next part: a "~~~" or "# " there would open a fence or a heading
+      const midLine = i > 0 && text[cuts[i - 1]!] !== '\n' && !open && marks.open === '' && BLOCK_START.test(text.slice(start, start + 8));
+      const cutText = text.slice(start, end);
+      // reopened markers that run into the text would open a block too: "~~" reopened before "~~~~ x" is a fence
+      const merged = i > 0 && !open && marks.open !== '' && BLOCK_START.test(marks.open + cutText.slice(0, 8)) ? '\\' : '';
+      // without its markers (the fallback below) the text itself starts the line
+      const bare = i > 0 && text[cuts[i - 1]!] !== '\n' && !open && marks.open !== '' && BLOCK_START.test(cutText.slice(0, 8)) ? '\\' : '';
+      const firstEscaped = midLine || merged !== '' || bare !== '';
+      const body =
+        kind === 'html' && i > 0
+          ? escapeFenceLines(cutText, 0, firstEscaped) // out of the HTML block, a ``` line would open a fence (fuzz seed 176872038)
+          : kind !== 'html' && !fence && end < text.length && text[end] !== '\n'
+            ? escapeFenceLines(cutText, cutText.lastIndexOf('\n') + 1, firstEscaped) // the line cut short
+            : cutText;
+      const reopened = open ? `${reopener(open, limit, measure)}\n` : '';
+      const before = reopened + (midLine ? '\\' : '');
+      open = kind === 'html' ? undefined : fenceAfter((firstEscaped ? '\\' : '') + body, open); // (an escaped "```" opens nothing)
+      const after = open && end < text.length ? `\n${open.marker}` : '';
+      const gap = text.slice(end, i + 1 < cuts.length ? skipSpace(text, end) : text.length);
+      const size = measure(before + marks.open + merged + body + marks.close + after);
+      // markers that alone open a fence at a line start ("~~" reopened twice is "~~~~") are not reopened: the piece goes without them
+      const fenceByMarkers = i > 0 && /^(?:~{3}|`{3})/.test(marks.open);
+      pieces.push(size <= limit && !fenceByMarkers ? { open: before + marks.open + merged, text: body, close: marks.close + after, gap, size } : { open: before + bare, text: body, close: after, gap, size: measure(before + bare + body + after) });
+    }
+    return pieces;
+  };
+  // the cuts measure the text as it stands; in a fence it is code, which a measure of the rendered
+  // text can count otherwise ("x\n---" is a heading outside one, its "---" not shown): a piece over
+  // the limit there is cut again, to its own text's size less the overflow, as a part cut as text
+  // would leave the fence open (fuzz seed 1310476373)
+  let budget = Math.max(8, limit - markup - measure('\\'));
+  for (let tries = 0; ; tries++) {
+    const pieces = cutWithin(budget);
+    const over = fence ? pieces.filter((piece) => piece.size > limit) : [];
+    if (over.length === 0 || tries === 3 || budget === 8) return pieces;
+    budget = Math.max(8, Math.min(budget - 1, ...over.map((piece) => measure(piece.text) - (piece.size - limit))));
   }
-  return pieces;
 }
 
 /**
- * A piece's text cut in the middle of its last line, in a block that opens no fence: with that
- * line escaped when, cut short, it would open a fence the whole line did not. "``` x`" is no fence
+ * A piece's text with its lines from offset `from` escaped where they would open a fence. For
+ * a piece cut in the middle of its last line in a block that opens no fence: "``` x`" is no fence
  * (a backtick fence's info string holds no backtick), its first part "``` x" is one, left open
- * (fuzz seed 503829925). `firstEscaped`: the piece's first line is escaped already (`midLine`…).
+ * (fuzz seed 503829925). For a piece of an HTML block after its first: it is no longer HTML.
+ * `firstEscaped`: the piece's first line is escaped already (`midLine`…).
  */
-function escapeCutShortFence(body: string, firstEscaped: boolean): string {
-  const lineStart = body.lastIndexOf('\n') + 1;
-  const line = body.slice(lineStart);
-  if ((lineStart === 0 && firstEscaped) || fenceAfter(line, undefined) === undefined) return body;
-  const at = lineStart + /^ */.exec(line)![0].length;
-  return `${body.slice(0, at)}\\${body.slice(at)}`;
+function escapeFenceLines(body: string, from: number, firstEscaped: boolean): string {
+  let lineStart = 0;
+  return body
+    .split('\n')
+    .map((line) => {
+      const at = lineStart;
+      lineStart += line.length + 1;
+      if (at < from || (at === 0 && firstEscaped) || fenceAfter(line, undefined) === undefined) return line;
+      const spaces = /^ */.exec(line)![0].length;
+      return `${line.slice(0, spaces)}\\${line.slice(spaces)}`;
+    })
+    .join('\n');
 }
 
 /** What opens a block at the start of a line: a fence, a heading, a quote, a bullet. */
@@ -317,8 +343,15 @@ function cleaner(text: string, cut: number, half: number, start: number, clean: 
     if (space <= half) break;
     if (clean(space)) return space;
   }
-  for (let at = cut - 1; at > start && at >= cut - 16; at--) if (clean(at)) return at;
+  for (let at = cut - 1; at > start && at >= cut - 16; at--) if (!betweenPair(text, at) && clean(at)) return at; // (fuzz seed 1187553780)
   return undefined;
+}
+
+/** Whether `at` falls between the halves of a UTF-16 surrogate pair. */
+function betweenPair(text: string, at: number): boolean {
+  const high = text.charCodeAt(at - 1);
+  const low = text.charCodeAt(at);
+  return high >= 0xd800 && high <= 0xdbff && low >= 0xdc00 && low <= 0xdfff;
 }
 
 /**

@@ -1,4 +1,5 @@
 /** Checks on rendered and split markup, shared by the splitter's and the renderers' tests. */
+import { lexBlocks } from '../../src/outbound/markdown.ts';
 
 const FENCE = /^ {0,3}(`{3,}|~{3,})([^\n]*)$/; // ("." would stop at U+2028; spaces only, as CommonMark: a BOM or NBSP before ``` makes no fence)
 
@@ -13,6 +14,15 @@ export function unclosedFence(text: string): boolean {
     } else if (match[1]![0] === open[0] && match[1]!.length >= open.length && match[2]!.trim() === '') open = undefined;
   }
   return open !== undefined;
+}
+
+/**
+ * {@link unclosedFence} for markdown as CommonMark reads it (the splitter's parts): lines of an
+ * HTML block are no fence lines ("<b>" then "```" is HTML to a blank line; fuzz seed 176872038).
+ * Not for what a platform gets back (Discord, Slack): they know no HTML blocks.
+ */
+export function unclosedMarkdownFence(markdown: string): boolean {
+  return unclosedFence(lexBlocks(markdown).map((token) => (token.type === 'html' ? token.raw.replace(/[^\n]+/g, '') : token.raw)).join(''));
 }
 
 /** Whether every tag is closed in order (void tags excepted). */
