@@ -212,7 +212,9 @@ function tablePieces(raw: string, limit: number, measure: Measure): Piece[] {
  * Cuts a block's text into pieces within `limit`: at the last line break that keeps at least
  * half a piece, else the last space, else by force. Code fences left open at a cut are closed
  * there and reopened after it; in a paragraph, so are emphasis and code spans. Text cut at a
- * space that would start a block in the next part (`~~~`, `# `, `> `) is escaped.
+ * space that would start a block in the next part (`~~~`, `# `, `> `) is escaped. An HTML block
+ * (`kind` 'html') holds no fence: it is cut as text, and its fence-like lines escaped where a
+ * piece is no longer HTML.
  */
 function cutBlock(text: string, kind: 'paragraph' | 'html' | 'text', limit: number, measure: Measure): Piece[] {
   const paragraph = kind === 'paragraph';
