@@ -18,9 +18,9 @@ import { fuzz, markdownText, nastyText } from '../support/fuzz.ts';
 import { balancedHtml, unclosedMarkdownFence } from '../support/markup.ts';
 
 /**
- * A text without whitespace and the characters of fence and quote markers, as the parts may drop
- * a blank quote line (">" alone shows nothing: fuzz seed 823719238) and add markers; a code line
- * cut by force may start with ">" (a quote marker only to this count).
+ * A text without whitespace and the characters of fence and quote markers: the parts add markers
+ * (a reopened fence, a quote's ">" on a piece of it), and may drop a blank quote line (">" alone
+ * shows nothing: fuzz seed 823719238).
  */
 const strip = (text: string): string => text.replace(/[\s`~>]/g, '');
 /** Whether `small` is `big` with characters left out (greedy, linear). */
@@ -51,7 +51,7 @@ describe('splitter (fuzz)', () => {
           // the last part may end inside a fence the text itself never closed
           if (i < parts.length - 1) assert.ok(!unclosedMarkdownFence(part), 'a part ends inside a code fence');
         }
-        // nothing lost: the text's characters (whitespace and fence markers aside) all come back, in order;
+        // nothing lost: the text's characters (whitespace and fence and quote markers aside) all come back, in order;
         // the parts only add (the markers and info strings of reopened fences)
         assert.ok(isSubsequence(strip(text), strip(parts.join('\n'))), 'characters were lost');
       }, { runs: channel.name === 'telegram' || channel.name === 'slack' ? 40 : 120 });
