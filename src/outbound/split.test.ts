@@ -176,6 +176,16 @@ describe('splitMessage', () => {
     assert.equal(parts.join('').replace(/[\s\\]/g, ''), text.replace(/\s/g, ''));
   });
 
+  it('cuts a list item whose bullet stands alone on its line as text, and does not recurse without end (fuzz seed 791415196)', () => {
+    // "-\n  text": the bullet has no space after it on its line; the item was cut as blocks of its
+    // raw text, which lexes as the same list again: a RangeError (maximum call stack), no reply sent
+    for (const bullet of ['-', '1.']) {
+      const text = `${bullet}\n   ${'word '.repeat(30)}`;
+      const parts = check(text, 64);
+      assert.ok(parts.length > 1 && parts[0]!.startsWith(`${bullet}\n`));
+    }
+  });
+
   it('measures in the platform\'s units (e.g. UTF-8 bytes)', () => {
     const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
     check('ünïcödé '.repeat(200), 100, bytes);

@@ -146,11 +146,13 @@ function listPieces(list: Tokens.List, limit: number, measure: Measure): Piece[]
   const used = list.items.reduce((sum, item) => sum + item.raw.length, 0);
   const pieces = list.items.flatMap((item) => {
     if (measure(item.raw) <= limit) return [piece(item.raw, measure)];
-    const marker = ITEM_MARKER.exec(item.raw)?.[0] ?? '';
-    const content = marker === '' ? item.raw : item.text;
+    const marker = ITEM_MARKER.exec(item.raw)?.[0];
+    // a bullet alone on its line ("-\n  text"): cut as text; cut as blocks, its raw text lexed as
+    // the same list again, without end (a RangeError: fuzz seed 791415196)
+    if (marker === undefined) return cutBlock(item.raw, 'text', limit, measure);
     // the item's first piece behind its bullet; the others as its text (in the part of the first, lazy lines of it)
     // (a blank line after those: "2. b" after text would continue it, not start an item)
-    return nestedPieces(content, (text, first) => (first ? marker + hang(text, marker.length) : `${text}\n`), limit, measure);
+    return nestedPieces(item.text, (text, first) => (first ? marker + hang(text, marker.length) : `${text}\n`), limit, measure);
   });
   const last = pieces.pop()!;
   return [...pieces, { ...last, gap: last.gap + list.raw.slice(used) }];
