@@ -290,17 +290,16 @@ function cutBlock(text: string, kind: 'paragraph' | 'html' | 'text', limit: numb
  * `firstEscaped`: the piece's first line is escaped already (`midLine`…).
  */
 function escapeFenceLines(body: string, from: number, firstEscaped: boolean): string {
-  let lineStart = 0;
-  return body
+  // (only the lines from `from`: for a line cut short that is the last one, not the whole piece)
+  const lines = body
+    .slice(from)
     .split('\n')
-    .map((line) => {
-      const at = lineStart;
-      lineStart += line.length + 1;
-      if (at < from || (at === 0 && firstEscaped) || fenceAfter(line, undefined) === undefined) return line;
+    .map((line, i) => {
+      if ((from === 0 && i === 0 && firstEscaped) || fenceAfter(line, undefined) === undefined) return line;
       const spaces = /^ */.exec(line)![0].length;
       return `${line.slice(0, spaces)}\\${line.slice(spaces)}`;
-    })
-    .join('\n');
+    });
+  return body.slice(0, from) + lines.join('\n');
 }
 
 /** What opens a block at the start of a line: a fence, a heading, a quote, a bullet. */
